@@ -1,0 +1,48 @@
+"""`forge`: one entry point; each area registers its own verbs.
+
+Each area's `register(subparsers)` adds its parsers and sets `run=callable(args) -> int`, so this
+module knows only the list of areas. A `UserError` anywhere becomes its message on stderr and
+the error's exit code, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+
+from forge import __version__
+from forge.errors import UserError
+
+Register = Callable[["argparse._SubParsersAction[argparse.ArgumentParser]"], None]
+
+
+def _areas() -> list[Register]:
+    """Imported lazily so `forge health` never pays for the supervisor's imports."""
+    registers: list[Register] = []
+    return registers
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="forge", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"forge {__version__}")
+    subparsers = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
+    for register in _areas():
+        register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    run: Callable[[argparse.Namespace], int] = args.run
+    try:
+        return run(args)
+    except UserError as error:
+        print(f"forge: {error}", file=sys.stderr)
+        return error.exit_code
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,85 @@
+"""Structured logs: one JSON object per line, each named by its record (`socket_origin_refused`...).
+
+Every process (supervisor, workers, CLI) calls `configure` once; modules call `get_logger()` and
+log a record name with fields: `log.info("socket_origin_refused", origin=o, peer=p)` writes
+`{"record": "socket_origin_refused", "origin": ..., "peer": ..., "level": "info", "ts": ...}`.
+Workers inherit the log path through `FORGE_LOG_FILE` and append to the same file.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+LOG_FILE_ENV = "FORGE_LOG_FILE"
+"""Environment variable that hands the log path from the supervisor to its workers."""
+
+_SHARED_PROCESSORS: list[Any] = [
+    structlog.contextvars.merge_contextvars,
+    structlog.stdlib.add_log_level,
+    structlog.processors.TimeStamper(fmt="iso", utc=True, key="ts"),
+    structlog.processors.EventRenamer("record"),
+]
+
+
+def configure(
+    log_file: Path | None,
+    *,
+    to_stderr: bool | None = None,
+    level: int = logging.DEBUG,
+    process: str | None = None,
+) -> None:
+    """Route every record (ours and the libraries') to `log_file` and, on a terminal, stderr."""
+    formatter = structlog.stdlib.ProcessorFormatter(
+        processors=[
+            structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+            structlog.processors.format_exc_info,
+            structlog.processors.JSONRenderer(sort_keys=False),
+        ],
+        foreign_pre_chain=[*_SHARED_PROCESSORS, structlog.stdlib.add_logger_name],
+    )
+    handlers: list[logging.Handler] = []
+    if log_file is not None:
+        log_file.parent.mkdir(parents=True, exist_ok=True)
+        handlers.append(logging.FileHandler(log_file, encoding="utf-8"))
+        os.environ[LOG_FILE_ENV] = str(log_file)
+    if to_stderr is None:
+        to_stderr = sys.stderr.isatty()
+    if to_stderr:
+        handlers.append(logging.StreamHandler(sys.stderr))
+    root = logging.getLogger()
+    for old in list(root.handlers):
+        root.removeHandler(old)
+        old.close()
+    for handler in handlers:
+        handler.setFormatter(formatter)
+        root.addHandler(handler)
+    root.setLevel(level)
+    logging.getLogger("websockets").setLevel(logging.WARNING)
+    structlog.configure(
+        processors=[
+            *_SHARED_PROCESSORS,
+            structlog.stdlib.ProcessorFormatter.wrap_for_formatter,
+        ],
+        logger_factory=structlog.stdlib.LoggerFactory(),
+        wrapper_class=structlog.stdlib.BoundLogger,
+        cache_logger_on_first_use=False,
+    )
+    if process is not None:
+        structlog.contextvars.bind_contextvars(process=process, pid=os.getpid())
+
+
+def configure_from_env(process: str) -> None:
+    """For a worker: write where the supervisor writes (or nowhere if it set no file)."""
+    path = os.environ.get(LOG_FILE_ENV)
+    configure(Path(path) if path else None, to_stderr=False, process=process)
+
+
+def get_logger(name: str | None = None) -> structlog.stdlib.BoundLogger:
+    logger: structlog.stdlib.BoundLogger = structlog.stdlib.get_logger(name)
+    return logger

@@ -1,0 +1,28 @@
+"""Where forge keeps its files (XDG base directories)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def _xdg(var: str, fallback: str) -> Path:
+    value = os.environ.get(var)
+    return Path(value) if value else Path.home() / fallback
+
+
+def config_file() -> Path:
+    """The forge.toml that is read when neither --config nor FORGE_CONFIG names one."""
+    return _xdg("XDG_CONFIG_HOME", ".config") / "forge" / "forge.toml"
+
+
+def state_dir() -> Path:
+    """Logs and durable state: `$XDG_STATE_HOME/forge`."""
+    return _xdg("XDG_STATE_HOME", ".local/state") / "forge"
+
+
+def runtime_dir() -> Path:
+    """Sockets live here; `$XDG_RUNTIME_DIR/forge`, else a per-user folder in /tmp."""
+    base = os.environ.get("XDG_RUNTIME_DIR")
+    root = Path(base) / "forge" if base else Path(f"/tmp/forge-{os.getuid()}")
+    return root
