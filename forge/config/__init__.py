@@ -1,0 +1,61 @@
+"""forge.toml: embedded defaults, the key catalogue, loading, the settings document and reloads.
+
+The public surface other areas import; see docs/architecture.md "Config".
+"""
+
+from __future__ import annotations
+
+from forge.config.catalogue import AREAS, KEYS, Area, Key, ReloadClass, key_for
+from forge.config.greeting import greeting_settings
+from forge.config.loader import (
+    CONFIG_ENV,
+    ConfigError,
+    LoadedConfig,
+    load_config,
+    parse_config,
+    resolve_config_path,
+)
+from forge.config.model import (
+    BrowserConfig,
+    ClientConfig,
+    DictateConfig,
+    DocumentsConfig,
+    ForgeConfig,
+    LogConfig,
+    OrgConfig,
+    ProjectConfig,
+    ServerConfig,
+    TerminalConfig,
+)
+from forge.config.stamp import BuildStamp, build_stamp
+from forge.config.watcher import ConfigWatcher, watch_config
+
+__all__ = [
+    "AREAS",
+    "CONFIG_ENV",
+    "KEYS",
+    "Area",
+    "BrowserConfig",
+    "BuildStamp",
+    "ClientConfig",
+    "ConfigError",
+    "ConfigWatcher",
+    "DictateConfig",
+    "DocumentsConfig",
+    "ForgeConfig",
+    "Key",
+    "LoadedConfig",
+    "LogConfig",
+    "OrgConfig",
+    "ProjectConfig",
+    "ReloadClass",
+    "ServerConfig",
+    "TerminalConfig",
+    "build_stamp",
+    "greeting_settings",
+    "key_for",
+    "load_config",
+    "parse_config",
+    "resolve_config_path",
+    "watch_config",
+]

@@ -1,0 +1,316 @@
+"""Loading forge.toml: read, parse with tomllib, validate against the catalogue, build the views.
+
+A missing file is the embedded defaults (the catalogue's), so `forge supervise` runs out of the box.
+Anything else that does not load raises `ConfigError` naming the file, the line and the key, and the
+supervisor refuses to start (exit code 2) or, on a reload, keeps the config it has.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from forge import paths
+from forge.config.catalogue import AREAS, Area, Key, TomlValue, key_for, keys_of
+from forge.config.document import Document, build_document
+from forge.config.locate import KeyPath, key_on_line, line_of, syntax_error_line
+from forge.config.model import (
+    BrowserConfig,
+    ClientConfig,
+    DictateConfig,
+    DocumentsConfig,
+    ForgeConfig,
+    LogConfig,
+    OrgConfig,
+    ProjectConfig,
+    ServerConfig,
+    TerminalConfig,
+)
+from forge.config.stamp import build_stamp
+from forge.errors import UserError
+
+CONFIG_ENV = "FORGE_CONFIG"
+"""Environment variable naming the forge.toml to read when --config does not."""
+
+
+class ConfigError(UserError):
+    """forge.toml (or a command-line override) does not load; the message says where and why."""
+
+    def __init__(self, message: str, *, path: Path, line: int | None, key: str | None) -> None:
+        super().__init__(message)
+        self.path = path
+        self.line = line
+        self.key = key
+
+
+@dataclass(frozen=True, eq=False)
+class LoadedConfig:
+    """One load of forge.toml: the typed config plus what the settings frame and reload need."""
+
+    config: ForgeConfig
+    source: Path
+    """The file that was read, or would have been read when it is missing."""
+    raw: bytes
+    fingerprint: str
+    """First 16 hex digits of SHA-256 over `raw` (O-G3); a missing file hashes as empty."""
+    document: Document
+    """The settings document, built once for this load and shared by every connection."""
+    overrides: Mapping[str, TomlValue] = field(default_factory=dict)
+    """Command-line values (by pattern) laid over the file, re-applied on every reload."""
+
+
+def resolve_config_path(cli_path: str | Path | None, environ: Mapping[str, str]) -> Path:
+    """--config, else $FORGE_CONFIG, else the XDG default."""
+    if cli_path:
+        return Path(cli_path).expanduser()
+    from_env = environ.get(CONFIG_ENV)
+    if from_env:
+        return Path(from_env).expanduser()
+    return paths.config_file()
+
+
+def fingerprint_of(raw: bytes) -> str:
+    return hashlib.sha256(raw).hexdigest()[:16]
+
+
+def read_raw(path: Path) -> bytes:
+    """The file's bytes; empty for a missing file, ConfigError for one that cannot be read."""
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return b""
+    except OSError as error:
+        reason = error.strerror or str(error)
+        raise ConfigError(
+            f"{path}: cannot read: {reason}", path=path, line=None, key=None
+        ) from None
+
+
+def load_config(path: Path, *, overrides: Mapping[str, TomlValue] | None = None) -> LoadedConfig:
+    """Read and load `path`; overrides (pattern -> value, e.g. {"server.port": 9000}) win."""
+    return parse_config(read_raw(path), path, overrides=overrides)
+
+
+def parse_config(
+    raw: bytes, source: Path, *, overrides: Mapping[str, TomlValue] | None = None
+) -> LoadedConfig:
+    """Load from bytes already read: pure apart from the build stamp, which is cached."""
+    overrides = dict(overrides or {})
+    text = _decode(raw, source)
+    try:
+        data: dict[str, Any] = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        line = syntax_error_line(text, str(error))
+        key = key_on_line(text, line)
+        where = f"{source} line {line}: " + (f"{key}: " if key else "")
+        raise ConfigError(where + str(error), path=source, line=line, key=key) from None
+    try:
+        resolved = _resolve(data)
+        _apply_overrides(resolved, overrides)
+    except _Invalid as invalid:
+        raise _located(invalid, text, source, overrides) from None
+    fingerprint = fingerprint_of(raw)
+    document = build_document(
+        resolved, version=build_stamp().short, source=str(source), fingerprint=fingerprint
+    )
+    return LoadedConfig(
+        config=_typed(resolved, source.parent),
+        source=source,
+        raw=raw,
+        fingerprint=fingerprint,
+        document=document,
+        overrides=overrides,
+    )
+
+
+class _Invalid(Exception):
+    """A validation failure at a key path, before its line is looked up."""
+
+    def __init__(self, path: KeyPath, why: str, *, line_at: KeyPath | None = None) -> None:
+        super().__init__(why)
+        self.path = path
+        self.why = why
+        self.line_at = path if line_at is None else line_at
+        """Where to look for the line: a missing key is reported on its entry's header."""
+
+
+def _decode(raw: bytes, source: Path) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = raw[: error.start].count(b"\n") + 1
+        message = f"{source} line {line}: not UTF-8 text (byte {error.start})"
+        raise ConfigError(message, path=source, line=line, key=None) from None
+
+
+def _located(
+    invalid: _Invalid, text: str, source: Path, overrides: Mapping[str, TomlValue]
+) -> ConfigError:
+    key = _display(invalid.path)
+    if key in overrides:
+        return ConfigError(
+            f"{source}: {key} (from the command line): {invalid.why}",
+            path=source,
+            line=None,
+            key=key,
+        )
+    line = line_of(text, invalid.line_at)
+    where = f"{source} line {line}" if line is not None else str(source)
+    return ConfigError(f"{where}: {key}: {invalid.why}", path=source, line=line, key=key)
+
+
+def _display(path: KeyPath) -> str:
+    """`projects[1].path`, `orgs."acme.io".browser_profile`: the key as a person finds it."""
+    shown = ""
+    for part in path:
+        if isinstance(part, int):
+            shown += f"[{part}]"
+        else:
+            bare = part.replace("_", "").replace("-", "").isalnum()
+            name = part if bare else json.dumps(part)
+            shown += f".{name}" if shown else name
+    return shown
+
+
+def _render(value: object) -> str:
+    shown = json.dumps(value, default=str, ensure_ascii=False)
+    return shown if len(shown) <= 60 else shown[:57] + "..."
+
+
+def _resolve(data: Mapping[str, Any]) -> dict[str, Any]:
+    """Validate the parsed file and fill defaults: the tree the document and the typed view read."""
+    known = {area.id for area in AREAS}
+    for name in data:
+        if name not in known:
+            raise _Invalid((name,), f"unknown key; forge.toml has {_listing(known)}")
+    resolved: dict[str, Any] = {}
+    for area in AREAS:
+        section = data.get(area.id)
+        if area.form == "table":
+            resolved[area.id] = _entry(area, (area.id,), section if section is not None else {})
+        elif area.form == "array":
+            resolved[area.id] = _array(area, section if section is not None else [])
+        else:
+            resolved[area.id] = _named(area, section if section is not None else {})
+    return resolved
+
+
+def _entry(area: Area, at: KeyPath, section: object) -> dict[str, TomlValue]:
+    if not isinstance(section, dict):
+        raise _Invalid(at, f"expected a table, got {_render(section)}")
+    keys = keys_of(area)
+    leaves = {key.leaf for key in keys}
+    for leaf in section:
+        if leaf not in leaves:
+            raise _Invalid((*at, leaf), f"unknown key; [{area.id}] has {_listing(leaves)}")
+    return {key.leaf: _value(key, (*at, key.leaf), section, at) for key in keys}
+
+
+def _value(key: Key, at: KeyPath, section: Mapping[str, Any], entry: KeyPath) -> TomlValue:
+    if key.leaf not in section:
+        if key.required and key.default is None:
+            raise _Invalid(at, "missing; every entry needs it", line_at=entry)
+        return copy.deepcopy(key.default)
+    value: TomlValue = section[key.leaf]
+    if not key.rule.accepts(value):
+        raise _Invalid(at, f"expected {key.rule.expected}, got {_render(value)}")
+    return value
+
+
+def _array(area: Area, section: object) -> list[dict[str, TomlValue]]:
+    if not isinstance(section, list):
+        raise _Invalid((area.id,), f"expected [[{area.id}]] entries, got {_render(section)}")
+    entries = [_entry(area, (area.id, index), item) for index, item in enumerate(section)]
+    seen: set[tuple[TomlValue, ...]] = set()
+    for index, entry in enumerate(entries):
+        names = tuple(entry[name] for name in area.name_keys)
+        if names in seen:
+            shown = "/".join(str(name) for name in names)
+            raise _Invalid((area.id, index, area.name_keys[-1]), f"{shown} is configured twice")
+        seen.add(names)
+    return entries
+
+
+def _named(area: Area, section: object) -> dict[str, dict[str, TomlValue]]:
+    if not isinstance(section, dict):
+        raise _Invalid((area.id,), f"expected [{area.id}.<name>] tables, got {_render(section)}")
+    entries = {}
+    for name, entry in section.items():
+        if "/" in name or name != name.strip() or not name:
+            raise _Invalid((area.id, name), "expected a name without '/' or surrounding spaces")
+        entries[name] = _entry(area, (area.id, name), entry)
+    return entries
+
+
+def _apply_overrides(resolved: dict[str, Any], overrides: Mapping[str, TomlValue]) -> None:
+    """Lay command-line values over plain-table keys, checked by the same rules as the file's."""
+    for pattern, value in overrides.items():
+        key = key_for(pattern)
+        if not key.rule.accepts(value):
+            raise _Invalid(
+                (key.area.id, key.leaf), f"expected {key.rule.expected}, got {_render(value)}"
+            )
+        resolved[key.area.id][key.leaf] = value
+
+
+def _listing(names: set[str]) -> str:
+    return ", ".join(sorted(names))
+
+
+def _typed(resolved: Mapping[str, Any], base: Path) -> ForgeConfig:
+    server, client, dictate = resolved["server"], resolved["client"], resolved["dictate"]
+    terminal, browser = resolved["terminal"], resolved["browser"]
+    return ForgeConfig(
+        server=ServerConfig(
+            bind=server["bind"],
+            port=server["port"],
+            allowed_origins=tuple(server["allowed_origins"]),
+            ping_interval_s=float(server["ping_interval_s"]),
+            ping_timeout_s=float(server["ping_timeout_s"]),
+            write_timeout_s=float(server["write_timeout_s"]),
+            watchdog_s=float(server["watchdog_s"]),
+        ),
+        client=ClientConfig(mark=client["mark"], theme=client["theme"], font=client["font"]),
+        dictate=DictateConfig(
+            enabled=dictate["enabled"],
+            styling=dictate["styling"],
+            structure=dictate["structure"],
+            context=dictate["context"],
+        ),
+        projects=tuple(
+            ProjectConfig(
+                org=entry["org"],
+                name=entry["name"],
+                path=_path(entry["path"], base),
+                shell=entry["shell"],
+                browser_profile=entry["browser_profile"],
+                document_roots=tuple(_path(root, base) for root in entry["document_roots"]),
+            )
+            for entry in resolved["projects"]
+        ),
+        orgs=tuple(
+            OrgConfig(name=name, browser_profile=entry["browser_profile"])
+            for name, entry in resolved["orgs"].items()
+        ),
+        terminal=TerminalConfig(shell=terminal["shell"]),
+        browser=BrowserConfig(
+            chromium_path=_path(browser["chromium_path"], base),
+            idle_close_s=float(browser["idle_close_s"]),
+            home_url=browser["home_url"],
+        ),
+        documents=DocumentsConfig(max_size_mib=resolved["documents"]["max_size_mib"]),
+        log=LogConfig(level=resolved["log"]["level"]),
+    )
+
+
+def _path(value: str, base: Path) -> Path:
+    """`~` expands; a relative path is read from forge.toml's own folder, not the working dir."""
+    expanded = Path(os.path.expanduser(value))
+    return expanded if expanded.is_absolute() else (base / expanded).absolute()

@@ -1,0 +1,91 @@
+"""Find the line of forge.toml a key sits on, so every refusal names the line a person edits.
+
+tomllib keeps no positions, and tomlkit keeps none either. Rather than a second TOML grammar, the
+real parser is asked: the first prefix of the file (in whole lines) whose parse holds the key is
+where the key's statement ends. A value spanning lines (an array, an inline table) ends below its
+key, so the line is then walked back to the one that names the key.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Sequence
+
+from forge.config.catalogue import TomlValue
+
+KeyPath = tuple[str | int, ...]
+"""A key as the parsed document reaches it: ("projects", 1, "path"), ("orgs", "acme.io")."""
+
+_SYNTAX_POSITION = re.compile(r"\(at line (\d+), column \d+\)")
+_HEADER = re.compile(r"^\s*\[\[?\s*(.+?)\s*\]\]?\s*(?:#.*)?$")
+_ASSIGNED_KEY = re.compile(r"^\s*([^=#\[]+?)\s*=")
+
+
+def line_of(text: str, path: KeyPath) -> int | None:
+    """The 1-based line where `path` is set (or its table declared); None if the text lacks it."""
+    lines = text.splitlines(keepends=True)
+    for end in range(1, len(lines) + 1):
+        try:
+            prefix = tomllib.loads("".join(lines[:end]))
+        except tomllib.TOMLDecodeError:
+            continue
+        if _holds(prefix, path):
+            return _walk_back_to_key(lines, end, path)
+    return None
+
+
+def syntax_error_line(text: str, message: str) -> int:
+    """The line tomllib's message points at (its `at line N`, or the last line at end of text)."""
+    found = _SYNTAX_POSITION.search(message)
+    if found is not None:
+        return int(found.group(1))
+    return max(1, len(text.splitlines()))
+
+
+def key_on_line(text: str, line: int) -> str | None:
+    """The dotted key a line assigns, under the table declared above it; None if it assigns none."""
+    lines = text.splitlines()
+    if not 1 <= line <= len(lines):
+        return None
+    assigned = _ASSIGNED_KEY.match(lines[line - 1])
+    header = _HEADER.match(lines[line - 1])
+    if header is not None and assigned is None:
+        return header.group(1)
+    if assigned is None:
+        return None
+    table = next(
+        (found.group(1) for found in map(_HEADER.match, reversed(lines[: line - 1])) if found),
+        None,
+    )
+    key = assigned.group(1)
+    return key if table is None else f"{table}.{key}"
+
+
+def _holds(document: TomlValue, path: KeyPath) -> bool:
+    node = document
+    for part in path:
+        if isinstance(part, int):
+            if not isinstance(node, list) or part >= len(node):
+                return False
+            node = node[part]
+        else:
+            if not isinstance(node, dict) or part not in node:
+                return False
+            node = node[part]
+    return True
+
+
+def _walk_back_to_key(lines: Sequence[str], end: int, path: KeyPath) -> int:
+    """From the statement's last line up to the nearest line naming the key, not past a header."""
+    leaf = path[-1] if path else None
+    if not isinstance(leaf, str):
+        return end
+    names_leaf = re.compile(r"(?:^|[\s{,.])[\"']?" + re.escape(leaf) + r"[\"']?\s*=")
+    for number in range(end, 0, -1):
+        line = lines[number - 1]
+        if names_leaf.search(line):
+            return number
+        if _HEADER.match(line):
+            break
+    return end
