@@ -1,0 +1,40 @@
+"""The activation digest: one hash a person approves, over every byte a run depends on.
+
+It covers the cohort bytes, both Formulas, every plan with its issue and acceptance script, the
+source checkout and the output directory; never `--parallel`, `--keep-workspaces`, `--executor` or
+`--scheduler`, so changing how a run executes never invalidates an approval or a resume.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+from forge.lab.cohort import Cohort
+
+DIGEST_TAG = "forge-cohort-activation-v1"
+
+
+def activation_digest(cohort: Cohort, *, source: str, out: str) -> str:
+    """sha256 of the canonical JSON list described in the acceptance table's O-3."""
+    document = [
+        DIGEST_TAG,
+        cohort.sha256,
+        [[v.spec.name, v.spec.formula, v.spec.formula_sha256] for v in cohort.variants],
+        [
+            [t.spec.name, t.spec.plan, t.spec.plan_sha256, t.task_sha256, t.acceptance_sha256]
+            for t in cohort.tasks
+        ],
+        source,
+        out,
+    ]
+    encoded = json.dumps(document, separators=(",", ":"), ensure_ascii=True).encode("utf-8")
+    return hashlib.sha256(encoded).hexdigest()
+
+
+def canonical_out(path: Path) -> str:
+    """`realpath(parent)/basename`: stable across spellings even before `--out` exists."""
+    absolute = Path(os.path.abspath(path))
+    return str(Path(os.path.realpath(absolute.parent)) / absolute.name)

@@ -1,0 +1,411 @@
+"""report.json and report.md as pure functions of the cohort, the run state and the records.
+
+Records are `attempt.json` documents (dicts), taken in coordinate order; nothing here reads a
+file, a clock or the environment, so a resumed run that records nothing new renders the same bytes.
+Counts and rates only, each rate with its n; no significance claims.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from forge.lab.cohort import CohortSpec
+
+REPORT_SCHEMA_VERSION = 1
+FAILED_LINES_SHOWN = 20
+"""report.md shows this many trailing stdout lines of each failed command."""
+
+TIMES = "\u00d7"
+"""The multiplication sign in the n of every rate (`n=8 of 4 tasks x 2 reps`, with the sign)."""
+
+_SUMMARY_OMITS = ("failedCheckOutput", "harnessOutput")
+"""Tails stay in attempt.json: report.json is read by a resume and must stay small and clean."""
+
+
+@dataclass(frozen=True)
+class RunState:
+    status: str
+    """`running`, `complete`, `stopped` or `aborted`."""
+    stop_reason: str | None = None
+    abort_reason: str | None = None
+    approval: dict[str, Any] = field(default_factory=dict)
+
+
+def outcome_class(record: dict[str, Any]) -> str:
+    """`accepted`, `failed`, `incomplete` or `invalid:<reason>` (acceptance table O-11)."""
+    if record.get("invalid"):
+        return f"invalid:{record['invalid']}"
+    if record.get("correct"):
+        return "accepted"
+    if record.get("outcome") in ("completed", "no-change") and record.get("verified"):
+        return "failed"
+    return "incomplete"
+
+
+def build_report(
+    spec: CohortSpec, state: RunState, records: Sequence[dict[str, Any]]
+) -> dict[str, Any]:
+    variants = [_variant_figures(v.name, v.formula_sha256, spec, records) for v in spec.variants]
+    primary = _primary(spec.primary_outcome, variants)
+    report: dict[str, Any] = {
+        "schemaVersion": REPORT_SCHEMA_VERSION,
+        "status": state.status,
+        "stopReason": state.stop_reason,
+        "abortReason": state.abort_reason,
+        "approval": state.approval,
+        "cohort": {
+            "hypothesis": spec.hypothesis,
+            "primaryOutcome": spec.primary_outcome,
+            "tasks": [t.name for t in spec.tasks],
+            "repetitions": spec.repetitions,
+            "variants": [v.name for v in spec.variants],
+            "stop": {"maxAttempts": spec.stop.max_attempts, "maxCostUSD": spec.stop.max_cost_usd},
+        },
+        "primary": primary,
+        "variants": variants,
+        "tasks": [_task_row(t.name, spec, records) for t in spec.tasks],
+        "attempts": [_summary(r) for r in records],
+        "notes": _notes(spec, state, records, variants, primary),
+    }
+    return report
+
+
+def dumps_report(report: dict[str, Any]) -> str:
+    return json.dumps(report, indent=2, sort_keys=False, ensure_ascii=False) + "\n"
+
+
+def _valid(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [r for r in records if not r.get("invalid")]
+
+
+def _variant_figures(
+    name: str, formula_sha: str, spec: CohortSpec, records: Sequence[dict[str, Any]]
+) -> dict[str, Any]:
+    mine = [r for r in records if r["variant"] == name]
+    valid = _valid(mine)
+    hidden_known = [
+        r for r in valid if "hiddenAcceptance" in r and r["hiddenAcceptance"] is not None
+    ]
+    required_known = [r for r in valid if r.get("requiredChecksPass") is not None]
+    costed = [r for r in mine if r.get("costUsd") is not None]
+    valid_costed = [r for r in valid if r.get("costUsd") is not None]
+    accepted_costed = [r for r in valid_costed if r.get("correct")]
+    hidden_pass = sum(1 for r in hidden_known if r["hiddenAcceptance"] is True)
+    required_pass = sum(1 for r in required_known if r["requiredChecksPass"] is True)
+    cost_total = _money(sum(r["costUsd"] for r in costed)) if costed else None
+    per_accepted = (
+        _money(sum(r["costUsd"] for r in valid_costed) / len(accepted_costed))
+        if accepted_costed
+        else None
+    )
+    models: Counter[str] = Counter()
+    for record in mine:
+        for model in sorted(set(record.get("models") or ["unknown"])):
+            models[model] += 1
+    return {
+        "name": name,
+        "formulaSha256": formula_sha,
+        "attempts": len(mine),
+        "completions": sum(1 for r in valid if r.get("outcome") == "completed"),
+        "invalid": len(mine) - len(valid),
+        "invalidReasons": dict(
+            sorted(Counter(str(r["invalid"]) for r in mine if r.get("invalid")).items())
+        ),
+        "hiddenAcceptancePass": hidden_pass,
+        "hiddenAcceptanceN": len(hidden_known),
+        "hiddenAcceptanceRate": _rate(hidden_pass, len(hidden_known)),
+        "requiredChecksPass": required_pass,
+        "requiredChecksN": len(required_known),
+        "requiredChecksPassRate": _rate(required_pass, len(required_known)),
+        "correct": sum(1 for r in valid if r.get("correct")),
+        "correctExcludingBaseFlakes": sum(
+            1 for r in valid if r.get("correctExcludingBaseFlakes", r.get("correct"))
+        ),
+        "scopeViolations": sum(1 for r in valid if r.get("scopeOK") is False),
+        "scopeChanges": sum(1 for r in valid if r.get("outcome") == "scope-change"),
+        "amendments": 0,
+        "timeouts": sum(1 for r in valid if r.get("timedOut")),
+        "elapsedMs": _spread([r["elapsedMs"] for r in valid if r.get("elapsedMs") is not None]),
+        "harnessMs": _spread([r["harnessMs"] for r in valid if r.get("harnessMs") is not None]),
+        "costUsdTotal": cost_total,
+        "costBasis": cost_basis([r.get("costBasis") for r in costed]),
+        "costCoverage": {"reported": len(costed), "of": len(mine)},
+        "costPerAcceptedUsd": per_accepted,
+        "costPerAcceptedCoverage": {"reported": len(valid_costed), "of": len(valid)},
+        "supersededCostUsd": _money(sum(float(r.get("supersededCostUsd") or 0) for r in mine)),
+        "effectiveModels": dict(sorted(models.items())),
+        "changesErrors": sum(1 for r in mine if r.get("changesError")),
+        "cleanupErrors": sum(1 for r in mine if r.get("cleanupError")),
+    }
+
+
+def cost_basis(bases: Iterable[str | None]) -> str | None:
+    """One label for the bases behind a total: `reported`, `list-price-estimate`, `mixed (...)`."""
+    counts = Counter(b or "unspecified" for b in bases)
+    if not counts:
+        return None
+    if len(counts) == 1:
+        return next(iter(counts))
+    return "mixed (" + ", ".join(f"{n} {basis}" for basis, n in sorted(counts.items())) + ")"
+
+
+def _primary(outcome: str, variants: list[dict[str, Any]]) -> dict[str, Any]:
+    key, n_key = {
+        "hiddenAcceptancePassRate": ("hiddenAcceptanceRate", "hiddenAcceptanceN"),
+        "requiredChecksPassRate": ("requiredChecksPassRate", "requiredChecksN"),
+        "costPerAcceptedOutcome": ("costPerAcceptedUsd", "correct"),
+    }[outcome]
+    measurable = any(v[n_key] > 0 for v in variants)
+    return {
+        "outcome": outcome,
+        "measurable": measurable,
+        "byVariant": {v["name"]: v[key] for v in variants},
+    }
+
+
+def _task_row(task: str, spec: CohortSpec, records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    cells: dict[str, list[str | None]] = {}
+    required: dict[str, dict[str, int]] = {}
+    for variant in spec.variants:
+        by_rep = {
+            r["repetition"]: r
+            for r in records
+            if r["task"] == task and r["variant"] == variant.name
+        }
+        cells[variant.name] = [
+            outcome_class(by_rep[n]) if n in by_rep else None
+            for n in range(1, spec.repetitions + 1)
+        ]
+        known = [r for r in _valid(by_rep.values()) if r.get("requiredChecksPass") is not None]
+        required[variant.name] = {
+            "pass": sum(1 for r in known if r["requiredChecksPass"] is True),
+            "n": len(known),
+        }
+    return {"name": task, "cells": cells, "requiredChecks": required}
+
+
+def _summary(record: dict[str, Any]) -> dict[str, Any]:
+    summary = {k: v for k, v in record.items() if k not in _SUMMARY_OMITS}
+    summary["class"] = outcome_class(record)
+    return summary
+
+
+def _notes(
+    spec: CohortSpec,
+    state: RunState,
+    records: Sequence[dict[str, Any]],
+    variants: list[dict[str, Any]],
+    primary: dict[str, Any],
+) -> list[str]:
+    notes: list[str] = []
+    if state.stop_reason:
+        notes.append(f"Stopped: {state.stop_reason}.")
+    if state.abort_reason:
+        notes.append(f"Aborted: {state.abort_reason}.")
+    invalid = [r for r in records if r.get("invalid")]
+    if invalid:
+        reasons = Counter(str(r["invalid"]) for r in invalid)
+        named = ", ".join(f"{n} {reason}" for reason, n in sorted(reasons.items()))
+        notes.append(
+            f"{len(invalid)} invalid attempt(s) ({named}) excluded from completions, passes, "
+            "failures, timeouts, scope counts, required checks, medians and cost per accepted "
+            "outcome; they stay in attempt counts and reported cost."
+        )
+    counts = [v["attempts"] for v in variants]
+    if state.status != "complete" and counts[0] != counts[1]:
+        notes.append(
+            f"Imbalance: {variants[0]['name']} has {counts[0]} attempt(s) and "
+            f"{variants[1]['name']} {counts[1]}; "
+            "rates over different n are not directly comparable."
+        )
+    if any(r.get("parallel") for r in records):
+        notes.append(
+            "Elapsed and harness durations include contention from concurrent attempts "
+            "(some attempts ran with --parallel above 1)."
+        )
+    if not primary["measurable"]:
+        notes.append(
+            f"The primary outcome ({spec.primary_outcome}) is not measurable: "
+            "n=0 for every variant."
+        )
+    missing_hidden = sum(1 for r in _valid(records) if "hiddenAcceptance" not in r)
+    if missing_hidden:
+        notes.append(
+            f"{missing_hidden} record(s) predate the hiddenAcceptance field and are left out of "
+            "the hidden-acceptance rate."
+        )
+    changes_errors = sum(v["changesErrors"] for v in variants)
+    if changes_errors:
+        notes.append(f"{changes_errors} attempt(s) could not capture their changes (changesError).")
+    cleanup_errors = sum(v["cleanupErrors"] for v in variants)
+    if cleanup_errors:
+        notes.append(
+            f"{cleanup_errors} attempt(s) could not remove their workspace (cleanupError)."
+        )
+    unknown_models = sum(1 for r in records if "unknown" in (r.get("models") or ["unknown"]))
+    if unknown_models:
+        notes.append(f"{unknown_models} attempt(s) reported no served model (counted as unknown).")
+    return notes
+
+
+def _rate(passed: int, n: int) -> float | None:
+    return round(passed / n, 4) if n else None
+
+
+def _money(value: float) -> float:
+    return round(value, 6)
+
+
+def _spread(values: list[int]) -> dict[str, int | None]:
+    """Median (statistics.median) and p90 (nearest rank) in integer ms over valid attempts."""
+    if not values:
+        return {"median": None, "p90": None, "n": 0}
+    ordered = sorted(values)
+    p90 = ordered[math.ceil(0.9 * len(ordered)) - 1]
+    return {"median": round(statistics.median(ordered)), "p90": p90, "n": len(ordered)}
+
+
+def render_markdown(
+    spec: CohortSpec, report: dict[str, Any], records: Sequence[dict[str, Any]]
+) -> str:
+    """report.md: the same figures as report.json, then `## Attempts` with failed-command tails."""
+    lines = [
+        "# Cohort evaluation",
+        "",
+        f"- Hypothesis: {spec.hypothesis}",
+        f"- Primary outcome: {spec.primary_outcome}"
+        + ("" if report["primary"]["measurable"] else " (not measurable)"),
+        f"- Status: {report['status']}",
+        f"- Digest: {report['approval'].get('digest', 'n/a')}",
+        "",
+        "## Variants",
+        "",
+    ]
+    shape = f"{len(spec.tasks)} tasks {TIMES} {spec.repetitions} reps"
+    for variant in report["variants"]:
+        lines += _variant_lines(variant, shape)
+    names = [v.name for v in spec.variants]
+    lines += ["## Tasks", "", "| task | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
+    for row in report["tasks"]:
+        cells = []
+        for name in names:
+            outcomes = ", ".join(c or "—" for c in row["cells"][name])
+            req = row["requiredChecks"][name]
+            cells.append(f"{outcomes} (required checks {req['pass']}/{req['n']}, n={req['n']})")
+        lines.append(f"| {row['name']} | " + " | ".join(cells) + " |")
+    lines += ["", "## Notes", ""]
+    lines += [f"- {note}" for note in report["notes"]] or ["- none"]
+    lines += ["", "## Attempts", ""]
+    for record in records:
+        lines += _attempt_lines(record)
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _variant_lines(v: dict[str, Any], shape: str) -> list[str]:
+    valid = v["attempts"] - v["invalid"]
+    cost = v["costCoverage"]
+    per_accepted = v["costPerAcceptedCoverage"]
+    models = ", ".join(f"{m} {TIMES}{n}" for m, n in v["effectiveModels"].items())
+    return [
+        f"### {v['name']}",
+        "",
+        f"- attempts: {v['attempts']} (invalid {v['invalid']}{_reasons(v['invalidReasons'])})",
+        f"- completions: {_of(v['completions'], valid, shape)}",
+        f"- correct: {_of(v['correct'], valid, shape)}; hidden-acceptance pass "
+        f"{v['hiddenAcceptancePass']} of {v['hiddenAcceptanceN']}-ran",
+        "- hidden-acceptance pass rate: "
+        + _of(v["hiddenAcceptancePass"], v["hiddenAcceptanceN"], shape),
+        f"- required-checks pass rate: {_of(v['requiredChecksPass'], v['requiredChecksN'], shape)}",
+        f"- correctExcludingBaseFlakes: {v['correctExcludingBaseFlakes']}",
+        f"- scope violations {v['scopeViolations']}, scope changes {v['scopeChanges']}, "
+        f"amendments {v['amendments']}, timeouts {v['timeouts']}",
+        f"- elapsed ms: {_spread_text(v['elapsedMs'])}; harness ms: {_spread_text(v['harnessMs'])}",
+        f"- reported cost: {_usd(v['costUsdTotal'])} (basis {v['costBasis'] or 'n/a'}, "
+        f"{cost['reported']} of {cost['of']} attempts reported)",
+        f"- cost per accepted outcome: {_usd(v['costPerAcceptedUsd'])} "
+        f"({per_accepted['reported']} of {per_accepted['of']} valid attempts reported cost)",
+        f"- effective models: {models or 'none'}",
+        "",
+    ]
+
+
+def _attempt_lines(record: dict[str, Any]) -> list[str]:
+    models = ", ".join(record.get("models") or ["unknown"])
+    lines = [
+        f"- {record['task']} {record['variant']} rep-{record['repetition']}: "
+        f"{outcome_class(record)}; models {models}; cost {_usd(record.get('costUsd'))}; "
+        f"elapsed {record.get('elapsedMs')} ms"
+    ]
+    for failure in record.get("failedCheckOutput") or []:
+        lines.append(
+            f"  - failed {failure['phase']} `{failure['id']}` "
+            f"({failure.get('view', 'n/a')} view, exit {failure.get('exitCode')}):"
+        )
+        lines.append("")
+        lines.append("    ```")
+        lines += [
+            "    " + line for line in last_lines(failure.get("stdoutTail", ""), FAILED_LINES_SHOWN)
+        ]
+        lines.append("    ```")
+    harness = record.get("harnessOutput")
+    if harness:
+        lines.append(f"  - harness output ({record.get('error')}):")
+        lines.append("")
+        lines.append("    ```")
+        lines += [
+            "    " + line for line in last_lines(harness.get("stdoutTail", ""), FAILED_LINES_SHOWN)
+        ]
+        lines.append("    ```")
+    failures = record.get("regressionFailures") or []
+    if record.get("regressionFailedTests"):
+        suffix = " (output truncated)" if record.get("regressionFailedTestsTruncated") else ""
+        lines.append(f"  - regression failures{suffix}:")
+        by_test = {f["test"] if not f.get("package") else f"{f['test']}": f for f in failures}
+        for test in record["regressionFailedTests"]:
+            lines.append(f"    - {test}{_base_mark(by_test.get(test))}")
+    return lines
+
+
+def _base_mark(failure: dict[str, Any] | None) -> str:
+    if failure is None or failure.get("unclassified"):
+        return " [unclassified]"
+    if failure.get("flakyAtBase"):
+        return f" [flaky at base ({failure['baseFails']}/3 failed)]"
+    if failure.get("brokenAtBase"):
+        return " [broken at base]"
+    return " [passed at base]"
+
+
+def last_lines(text: str, count: int) -> list[str]:
+    """The last `count` lines of `text`; a leading `…` marks a first line cut from a longer one."""
+    lines = text.splitlines()
+    if len(lines) > count:
+        lines = lines[-count:]
+        lines[0] = "…" + lines[0]
+    return lines
+
+
+def _of(passed: int, n: int, shape: str) -> str:
+    if n == 0:
+        return f"n/a (n=0 of {shape})"
+    return f"{passed}/{n} = {passed / n:.1%} (n={n} of {shape})"
+
+
+def _reasons(reasons: dict[str, int]) -> str:
+    return (": " + ", ".join(f"{r} {n}" for r, n in reasons.items())) if reasons else ""
+
+
+def _spread_text(spread: dict[str, int | None]) -> str:
+    if not spread["n"]:
+        return "n/a (n=0)"
+    return f"median {spread['median']}, p90 {spread['p90']} (n={spread['n']})"
+
+
+def _usd(value: float | None) -> str:
+    return "n/a" if value is None else f"${value:.4f}"
