@@ -1,1 +1,14 @@
-"""wire"""
+"""The client protocol, pure: message shapes, the binary codec, the origin rule, the seq window.
+
+Nothing here touches a socket or a clock, so every rule is tested without processes and the
+supervisor's socket code stays a thin adapter (the websockets library's own split).
+
+- `seats`: `Seat` and the subjects a client subscribes to, in their externally tagged shapes.
+- `client`: every JSON message a client sends, decoded into typed messages (`decode_client`).
+- `server`: builders for what the server sends, and `JsonFrame` (encoded once, gzipped on demand).
+- `binary`: the tagged binary frames (kinds 0-5), their layouts and who may send which.
+- `origin`: which browser origins may open the socket.
+- `window`: a seat's numbered frames (`seq`, `span`) and the `seat_range` answers.
+- `commands`: the `command` verb's variants and its `reply_to` rule.
+- `unserved`: the answers to verbs this server knows but does not serve yet.
+"""

@@ -1,0 +1,348 @@
+"""Every JSON message a client sends, decoded into a typed message, or refused in words.
+
+Each message is a frozen struct tagged on `kind`; unknown extra fields are ignored (O-S14).
+`decode_client` never raises anything but `ClientRefusal(what="client_message")`, whose `why` names
+the kind and the field that was wrong (S17), so the connection answers and stays up.
+Verbs that later areas serve (terminal_*, browser_*) are typed here already: an area only
+registers a handler for the type.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, get_args
+
+import msgspec
+
+from forge.wire.errors import ClientRefusal
+from forge.wire.seats import Seat, Subject
+
+ReplyTo = int | str
+"""O-S9: a JSON int or string, echoed verbatim in `reply{reply_to, body}`."""
+
+
+class ClientMessage(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind"):
+    """Base of every client message; the subclass's tag is its `kind`."""
+
+
+class Ping(ClientMessage, frozen=True, tag="ping"):
+    """A liveness probe; answered with `pong` and nothing else (T12)."""
+
+
+class Subscribe(ClientMessage, frozen=True, tag="subscribe"):
+    what: Subject
+    answering: bool = False
+    review: bool = False
+
+
+class Unsubscribe(ClientMessage, frozen=True, tag="unsubscribe"):
+    what: Subject
+
+
+class Showing(ClientMessage, frozen=True, tag="showing"):
+    """Which seat this connection has on screen; null (or absent) for none."""
+
+    seat: Seat | None = None
+
+
+class SeatRange(ClientMessage, frozen=True, tag="seat_range"):
+    slot: Seat
+    epoch: str | None
+    from_: int = msgspec.field(name="from")
+    to: int
+
+
+class Command(ClientMessage, frozen=True, tag="command"):
+    """`command` is the core's Command enum, externally tagged: `{"name": {...}}` or `"name"`."""
+
+    command: str | dict[str, Any]
+    reply_to: ReplyTo | None = None
+
+
+# Terminal verbs (served by the terminal host area).
+
+
+class TerminalView(ClientMessage, frozen=True, tag="terminal_view"):
+    seat: Seat
+    id: int | None = None
+    reply_to: ReplyTo | None = None
+
+
+class TerminalDetach(ClientMessage, frozen=True, tag="terminal_detach"):
+    pass
+
+
+class TerminalResize(ClientMessage, frozen=True, tag="terminal_resize"):
+    seat: Seat
+    id: int
+    cols: int
+    rows: int
+
+
+class TerminalPause(ClientMessage, frozen=True, tag="terminal_pause"):
+    paused: bool
+
+
+class TerminalControl(ClientMessage, frozen=True, tag="terminal_control"):
+    seat: Seat
+    id: int
+    take: bool
+
+
+class TerminalClose(ClientMessage, frozen=True, tag="terminal_close"):
+    seat: Seat
+    id: int
+
+
+# Browser verbs (served by the browser host area).
+
+
+class Modifiers(msgspec.Struct, frozen=True):
+    alt: bool = False
+    ctrl: bool = False
+    meta: bool = False
+    shift: bool = False
+
+
+class Press(msgspec.Struct, frozen=True):
+    x: float
+    y: float
+    button: str
+    down: bool
+    clicks: int = 1
+    mods: Modifiers = Modifiers()
+
+
+class Move(msgspec.Struct, frozen=True):
+    x: float
+    y: float
+    buttons: int = 0
+    mods: Modifiers = Modifiers()
+
+
+class Wheel(msgspec.Struct, frozen=True):
+    x: float
+    y: float
+    dx: float
+    dy: float
+    mods: Modifiers = Modifiers()
+
+
+class Key(msgspec.Struct, frozen=True):
+    key: str
+    code: str
+    down: bool
+    mods: Modifiers = Modifiers()
+
+
+class Text(msgspec.Struct, frozen=True):
+    text: str
+    mods: Modifiers = Modifiers()
+
+
+Gesture = Press | Move | Wheel | Key | Text
+GESTURES: dict[str, type[Gesture]] = {
+    "press": Press,
+    "move": Move,
+    "wheel": Wheel,
+    "key": Key,
+    "text": Text,
+}
+"""O-BR1: a gesture is `{"<name>": {fields}}`; press, wheel, key and text are discrete."""
+
+
+class BrowserView(ClientMessage, frozen=True, tag="browser_view"):
+    seat: Seat
+    tab: int | None = None
+    reply_to: ReplyTo | None = None
+
+
+class BrowserViewPage(ClientMessage, frozen=True, tag="browser_view_page"):
+    seat: Seat
+    target: str
+    reply_to: ReplyTo | None = None
+
+
+class BrowserDetach(ClientMessage, frozen=True, tag="browser_detach"):
+    pass
+
+
+class BrowserResize(ClientMessage, frozen=True, tag="browser_resize"):
+    width: int
+    height: int
+    scale: float = 1.0
+
+
+class BrowserInput(ClientMessage, frozen=True, tag="browser_input"):
+    seq: int
+    event: dict[str, Any]
+
+    def gesture(self) -> Gesture:
+        """The typed gesture, or a refusal naming browser_input when the event is not one."""
+        if len(self.event) != 1:
+            raise ClientRefusal("browser_input", "an event names exactly one gesture")
+        ((name, fields),) = self.event.items()
+        shape = GESTURES.get(name)
+        if shape is None:
+            raise ClientRefusal("browser_input", f"unknown gesture `{name}`")
+        try:
+            return msgspec.convert(fields, shape)
+        except msgspec.ValidationError as error:
+            raise ClientRefusal("browser_input", f"{name}: {_plain(str(error))}") from None
+
+
+class BrowserControl(ClientMessage, frozen=True, tag="browser_control"):
+    take: bool
+
+
+class BrowserNav(ClientMessage, frozen=True, tag="browser_nav"):
+    back: bool
+
+
+class FileUpload(msgspec.Struct, frozen=True):
+    name: str
+    data: str
+
+
+class BrowserFileAnswer(ClientMessage, frozen=True, tag="browser_file_answer"):
+    id: int
+    files: list[FileUpload]
+
+
+class BrowserTabs(ClientMessage, frozen=True, tag="browser_tabs"):
+    seat: Seat
+    reply_to: ReplyTo | None = None
+
+
+class BrowserOpen(ClientMessage, frozen=True, tag="browser_open"):
+    """D5, our addition: open a URL in a new tab of the seat's browser."""
+
+    seat: Seat
+    url: str
+    reply_to: ReplyTo
+
+
+class BrowserNavigate(ClientMessage, frozen=True, tag="browser_navigate"):
+    """D5, our addition: navigate the viewed tab."""
+
+    url: str
+
+
+# Verbs the seed defines that this server does not serve yet; `unserved` answers them (O-S11).
+
+
+class More(ClientMessage, frozen=True, tag="more"):
+    conversation: Any
+    before: Any = None
+    turns: int | None = None
+
+
+class DocumentRead(ClientMessage, frozen=True, tag="document_read"):
+    session: Seat
+    path: str
+
+
+class DictateStream(ClientMessage, frozen=True, tag="dictate_stream"):
+    key: Seat
+    options: Any = None
+    surface: str | None = None
+
+
+class FileContent(ClientMessage, frozen=True, tag="file_content"):
+    session: Any
+    path: str
+    sha: Any = None
+
+
+class VoiceMode(ClientMessage, frozen=True, tag="voice_mode"):
+    key: Seat
+    on: bool
+    explicit: bool = True
+
+
+class ClientPerf(ClientMessage, frozen=True, tag="client_perf"):
+    pass
+
+
+class SettingsEdit(ClientMessage, frozen=True, tag="settings_edit"):
+    id: int | str
+    fingerprint: str | None = None
+    edits: list[Any] = []
+
+
+ANY_CLIENT_MESSAGE = (
+    Ping
+    | Subscribe
+    | Unsubscribe
+    | Showing
+    | SeatRange
+    | Command
+    | TerminalView
+    | TerminalDetach
+    | TerminalResize
+    | TerminalPause
+    | TerminalControl
+    | TerminalClose
+    | BrowserView
+    | BrowserViewPage
+    | BrowserDetach
+    | BrowserResize
+    | BrowserInput
+    | BrowserControl
+    | BrowserNav
+    | BrowserFileAnswer
+    | BrowserTabs
+    | BrowserOpen
+    | BrowserNavigate
+    | More
+    | DocumentRead
+    | DictateStream
+    | FileContent
+    | VoiceMode
+    | ClientPerf
+    | SettingsEdit
+)
+
+KINDS: frozenset[str] = frozenset(
+    str(shape.__struct_config__.tag) for shape in get_args(ANY_CLIENT_MESSAGE)
+)
+"""Every `kind` this server decodes; anything else is refused as client_message."""
+
+_decoder = msgspec.json.Decoder(ANY_CLIENT_MESSAGE)
+_probe = msgspec.json.Decoder(dict[str, Any])
+
+
+def decode_client(text: str | bytes) -> ClientMessage:
+    """Decode one client text frame, or raise `ClientRefusal("client_message", why)`."""
+    try:
+        message: ClientMessage = _decoder.decode(text)
+        return message
+    except msgspec.DecodeError as error:
+        raise ClientRefusal("client_message", _why(text, error)) from None
+
+
+def _why(text: str | bytes, error: msgspec.DecodeError) -> str:
+    """One sentence naming the kind and the field that was wrong."""
+    if not isinstance(error, msgspec.ValidationError):
+        return f"the message is not valid JSON ({error})"
+    try:
+        shape = _probe.decode(text)
+    except msgspec.DecodeError:
+        return "a message must be a JSON object tagged with `kind`"
+    kind = shape.get("kind")
+    if not isinstance(kind, str):
+        return "a message must be a JSON object tagged with a string `kind`"
+    if kind not in KINDS:
+        return f"unknown kind `{kind}`"
+    return f"{kind}: {_plain(str(error))}"
+
+
+_AT = re.compile(r" - at `\$\.?([^`]*)`$")
+
+
+def _plain(message: str) -> str:
+    """msgspec's "Expected `int`, got `str` - at `$.from`" as "`from`: expected `int`, ..."."""
+    match = _AT.search(message)
+    head = message[: match.start()] if match else message
+    head = head[:1].lower() + head[1:]
+    return f"`{match.group(1)}`: {head}" if match and match.group(1) else head

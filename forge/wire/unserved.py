@@ -1,0 +1,64 @@
+"""Answers to verbs the seed defines and this server does not serve yet (O-S11, O-G4).
+
+Each answer is chosen so a client cannot loop on it: `more` gets an empty page with a null
+cursor (an error would mean "ask again"), `file_content` a failed read (it has no error arm),
+`voice_mode` a state with no listeners, `settings_edit` a refusal that echoes the page's `id`,
+and `client_perf` nothing at all. `document_read` and `dictate_stream` are refused by name.
+"""
+
+from __future__ import annotations
+
+from forge.wire import server
+from forge.wire.client import (
+    ClientMessage,
+    ClientPerf,
+    DictateStream,
+    DocumentRead,
+    FileContent,
+    More,
+    SettingsEdit,
+    VoiceMode,
+)
+from forge.wire.errors import ClientRefusal
+
+UNSERVED = (More, DocumentRead, DictateStream, FileContent, VoiceMode, ClientPerf, SettingsEdit)
+
+
+def answer_unserved(message: ClientMessage) -> server.Message | None:
+    """The frame that answers `message` (None for no answer), or a refusal naming the verb."""
+    match message:
+        case More():
+            return {
+                "kind": "page",
+                "conversation": message.conversation,
+                "turns": [],
+                "cursor": None,
+            }
+        case FileContent():
+            return {
+                "kind": "file_content",
+                "session": message.session,
+                "path": message.path,
+                "sha": message.sha,
+                "content": {"state": "failed", "why": "this server does not read files yet"},
+            }
+        case VoiceMode():
+            return {"kind": "voice_mode_state", "key": message.key, "listeners": 0}
+        case SettingsEdit():
+            return {
+                "kind": "settings_refused",
+                "reason": "refused",
+                "id": message.id,
+                "message": "this server does not edit forge.toml yet",
+                "key_path": None,
+            }
+        case DocumentRead():
+            raise ClientRefusal(
+                "document_read", "this server does not read documents yet", message.session
+            )
+        case DictateStream():
+            raise ClientRefusal(
+                "dictate_stream", "this server does not take dictation yet", message.key
+            )
+        case _:
+            return None

@@ -1,0 +1,71 @@
+"""A seat's numbering and window: seq/span, the bounds, and every seat_range refusal (O-S8)."""
+
+from __future__ import annotations
+
+import pytest
+
+from forge.wire.errors import ClientRefusal
+from forge.wire.seats import Seat
+from forge.wire.window import SeatWindow
+
+SEAT = Seat("acme", "proj", "lead")
+
+
+def filled(count: int, **bounds: int) -> SeatWindow:
+    window = SeatWindow(SEAT, "epoch-1", **bounds)
+    for n in range(count):
+        window.append({"n": n + 1}, size=10)
+    return window
+
+
+def test_numbers_start_at_one_and_are_consecutive() -> None:
+    window = SeatWindow(SEAT, "e")
+    assert window.next_seq == 1
+    assert [window.append(i, 1) for i in range(3)] == [1, 2, 3]
+    assert window.next_seq == 4
+
+
+def test_a_span_takes_that_many_numbers() -> None:
+    window = SeatWindow(SEAT, "e")
+    assert window.append("batch", 1, span=3) == 1
+    assert window.append("next", 1) == 4
+
+
+def test_range_answers_oldest_first() -> None:
+    window = filled(5)
+    assert window.range("epoch-1", 2, 4) == [(2, {"n": 2}), (3, {"n": 3}), (4, {"n": 4})]
+
+
+def refusal(window: SeatWindow, epoch: str | None, first: int, last: int) -> str:
+    with pytest.raises(ClientRefusal) as caught:
+        window.range(epoch, first, last)
+    assert caught.value.what == "seat_range"
+    assert caught.value.seat == SEAT
+    return caught.value.why
+
+
+def test_each_refusal_names_seat_range() -> None:
+    window = filled(5)
+    assert "epoch" in refusal(window, "epoch-0", 1, 2)
+    assert "epoch" in refusal(window, None, 1, 2)
+    assert "empty" in refusal(window, "epoch-1", 3, 2)
+    assert "below 1" in refusal(window, "epoch-1", 0, 2)
+    assert "has not been sent" in refusal(window, "epoch-1", 2, 6)
+
+
+def test_the_window_holds_at_most_its_frame_bound() -> None:
+    window = filled(10, max_frames=4)
+    assert window.oldest_held == 7
+    assert "no longer held" in refusal(window, "epoch-1", 6, 8)
+    assert window.range("epoch-1", 7, 10)[0] == (7, {"n": 7})
+    assert "at most 4" in refusal(window, "epoch-1", 5, 9)
+
+
+def test_the_window_holds_at_most_its_byte_bound() -> None:
+    window = filled(10, max_bytes=35)
+    assert window.oldest_held == 8
+
+
+def test_the_production_bounds() -> None:
+    window = filled(1100)
+    assert window.oldest_held == 1100 - 1024 + 1
