@@ -30,10 +30,11 @@ def stamp_for(version: str, commit: str) -> BuildStamp:
 @functools.cache
 def build_stamp() -> BuildStamp:
     """This build's stamp, computed once: git is asked at most once per process."""
-    return stamp_for(__version__, _commit(Path(__file__).resolve().parent))
+    return stamp_for(__version__, commit_of(Path(__file__).resolve().parent))
 
 
-def _commit(folder: Path) -> str:
+def commit_of(folder: Path) -> str:
+    """HEAD's 7-digit sha for the checkout holding `folder`, or `unknown` outside git."""
     try:
         done = subprocess.run(
             ["git", "rev-parse", "--short=7", "HEAD"],
