@@ -20,6 +20,9 @@ Register = Callable[["argparse._SubParsersAction[argparse.ArgumentParser]"], Non
 def _areas() -> list[Register]:
     """Imported lazily so `forge health` never pays for the supervisor's imports."""
     registers: list[Register] = []
+    from forge.config.cli import register as register_config
+
+    registers.append(register_config)
     return registers
 
 
