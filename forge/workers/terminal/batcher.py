@@ -1,0 +1,89 @@
+"""When PTY output leaves the host: a pure policy, fed reads and the time, yielding kind-4 frames.
+
+A keystroke's echo must not wait (a read after a quiet spell goes out at once), while a flood must
+travel in big frames (batched up to `max_delay` or `max_bytes`), because each frame costs a ZMQ
+hop, a WebSocket write and a client parse. The caller owns the timer: after each `push` it arms
+one for `deadline()` and calls `expire(now)` when it fires.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from forge.wire.binary import TERMINAL_OUTPUT_HEADER, Kind
+
+MAX_DELAY = 0.002
+"""Seconds the first byte of a batch may wait for company."""
+MAX_BYTES = 64 * 1024
+"""A batch this big goes out without waiting for the deadline."""
+QUIET = 0.002
+"""A read that follows this much silence is interactive (an echo, a prompt) and goes at once."""
+SEQ_LIMIT = 2**32
+"""Sequences are u32 on the wire; after the last one they start again at 1 (0 means 'nothing')."""
+
+
+@dataclass(slots=True)
+class Frame:
+    """One kind-4 frame ready for the wire, and the raw bytes it carries (for the screen model)."""
+
+    seq: int
+    data: bytes
+    wire: bytes
+
+
+@dataclass
+class OutputBatcher:
+    """Collects PTY reads of one terminal into numbered kind-4 frames."""
+
+    terminal: int
+    max_delay: float = MAX_DELAY
+    max_bytes: int = MAX_BYTES
+    quiet: float = QUIET
+    seq: int = 0
+    """The last sequence handed out; the next frame carries seq + 1."""
+    _chunks: list[bytes] = field(default_factory=list)
+    _size: int = 0
+    _started: float = 0.0
+    _last_read: float = float("-inf")
+
+    @property
+    def pending(self) -> int:
+        """Bytes read but not yet framed."""
+        return self._size
+
+    def deadline(self) -> float | None:
+        """When the pending batch must go out, or None when nothing waits."""
+        return self._started + self.max_delay if self._chunks else None
+
+    def push(self, data: bytes, now: float) -> list[Frame]:
+        """Take one read; returns the frames that must go now."""
+        quiet_before = now - self._last_read >= self.quiet
+        self._last_read = now
+        if not data:
+            return []
+        if not self._chunks:
+            self._started = now
+        self._chunks.append(data)
+        self._size += len(data)
+        if (quiet_before and len(self._chunks) == 1) or self._size >= self.max_bytes:
+            return [self._frame()]
+        return []
+
+    def expire(self, now: float) -> list[Frame]:
+        """The timer fired: the batch goes if its deadline has passed."""
+        deadline = self.deadline()
+        if deadline is None or now < deadline:
+            return []
+        return [self._frame()]
+
+    def flush(self) -> list[Frame]:
+        """Everything pending goes now (the shell exited, or a view needs an exact seq)."""
+        return [self._frame()] if self._chunks else []
+
+    def _frame(self) -> Frame:
+        self.seq = self.seq % (SEQ_LIMIT - 1) + 1
+        header = TERMINAL_OUTPUT_HEADER.pack(Kind.TERMINAL_OUTPUT, self.terminal, self.seq)
+        data = self._chunks[0] if len(self._chunks) == 1 else b"".join(self._chunks)
+        self._chunks.clear()
+        self._size = 0
+        return Frame(self.seq, data, header + data)

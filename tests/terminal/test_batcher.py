@@ -1,0 +1,47 @@
+"""The output policy: echoes go at once, floods go in big numbered kind-4 frames."""
+
+from __future__ import annotations
+
+from forge.wire.binary import TERMINAL_OUTPUT_HEADER
+from forge.workers.terminal.batcher import MAX_BYTES, SEQ_LIMIT, OutputBatcher
+
+
+def test_a_read_after_silence_goes_at_once() -> None:
+    batcher = OutputBatcher(terminal=3)
+    [frame] = batcher.push(b"h", now=10.0)
+    assert TERMINAL_OUTPUT_HEADER.unpack_from(frame.wire) == (4, 3, 1)
+    assert frame.wire[TERMINAL_OUTPUT_HEADER.size :] == b"h" == frame.data
+    assert batcher.deadline() is None
+
+
+def test_reads_in_a_burst_wait_for_the_deadline() -> None:
+    batcher = OutputBatcher(terminal=1)
+    batcher.push(b"a", now=10.0)
+    assert batcher.push(b"b", now=10.0005) == []
+    assert batcher.push(b"c", now=10.001) == []
+    assert batcher.deadline() == 10.0005 + batcher.max_delay
+    assert batcher.expire(now=10.002) == []
+    [frame] = batcher.expire(now=10.0026)
+    assert (frame.seq, frame.data) == (2, b"bc")
+
+
+def test_a_full_batch_goes_without_waiting() -> None:
+    batcher = OutputBatcher(terminal=1)
+    batcher.push(b"x", now=1.0)
+    chunk = b"y" * 4096
+    frames = []
+    for i in range(MAX_BYTES // len(chunk)):
+        frames += batcher.push(chunk, now=1.0 + i * 1e-5)
+    [frame] = frames
+    assert len(frame.data) == MAX_BYTES
+    assert batcher.pending == 0
+
+
+def test_flush_sends_what_is_pending_and_seq_wraps_past_zero() -> None:
+    batcher = OutputBatcher(terminal=1, seq=SEQ_LIMIT - 2)
+    [last] = batcher.push(b"a", now=1.0)
+    assert last.seq == SEQ_LIMIT - 1
+    batcher.push(b"b", now=1.0)
+    [frame] = batcher.flush()
+    assert (frame.seq, frame.data) == (1, b"b")
+    assert batcher.flush() == []
