@@ -1,0 +1,123 @@
+"""ZeroMQ sockets with the options the lifecycle relies on, and the two ways of sending.
+
+Each worker has two socket pairs, so a heartbeat never queues behind bulk frames: *control*
+(handshake, heartbeats, requests, replies, events; never dropped) and *bulk* (stream frames,
+dropped by the sender's policy when the peer is full). The supervisor binds a ROUTER for each
+before it spawns the worker; the worker connects a DEALER whose identity names its generation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+from typing import Any, cast
+
+import zmq
+import zmq.asyncio
+
+from forge.ipc.envelope import COPY_THRESHOLD, Envelope, Payload, encode
+
+CONTROL_HWM = 10_000
+"""Queued control messages per peer; reaching it makes a sender wait (never drop)."""
+
+BULK_HWM = 128
+"""Queued bulk frames per direction; reaching it is a drop-policy decision for the stream."""
+
+YIELD_EVERY = 64
+"""A receive loop gives the event loop a turn after this many ready messages, so a flooding
+peer cannot starve the other workers' loops (a ready socket never suspends an `await`)."""
+
+
+def _configure(socket: zmq.asyncio.Socket, hwm: int) -> None:
+    socket.setsockopt(zmq.LINGER, 0)
+    socket.setsockopt(zmq.SNDHWM, hwm)
+    socket.setsockopt(zmq.RCVHWM, hwm)
+    socket.copy_threshold = COPY_THRESHOLD
+
+
+def open_router(context: zmq.asyncio.Context, path: Path, hwm: int) -> zmq.asyncio.Socket:
+    """Bind the supervisor's side; an unknown peer raises EHOSTUNREACH instead of vanishing."""
+    socket = context.socket(zmq.ROUTER)
+    _configure(socket, hwm)
+    socket.setsockopt(zmq.ROUTER_MANDATORY, 1)
+    socket.bind(f"ipc://{path}")
+    return socket
+
+
+def open_dealer(
+    context: zmq.asyncio.Context, endpoint: str, identity: bytes, hwm: int
+) -> zmq.asyncio.Socket:
+    """Connect the worker's side under `identity` (kind/name/generation)."""
+    socket = context.socket(zmq.DEALER)
+    _configure(socket, hwm)
+    socket.setsockopt(zmq.IDENTITY, identity)
+    socket.connect(endpoint)
+    return socket
+
+
+def frames_for(envelope: Envelope, identity: bytes | None = None) -> list[Payload]:
+    frames = encode(envelope)
+    return frames if identity is None else [identity, *frames]
+
+
+def start_send(
+    socket: zmq.asyncio.Socket, envelope: Envelope, identity: bytes | None = None, flags: int = 0
+) -> asyncio.Future[Any]:
+    """Queue a send; the future resolves once ZeroMQ took the message (or with its error)."""
+    future = socket.send_multipart(frames_for(envelope, identity), flags=flags, copy=False)
+    return cast("asyncio.Future[Any]", future)
+
+
+async def send(
+    socket: zmq.asyncio.Socket, envelope: Envelope, identity: bytes | None = None
+) -> None:
+    """Send, waiting while the peer is full: for control messages, which are never dropped."""
+    await start_send(socket, envelope, identity)
+
+
+def offer(socket: zmq.asyncio.Socket, envelope: Envelope, identity: bytes | None = None) -> bool:
+    """Send only if the peer can take it now; False means the caller's drop policy applies.
+
+    ZeroMQ queues a multipart message whole or not at all, so a refusal never splits one.
+    """
+    future = start_send(socket, envelope, identity, zmq.DONTWAIT)
+    if not future.done():
+        # Queued behind a waiting `send` on the same socket: it is tried, still without
+        # waiting, when that one goes out; a refusal then is only observed, not raised.
+        future.add_done_callback(_observe)
+        return True
+    error = future.exception()
+    if error is None:
+        return True
+    if _is_full_or_gone(error):
+        return False
+    raise error
+
+
+def _is_full_or_gone(error: BaseException) -> bool:
+    return isinstance(error, zmq.Again) or (
+        isinstance(error, zmq.ZMQError) and error.errno == zmq.EHOSTUNREACH
+    )
+
+
+def _observe(future: asyncio.Future[object]) -> None:
+    if not future.cancelled():
+        future.exception()
+
+
+async def messages(socket: zmq.asyncio.Socket) -> AsyncIterator[list[zmq.Frame]]:
+    """Received multipart messages as frames (zero-copy), yielding the loop now and then."""
+    ready = 0
+    while True:
+        frames: list[zmq.Frame] = await socket.recv_multipart(copy=False)
+        yield frames
+        ready += 1
+        if ready >= YIELD_EVERY:
+            ready = 0
+            await asyncio.sleep(0)
+
+
+def views(frames: Sequence[zmq.Frame]) -> list[memoryview]:
+    """The frames' buffers: views that keep each frame alive, never copies."""
+    return [frame.buffer for frame in frames]

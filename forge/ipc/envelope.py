@@ -1,0 +1,108 @@
+"""The one message shape between the supervisor and its workers, pure (no sockets, no clock).
+
+A message is frame 0, a msgpack header `[version, type, request_id, stream_id, seq, body]`, plus
+zero or more raw payload frames. Payloads are never packed into the header: a bulk frame the
+worker prepared in its final client-wire form arrives as its own ZeroMQ frame and is handed on
+as a `memoryview` of that frame, so the supervisor never decodes or copies it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+import msgpack
+
+from forge.ipc.errors import ProtocolViolation
+
+PROTOCOL_VERSION = 1
+"""Bumped on any incompatible change; `hello` with another version is rejected."""
+
+COPY_THRESHOLD = 16 * 1024
+"""Payload frames at least this big are sent zero-copy (ZeroMQ keeps a reference, no memcpy)."""
+
+Payload = bytes | bytearray | memoryview
+"""Anything a payload frame can be built from without copying."""
+
+
+class MessageType(StrEnum):
+    """The `type` slot of the header; who sends it is in the comment."""
+
+    HELLO = "hello"  # worker: {protocol, kind, pid, generation, capabilities}
+    WELCOME = "welcome"  # supervisor: {heartbeat_interval}
+    REJECT = "reject"  # supervisor: {reason}
+    HEARTBEAT = "heartbeat"  # worker, every heartbeat_interval
+    REQUEST = "request"  # supervisor: request_id, {method, args}
+    REPLY = "reply"  # worker: request_id, {result}
+    ERROR = "error"  # worker: request_id, {code, message}
+    EVENT = "event"  # worker: {event, data}
+    STOP = "stop"  # supervisor: finish what you do and exit 0
+    DATA = "data"  # either side, bulk socket: stream_id, seq, body = metadata, one payload
+    END = "end"  # either side, bulk socket: stream_id, seq, {reason}
+
+
+@dataclass(frozen=True, slots=True)
+class Envelope:
+    """One decoded message. `payloads` are the raw frames after the header, untouched."""
+
+    type: MessageType
+    request_id: int | None = None
+    stream_id: str | None = None
+    seq: int = 0
+    body: Any = None
+    payloads: tuple[Payload, ...] = ()
+    version: int = PROTOCOL_VERSION
+
+
+def encode(envelope: Envelope) -> list[Payload]:
+    """The frames to send: the packed header, then each payload as it is (no copy here)."""
+    header = msgpack.packb(
+        [
+            envelope.version,
+            envelope.type.value,
+            envelope.request_id,
+            envelope.stream_id,
+            envelope.seq,
+            envelope.body,
+        ],
+        use_bin_type=True,
+    )
+    return [header, *envelope.payloads]
+
+
+_TYPES = {member.value: member for member in MessageType}
+
+
+def decode(frames: Sequence[Payload]) -> Envelope:
+    """Parse frames received from a peer; anything malformed is a `ProtocolViolation`."""
+    if not frames:
+        raise ProtocolViolation("empty message: a header frame is required")
+    try:
+        header = msgpack.unpackb(frames[0], raw=False, strict_map_key=False)
+    except (ValueError, msgpack.UnpackException) as error:
+        raise ProtocolViolation(f"header frame is not msgpack: {error}") from error
+    if not isinstance(header, list) or len(header) != 6:
+        raise ProtocolViolation("header must be [version, type, request_id, stream_id, seq, body]")
+    version, type_name, request_id, stream_id, seq, body = header
+    message_type = _TYPES.get(type_name) if isinstance(type_name, str) else None
+    if message_type is None:
+        raise ProtocolViolation(f"unknown message type {type_name!r}")
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise ProtocolViolation(f"version must be an integer, got {version!r}")
+    if request_id is not None and (not isinstance(request_id, int) or isinstance(request_id, bool)):
+        raise ProtocolViolation(f"request_id must be an integer or nil, got {request_id!r}")
+    if stream_id is not None and not isinstance(stream_id, str):
+        raise ProtocolViolation(f"stream_id must be a string or nil, got {stream_id!r}")
+    if not isinstance(seq, int) or isinstance(seq, bool) or seq < 0:
+        raise ProtocolViolation(f"seq must be a non-negative integer, got {seq!r}")
+    return Envelope(
+        type=message_type,
+        request_id=request_id,
+        stream_id=stream_id,
+        seq=seq,
+        body=body,
+        payloads=tuple(frames[1:]),
+        version=version,
+    )

@@ -1,0 +1,358 @@
+"""The worker base class: every worker kind subclasses `Worker` and is run by `run_worker`.
+
+The base does everything but the work: connect, hello, heartbeats from the worker's own event
+loop, request dispatch, bulk streams, graceful stop on `stop` or SIGTERM, and orphan safety. A
+subclass declares `kind`, decorates request handlers with `@handles("method")`, and may
+override `setup`, `teardown` and `on_bulk`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sys
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, NoReturn, TypeVar
+
+import zmq
+import zmq.asyncio
+
+from forge import logs
+from forge.clock import SYSTEM_CLOCK, Clock
+from forge.ipc import channel
+from forge.ipc.envelope import PROTOCOL_VERSION, Envelope, MessageType, Payload, decode
+from forge.ipc.errors import ProtocolViolation, RequestFailed, WorkerConfigError
+from forge.ipc.exits import CONFIG_ERROR_EXIT
+from forge.ipc.messages import Reply, Request, StreamFrame
+from forge.ipc.orphans import die_with_parent, parent_is
+
+ENV_CONTROL = "FORGE_IPC_CONTROL"
+ENV_BULK = "FORGE_IPC_BULK"
+ENV_NAME = "FORGE_WORKER_NAME"
+ENV_KIND = "FORGE_WORKER_KIND"
+ENV_GENERATION = "FORGE_WORKER_GENERATION"
+ENV_CONFIG = "FORGE_WORKER_CONFIG"
+ENV_PARENT = "FORGE_WORKER_PARENT"
+
+_HANDLER_MARK = "__forge_request__"
+
+HandlerT = TypeVar("HandlerT", bound=Callable[..., Awaitable[Any]])
+
+
+def handles(method: str) -> Callable[[HandlerT], HandlerT]:
+    """Mark `async def handler(self, request: Request) -> Any | Reply` as serving `method`."""
+
+    def mark(handler: HandlerT) -> HandlerT:
+        setattr(handler, _HANDLER_MARK, method)
+        return handler
+
+    return mark
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerContext:
+    """What the manager tells a worker process through its environment."""
+
+    name: str
+    kind: str
+    generation: int
+    control_endpoint: str
+    bulk_endpoint: str
+    parent_pid: int
+    config: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_environ(self) -> dict[str, str]:
+        return {
+            ENV_NAME: self.name,
+            ENV_KIND: self.kind,
+            ENV_GENERATION: str(self.generation),
+            ENV_CONTROL: self.control_endpoint,
+            ENV_BULK: self.bulk_endpoint,
+            ENV_PARENT: str(self.parent_pid),
+            ENV_CONFIG: json.dumps(dict(self.config)),
+        }
+
+    @classmethod
+    def from_environ(cls, environ: Mapping[str, str]) -> WorkerContext:
+        try:
+            return cls(
+                name=environ[ENV_NAME],
+                kind=environ[ENV_KIND],
+                generation=int(environ[ENV_GENERATION]),
+                control_endpoint=environ[ENV_CONTROL],
+                bulk_endpoint=environ[ENV_BULK],
+                parent_pid=int(environ[ENV_PARENT]),
+                config=json.loads(environ.get(ENV_CONFIG) or "{}"),
+            )
+        except (KeyError, ValueError) as error:
+            raise WorkerConfigError(
+                f"worker started without a manager's environment ({error}); "
+                "workers are started by forge's worker manager, not by hand"
+            ) from error
+
+    @property
+    def identity(self) -> bytes:
+        return f"{self.kind}/{self.name}/{self.generation}".encode()
+
+
+class BulkStream:
+    """One outgoing stream of frames already in their final client-wire form."""
+
+    def __init__(self, socket: zmq.asyncio.Socket, stream_id: str) -> None:
+        self._socket = socket
+        self.stream_id = stream_id
+        self.seq = 0
+        """Frames offered so far; the receiver sees a gap where frames were dropped."""
+        self.dropped = 0
+        """Frames refused because the supervisor's queue was full."""
+
+    def _envelope(self, payload: Payload, meta: Any) -> Envelope:
+        self.seq += 1
+        return Envelope(
+            MessageType.DATA, stream_id=self.stream_id, seq=self.seq, body=meta, payloads=(payload,)
+        )
+
+    def offer(self, payload: Payload, meta: Any = None) -> bool:
+        """Send now or drop this frame (newest is dropped): for frames a newer one replaces."""
+        sent = channel.offer(self._socket, self._envelope(payload, meta))
+        if not sent:
+            self.dropped += 1
+        return sent
+
+    async def send(self, payload: Payload, meta: Any = None) -> None:
+        """Send, waiting while the supervisor is full: backpressure for bytes that must all go."""
+        await channel.send(self._socket, self._envelope(payload, meta))
+
+    async def end(self, reason: str = "ended") -> None:
+        """Tell the supervisor this stream is over; its subscribers get their end callback."""
+        self.seq += 1
+        end = Envelope(MessageType.END, stream_id=self.stream_id, seq=self.seq, body=reason)
+        await channel.send(self._socket, end)
+
+
+class Worker:
+    """Base class of every worker kind. Subclasses set `kind` and add `@handles` methods."""
+
+    kind: ClassVar[str] = ""
+    """The worker kind, checked against the manager's spec in the handshake."""
+    capabilities: ClassVar[tuple[str, ...]] = ()
+    """Free-form feature names announced in `hello`."""
+    _handlers: ClassVar[dict[str, str]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        handlers: dict[str, str] = {}
+        for klass in reversed(cls.__mro__):
+            for attribute, value in vars(klass).items():
+                method = getattr(value, _HANDLER_MARK, None)
+                if isinstance(method, str):
+                    handlers[method] = attribute
+        cls._handlers = handlers
+
+    def __init__(self, context: WorkerContext, clock: Clock = SYSTEM_CLOCK) -> None:
+        self.context = context
+        self.name = context.name
+        self.generation = context.generation
+        self.config: Mapping[str, Any] = context.config
+        self.clock = clock
+        self.protocol = PROTOCOL_VERSION
+        """The IPC protocol announced in `hello`; the manager rejects any other."""
+        self.log = logs.get_logger("forge.worker").bind(worker=context.name, kind=self.kind)
+        self._zmq = zmq.asyncio.Context()
+        self._control = channel.open_dealer(
+            self._zmq, context.control_endpoint, context.identity, channel.CONTROL_HWM
+        )
+        self._bulk = channel.open_dealer(
+            self._zmq, context.bulk_endpoint, context.identity, channel.BULK_HWM
+        )
+        self._stopping = asyncio.Event()
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    # --- hooks for subclasses -------------------------------------------------------------
+
+    async def setup(self) -> None:
+        """Prepare before `hello` (the worker is `starting` until it returns).
+
+        Raise `WorkerConfigError` when the configuration cannot work: the process exits with
+        `CONFIG_ERROR_EXIT` and is never restarted.
+        """
+
+    async def teardown(self) -> None:
+        """Release what `setup` took; runs on a graceful stop before the process exits 0."""
+
+    async def on_bulk(self, frame: StreamFrame) -> None:
+        """A frame the supervisor sent on a bulk stream; the default ignores it."""
+
+    async def on_bulk_end(self, stream_id: str, reason: str) -> None:
+        """The supervisor ended one of its bulk streams."""
+
+    # --- what subclasses call -------------------------------------------------------------
+
+    async def emit(self, event: str, data: Any = None, payloads: tuple[Payload, ...] = ()) -> None:
+        """Send a one-way event on the control channel (never dropped)."""
+        envelope = Envelope(
+            MessageType.EVENT, body={"event": event, "data": data}, payloads=payloads
+        )
+        await channel.send(self._control, envelope)
+
+    def stream(self, stream_id: str) -> BulkStream:
+        """An outgoing bulk stream; choose per frame between `offer` (may drop) and `send`."""
+        return BulkStream(self._bulk, stream_id)
+
+    def request_stop(self) -> None:
+        """Begin a graceful stop (also what `stop` from the manager and SIGTERM do)."""
+        self._stopping.set()
+
+    def spawn(self, coroutine: Awaitable[None]) -> asyncio.Task[None]:
+        """Run background work that is cancelled when the worker stops."""
+        task = asyncio.ensure_future(coroutine)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    # --- the lifecycle --------------------------------------------------------------------
+
+    async def serve(self) -> int:
+        """Run until stopped; returns the process exit code."""
+        loop = asyncio.get_running_loop()
+        loop.add_signal_handler(signal.SIGTERM, self.request_stop)
+        try:
+            try:
+                await self.setup()
+            except WorkerConfigError as error:
+                self.log.error("worker_config_error", reason=str(error))
+                return CONFIG_ERROR_EXIT
+            interval = await self._handshake()
+            if interval is None:
+                return CONFIG_ERROR_EXIT
+            self.spawn(self._heartbeat(interval))
+            self.spawn(self._serve_control())
+            self.spawn(self._serve_bulk())
+            await self._stopping.wait()
+            for task in list(self._tasks):
+                task.cancel()
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+            await self.teardown()
+            return 0
+        finally:
+            self._control.close(linger=0)
+            self._bulk.close(linger=0)
+            self._zmq.term()
+
+    async def _handshake(self) -> float | None:
+        hello = {
+            "protocol": self.protocol,
+            "kind": self.kind,
+            "pid": os.getpid(),
+            "generation": self.generation,
+            "capabilities": list(self.capabilities),
+        }
+        await channel.send(self._control, Envelope(MessageType.HELLO, body=hello))
+        async for frames in channel.messages(self._control):
+            envelope = decode(channel.views(frames))
+            if envelope.type is MessageType.WELCOME:
+                interval = float(envelope.body["heartbeat_interval"])
+                self.log.info("worker_welcomed", generation=self.generation)
+                return interval
+            if envelope.type is MessageType.REJECT:
+                self.log.error("worker_rejected", reason=str(envelope.body))
+                return None
+        raise ProtocolViolation("control channel closed before welcome")
+
+    async def _heartbeat(self, interval: float) -> None:
+        beat = Envelope(MessageType.HEARTBEAT)
+        while True:
+            if not parent_is(self.context.parent_pid):
+                self.log.error("worker_orphaned", parent=self.context.parent_pid)
+                os._exit(1)
+            await channel.send(self._control, beat)
+            await self.clock.sleep(interval)
+
+    async def _serve_control(self) -> None:
+        async for frames in channel.messages(self._control):
+            try:
+                envelope = decode(channel.views(frames))
+            except ProtocolViolation as error:
+                self.log.error("ipc_envelope_invalid", channel="control", reason=str(error))
+                continue
+            if envelope.type is MessageType.REQUEST:
+                self.spawn(self._answer(envelope))
+            elif envelope.type is MessageType.STOP:
+                self.request_stop()
+            else:
+                self.log.warning("ipc_unexpected_message", type=envelope.type.value)
+
+    async def _answer(self, envelope: Envelope) -> None:
+        body = envelope.body if isinstance(envelope.body, dict) else {}
+        method = str(body.get("method"))
+        request = Request(
+            method=method,
+            args=body.get("args"),
+            payloads=tuple(memoryview(p) for p in envelope.payloads),
+            request_id=envelope.request_id,
+        )
+        answer: Envelope
+        try:
+            attribute = self._handlers.get(method)
+            if attribute is None:
+                raise RequestFailed("unknown_method", f"{self.kind} workers have no {method!r}")
+            result = await getattr(self, attribute)(request)
+            reply = result if isinstance(result, Reply) else Reply(result)
+            answer = Envelope(
+                MessageType.REPLY,
+                request_id=envelope.request_id,
+                body={"result": reply.result},
+                payloads=reply.payloads,
+            )
+        except RequestFailed as refusal:
+            answer = self._error(envelope, refusal.code, refusal.message)
+        except Exception as error:
+            self.log.exception("worker_handler_failed", method=method)
+            answer = self._error(envelope, "internal", f"{type(error).__name__}: {error}")
+        await channel.send(self._control, answer)
+
+    @staticmethod
+    def _error(envelope: Envelope, code: str, message: str) -> Envelope:
+        body = {"code": code, "message": message}
+        return Envelope(MessageType.ERROR, request_id=envelope.request_id, body=body)
+
+    async def _serve_bulk(self) -> None:
+        async for frames in channel.messages(self._bulk):
+            try:
+                envelope = decode(channel.views(frames))
+            except ProtocolViolation as error:
+                self.log.error("ipc_envelope_invalid", channel="bulk", reason=str(error))
+                continue
+            if envelope.stream_id is None:
+                continue
+            if envelope.type is MessageType.DATA and envelope.payloads:
+                payload = memoryview(envelope.payloads[0])
+                await self.on_bulk(
+                    StreamFrame(envelope.stream_id, envelope.seq, envelope.body, payload)
+                )
+            elif envelope.type is MessageType.END:
+                await self.on_bulk_end(envelope.stream_id, str(envelope.body))
+
+
+def run_worker(worker_class: type[Worker]) -> NoReturn:
+    """The `__main__` of a worker module: orphan safety, logs, then serve until stopped."""
+    try:
+        context = WorkerContext.from_environ(os.environ)
+    except WorkerConfigError as error:
+        print(f"forge worker: {error}", file=sys.stderr)
+        sys.exit(CONFIG_ERROR_EXIT)
+    die_with_parent(context.parent_pid)
+    logs.configure_from_env(process=f"{worker_class.kind}:{context.name}")
+    if context.kind != worker_class.kind:
+        logs.get_logger("forge.worker").error(
+            "worker_kind_mismatch", expected=context.kind, actual=worker_class.kind
+        )
+        sys.exit(CONFIG_ERROR_EXIT)
+
+    async def main() -> int:
+        return await worker_class(context).serve()
+
+    sys.exit(asyncio.run(main()))
