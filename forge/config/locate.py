@@ -1,8 +1,10 @@
 """Find the line of forge.toml a key sits on, so every refusal names the line a person edits.
 
 tomllib keeps no positions, and tomlkit keeps none either. Rather than a second TOML grammar, the
-real parser is asked: the first prefix of the file (in whole lines) whose parse holds the key is
-where the key's statement ends. A value spanning lines (an array, an inline table) ends below its
+real parser is asked: the shortest prefix of the file (in whole lines) whose parse holds the key is
+where the key's statement ends. TOML never removes a key, so among prefixes that parse, holding the
+key is monotone and the prefix is found by bisection (a cut inside a multi-line value does not
+parse; the search steps past it). A value spanning lines (an array, an inline table) ends below its
 key, so the line is then walked back to the one that names the key.
 """
 
@@ -25,14 +27,30 @@ _ASSIGNED_KEY = re.compile(r"^\s*([^=#\[]+?)\s*=")
 def line_of(text: str, path: KeyPath) -> int | None:
     """The 1-based line where `path` is set (or its table declared); None if the text lacks it."""
     lines = text.splitlines(keepends=True)
-    for end in range(1, len(lines) + 1):
+
+    def holds(end: int) -> bool | None:
+        """Whether the first `end` lines hold the key; None when they do not parse on their own."""
         try:
-            prefix = tomllib.loads("".join(lines[:end]))
+            return _holds(tomllib.loads("".join(lines[:end])), path)
         except tomllib.TOMLDecodeError:
-            continue
-        if _holds(prefix, path):
-            return _walk_back_to_key(lines, end, path)
-    return None
+            return None
+
+    if not holds(len(lines)):
+        return None
+    best, low, high = len(lines), 1, len(lines) - 1
+    while low <= high:
+        middle = (low + high) // 2
+        cut, verdict = middle, holds(middle)
+        while verdict is None and cut < high:
+            cut += 1
+            verdict = holds(cut)
+        if verdict is None:
+            high = middle - 1
+        elif verdict:
+            best, high = cut, middle - 1
+        else:
+            low = cut + 1
+    return _walk_back_to_key(lines, best, path)
 
 
 def syntax_error_line(text: str, message: str) -> int:

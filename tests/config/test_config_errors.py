@@ -142,3 +142,17 @@ def test_a_refusal_is_a_user_error_with_exit_code_2(write_config: Callable[[str]
     with pytest.raises(UserError) as refused:
         load_config(write_config("[server]\nport = 0\n"))
     assert refused.value.exit_code == 2
+
+
+def test_the_line_is_found_deep_in_a_long_file(write_config: Callable[[str], Path]) -> None:
+    """Multi-line arrays on the way do not throw the bisection off."""
+    entries = [
+        f'[[projects]]\norg = "o"\nname = "p{index}"\npath = "/p"\n'
+        f'document_roots = [\n  "/a",\n  "/b",\n]\nshell = "{"" if index == 37 else "/bin/sh"}"\n'
+        for index in range(60)
+    ]
+    path = write_config("\n".join(entries))
+    with pytest.raises(ConfigError) as refused:
+        load_config(path)
+    assert refused.value.line == 37 * 10 + 9
+    assert refused.value.key == "projects[37].shell"
