@@ -23,6 +23,12 @@ def _areas() -> list[Register]:
     from forge.config.cli import register as register_config
 
     registers.append(register_config)
+    from forge.health.cli import register as register_health
+
+    registers.append(register_health)
+    from forge.supervisor.cli import register as register_supervisor
+
+    registers.append(register_supervisor)
     return registers
 
 

@@ -1,0 +1,150 @@
+"""Spooling one undeliverable write: materialise its body, claim a slot, write the entry.
+
+Bounded by decision: at FORGE_QUEUE_MAX pending entries enqueue refuses and the caller sees the
+real failure. Set-aside entries wait for a person, not for the forge, so they do not count.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from forge.clock import Clock, epoch_ms
+from forge.health import gh_args, spool
+from forge.health.spool import QueueEntry
+
+
+@dataclass(frozen=True)
+class Spooled:
+    entry: QueueEntry
+    depth: int
+
+    def marker(self) -> str:
+        if self.entry.live_signal is None:
+            why = f"it waits for {', '.join(self.entry.depends_on)}, which has not landed yet"
+        else:
+            why = f"the live call failed ({self.entry.live_signal})"
+        return (
+            f"[forge-queue] not delivered yet — {why}. Spooled as {self.entry.name}; it replays "
+            f"in order when the forge recovers (queue depth {self.depth})."
+        )
+
+    def handle_url(self) -> str | None:
+        """Where the real issue URL would have gone, for a create: its basename is the handle."""
+        if self.entry.handle is None:
+            return None
+        host = self.entry.host or "github.com"
+        repo = self.entry.repo or "unknown/unknown"
+        return f"https://{host}/{repo}/issues/{self.entry.handle}"
+
+
+@dataclass(frozen=True)
+class Refused:
+    pending: int
+
+    def marker(self) -> str:
+        return (
+            f"[forge-queue] NOT queued — spool full ({self.pending} pending); "
+            "this write was not delivered"
+        )
+
+
+def pending_count(root: Path) -> int:
+    """Pending entries plus slots still being written (they will be pending in a moment)."""
+    pending = sum(1 for entry in spool.entries(root) if entry.status == "pending")
+    return pending + len(spool.orphan_slots(root))
+
+
+def resolve_repo(
+    parsed: gh_args.ParsedWrite, env: Mapping[str, str], root: Path
+) -> tuple[str | None, str | None]:
+    """(host, owner/repo) as gh would pick them: `-R`, then GH_REPO, then the origin remote.
+
+    Resolved at enqueue, so a replay started from another directory still targets the right repo.
+    """
+    host_env = env.get("GH_HOST") or None
+    for value in (parsed.value(gh_args.REPO_FLAGS), env.get("GH_REPO")):
+        if value:
+            host, repo = gh_args.split_repo(value)
+            return host or host_env, repo
+    try:
+        url = subprocess.run(
+            ["git", "-C", str(root), "remote", "get-url", "origin"],
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout
+    except OSError:
+        return host_env, None
+    found = gh_args.repo_from_remote(url) if url.strip() else None
+    if found is None:
+        return host_env, None
+    return host_env or found[0], found[1]
+
+
+def read_body(parsed: gh_args.ParsedWrite, read_stdin: Callable[[], bytes]) -> bytes | None:
+    """The body exactly as the live call sent it: `--body`, `--body-file FILE` or stdin."""
+    body: bytes | None = None
+    for option in parsed.options:
+        if option.value is None:
+            continue
+        if option.flag in gh_args.BODY_FLAGS:
+            body = os.fsencode(option.value)
+        elif option.flag in gh_args.BODY_FILE_FLAGS:
+            body = read_stdin() if option.value == "-" else Path(option.value).read_bytes()
+    return body
+
+
+def enqueue(
+    root: Path,
+    argv: Sequence[str],
+    *,
+    max_pending: int,
+    clock: Clock,
+    env: Mapping[str, str],
+    live_signal: str | None,
+    live_stderr: str,
+    read_stdin: Callable[[], bytes],
+) -> Spooled | Refused:
+    pending = pending_count(root)
+    if pending >= max_pending:
+        return Refused(pending)
+    parsed = gh_args.parse_write(argv)
+    host, repo = resolve_repo(parsed, env, root)
+    body = read_body(parsed, read_stdin)
+    title = parsed.value(gh_args.TITLE_FLAGS)
+    seq = spool.allocate(root)
+    body_file = None
+    if body is not None:
+        path = spool.body_path(root, seq)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(body)
+        body_file = str(path)
+    digest = hashlib.sha256()
+    for part in (parsed.kind, repo or "", parsed.target or "", title or ""):
+        digest.update(part.encode() + b"\0")
+    digest.update(body or b"")
+    handles = gh_args.handles_in(argv)
+    entry = QueueEntry(
+        seq=seq,
+        kind=parsed.kind,
+        repo=repo,
+        host=host,
+        target=parsed.target,
+        handle=f"FORGE-Q{seq}" if parsed.kind == "create" else None,
+        depends_on=handles,
+        idempotency_key=digest.hexdigest(),
+        argv=gh_args.replayable_argv(parsed, body_file),
+        title=title,
+        has_body=body is not None,
+        enqueued_at=epoch_ms(clock),
+        project=str(root),
+        live_signal=live_signal,
+        live_stderr=live_stderr,
+    )
+    spool.write_entry(root, entry)
+    return Spooled(entry, pending + 1)

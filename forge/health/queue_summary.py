@@ -1,0 +1,92 @@
+"""What the spool holds, for `forge queue` and the health report's queue block.
+
+Pending entries replay on the next successful gh call and need nobody; set-aside ones will not
+arrive on their own and need a person. They are counted apart everywhere, and a set-aside entry
+always carries its reason.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any, Final
+
+from forge.health import gh_args, spool
+
+ORPHAN_REPORT_AFTER_MS: Final = 60_000
+"""A `.seq` with no `.json` this old is a crashed allocation, not one in flight."""
+
+
+def project_summary(root: Path, now_ms: int) -> dict[str, Any]:
+    entries = spool.entries(root)
+    pending = [e for e in entries if e.status == "pending"]
+    aside = [e for e in entries if e.status == "set_aside"]
+    handles = spool.load_handles(root)
+    unresolved = sorted(
+        {h for e in pending for h in [*e.depends_on, *([e.handle] if e.handle else [])]}
+        - set(handles),
+        key=gh_args.handle_seq,
+    )
+    orphans = []
+    for seq in spool.orphan_slots(root):
+        path = spool.queue_dir(root) / f"{spool.seq_name(seq)}.seq"
+        try:
+            age = now_ms - path.stat().st_mtime_ns // 1_000_000
+        except FileNotFoundError:
+            continue
+        if age > ORPHAN_REPORT_AFTER_MS:
+            orphans.append(f"q{spool.seq_name(seq)}")
+    last = spool.replay_log(root)
+    oldest = min((e.enqueued_at for e in pending), default=None)
+    return {
+        "project": str(root),
+        "pending": len(pending),
+        "set_aside": len(aside),
+        "oldest_age_s": None if oldest is None else max(0, (now_ms - oldest) // 1000),
+        "pending_by_kind": dict(Counter(e.kind for e in pending)),
+        "unresolved_handles": unresolved,
+        "set_aside_entries": [{"entry": e.name, "kind": e.kind, "reason": e.reason} for e in aside],
+        "crashed_slots": orphans,
+        "last_replay": (
+            None
+            if not last
+            else {"ts_ms": int(last[-1][0]), "entry": f"q{int(last[-1][1]):06d}",
+                  "outcome": last[-1][3], "reason": last[-1][4]}  # fmt: skip
+        ),
+    }
+
+
+def block(state_dir: Path, project: Path | None, now_ms: int) -> dict[str, Any]:
+    """Totals over this project and every project the breadcrumb names."""
+    roots = list(dict.fromkeys([*([project] if project else []), *spool.breadcrumb_roots(state_dir)]))
+    projects = [project_summary(root, now_ms) for root in roots if spool.queue_dir(root).is_dir()]
+    return {
+        "pending": sum(p["pending"] for p in projects),
+        "set_aside": sum(p["set_aside"] for p in projects),
+        "projects": [p for p in projects if p["pending"] or p["set_aside"]],
+    }
+
+
+def render(summary: dict[str, Any]) -> list[str]:
+    """Lines for a person; nothing to say gives one quiet line, not a permanent `queue: 0`."""
+    if not summary["pending"] and not summary["set_aside"] and not summary["crashed_slots"]:
+        return [f"forge queue: nothing undelivered in {summary['project']}"]
+    mix = ", ".join(f"{kind} {n}" for kind, n in sorted(summary["pending_by_kind"].items()))
+    lines = [
+        f"forge queue: {summary['pending']} pending ({mix or 'none'}), "
+        f"{summary['set_aside']} set aside — {summary['project']}"
+    ]
+    if summary["oldest_age_s"] is not None:
+        lines.append(f"  oldest pending entry: {summary['oldest_age_s']}s old")
+    if summary["unresolved_handles"]:
+        lines.append(f"  unresolved handles: {', '.join(summary['unresolved_handles'])}")
+    lines.extend(
+        f"  set aside {item['entry']} ({item['kind']}): {item['reason']}"
+        for item in summary["set_aside_entries"]
+    )
+    if summary["crashed_slots"]:
+        lines.append(f"  crashed allocations (no entry written): {', '.join(summary['crashed_slots'])}")
+    last = summary["last_replay"]
+    if last:
+        lines.append(f"  last replay: {last['entry']} {last['outcome']} {last['reason']}".rstrip())
+    return lines

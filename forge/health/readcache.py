@@ -1,0 +1,114 @@
+"""The read cache: when a failed read may be answered from last-known state, and the store.
+
+The shim stores successful allowlisted reads on the way past (`<key>.out`, temp-then-rename, with
+`<key>.argv` beside it for people); it keys them itself, so Python only ever sees a key. This
+module decides what a failed read gets, serves it, and lists or clears the store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from forge.health.signals import is_availability_failure
+
+CACHEABLE: Final[frozenset[tuple[str, str]]] = frozenset(
+    {("issue", "list"), ("issue", "view"), ("search", "issues")}
+)
+"""An allowlist: a command nobody has reasoned about is never cached or served."""
+
+
+@dataclass(frozen=True)
+class Serve:
+    age_s: int
+
+    def marker(self, signal: str) -> str:
+        return (
+            f"[forge-cache] served from cache (age {self.age_s}s) — the live call failed "
+            f"({signal}). This is last-known state, not live."
+        )
+
+
+@dataclass(frozen=True)
+class PassThrough:
+    """The live failure goes to the caller unchanged; `note`, if any, is added on stderr."""
+
+    note: str | None = None
+    stale_age_s: int | None = None
+
+
+def decide(signal: str, entry_age_s: int | None, max_age_s: int) -> Serve | PassThrough:
+    """A 404 or usage error is the forge answering; a query never seen live fails honestly; an
+    entry past the bound is reported rather than handed over as current."""
+    if not is_availability_failure(signal) or entry_age_s is None:
+        return PassThrough()
+    if entry_age_s > max_age_s:
+        return PassThrough(
+            note=(
+                f"[forge-cache] not served: cached copy is {human_age(entry_age_s)} old "
+                f"(bound {human_age(max_age_s)})"
+            ),
+            stale_age_s=entry_age_s,
+        )
+    return Serve(age_s=max(0, entry_age_s))
+
+
+def human_age(seconds: int) -> str:
+    if seconds >= 3600:
+        return f"{seconds // 3600}h"
+    if seconds >= 120:
+        return f"{seconds // 60}m"
+    return f"{seconds}s"
+
+
+def is_cacheable(argv: Sequence[str]) -> bool:
+    return len(argv) >= 2 and (argv[0], argv[1]) in CACHEABLE
+
+
+@dataclass(frozen=True)
+class Entry:
+    key: str
+    argv: list[str]
+    stored_ms: int
+    size: int
+
+
+def cache_dir(root: Path) -> Path:
+    return root / ".forge" / "cache"
+
+
+def entry_path(root: Path, key: str) -> Path:
+    if not key or not all(ch in "0123456789abcdef" for ch in key):
+        raise ValueError(f"not a cache key: {key!r}")
+    return cache_dir(root) / f"{key}.out"
+
+
+def entries(root: Path) -> list[Entry]:
+    found: list[Entry] = []
+    for out in sorted(cache_dir(root).glob("*.out")):
+        try:
+            info = out.stat()
+            argv = out.with_suffix(".argv").read_text(errors="replace").splitlines()
+        except FileNotFoundError:
+            argv = []
+            try:
+                info = out.stat()
+            except FileNotFoundError:
+                continue
+        found.append(Entry(out.stem, argv, info.st_mtime_ns // 1_000_000, info.st_size))
+    return found
+
+
+def clear(root: Path) -> int:
+    """Drop every entry; it costs a re-fetch, nothing more."""
+    removed = 0
+    directory = cache_dir(root)
+    if not directory.is_dir():
+        return 0
+    for path in directory.iterdir():
+        if path.suffix == ".out":
+            removed += 1
+        path.unlink(missing_ok=True)
+    return removed

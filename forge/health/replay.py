@@ -1,0 +1,283 @@
+"""Draining the spool: the planner's decisions carried out against the real gh.
+
+Replay runs the real binary directly, never the shim, so a failure during replay can never
+re-spool; each call is still recorded through the `record` door. A non-blocking lock serialises
+drains, so two concurrent drains never deliver an entry twice.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from forge.clock import Clock, epoch_ms
+from forge.health import realgh, spool
+from forge.health.atomic import write_json
+from forge.health.replay_plan import (
+    CHECKED_KINDS,
+    Deliver,
+    Delivered,
+    Judgement,
+    Retry,
+    SetAside,
+    Stop,
+    Wait,
+    already_in_state,
+    judge,
+    landed_comment,
+    landed_issue,
+    number_from_url,
+    resolve,
+    select,
+)
+from forge.health.settings import Settings
+from forge.health.spool import QueueEntry
+
+CLAIMS_NAME = "claimed.json"
+
+
+@dataclass
+class ReplayReport:
+    apply: bool
+    busy: bool = False
+    delivered: list[str] = field(default_factory=list)
+    set_aside: list[str] = field(default_factory=list)
+    waiting: list[str] = field(default_factory=list)
+    retrying: list[str] = field(default_factory=list)
+    stopped: str | None = None
+    plan: list[str] = field(default_factory=list)
+    remaining: int = 0
+
+    @property
+    def clean(self) -> bool:
+        """Drained cleanly and completely: the only answer that exits 0."""
+        return not (
+            self.busy
+            or self.set_aside
+            or self.waiting
+            or self.retrying
+            or self.stopped
+            or self.remaining
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "apply": self.apply,
+            "busy": self.busy,
+            "delivered": self.delivered,
+            "set_aside": self.set_aside,
+            "waiting": self.waiting,
+            "retrying": self.retrying,
+            "stopped": self.stopped,
+            "plan": self.plan,
+            "remaining": self.remaining,
+            "clean": self.clean,
+        }
+
+
+@contextlib.contextmanager
+def drain_lock(root: Path) -> Iterator[bool]:
+    """True when this process holds the drain; False when another drain is running."""
+    path = spool.queue_dir(root) / "drain.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        yield True
+
+
+class _Drain:
+    def __init__(self, root: Path, settings: Settings, clock: Clock, gh: Path) -> None:
+        self.root = root
+        self.settings = settings
+        self.clock = clock
+        self.gh = gh
+        self.claims = self._load_claims()
+
+    def _load_claims(self) -> list[str]:
+        try:
+            data = json.loads((spool.queue_dir(self.root) / CLAIMS_NAME).read_text())
+        except (FileNotFoundError, ValueError):
+            return []
+        return [str(item) for item in data]
+
+    def _claim(self, item: str) -> None:
+        self.claims.append(item)
+        write_json(spool.queue_dir(self.root) / CLAIMS_NAME, self.claims)
+
+    def call(self, argv: list[str]) -> realgh.CallResult:
+        return realgh.run(
+            self.gh, argv, state_dir=self.settings.state_dir, clock=self.clock, stdin=b""
+        )
+
+    def log(self, entry: QueueEntry, outcome: str, reason: str) -> None:
+        spool.append_replay_log(
+            self.root, epoch_ms(self.clock), entry.seq, entry.kind, outcome, reason
+        )
+
+    def landed(
+        self, entry: QueueEntry, step: Deliver
+    ) -> tuple[str | None, Stop | SetAside | Retry | None]:
+        """Did this write already reach the forge (landed, then the reply was lost)?
+
+        Returns (what it landed as, or None) and a judgement when the check itself failed.
+        """
+        repo_args = step.argv[step.argv.index("-R") :] if "-R" in step.argv else []
+        body = self._body(entry)
+        if entry.kind == "create":
+            argv = ["issue", "list", "--state", "all", "--limit", "100", "--json",
+                    "number,title,body,createdAt", *repo_args]  # fmt: skip
+        elif entry.kind == "comment":
+            argv = ["issue", "view", str(step.target), "--json", "comments", *repo_args]
+        else:
+            argv = ["issue", "view", str(step.target), "--json", "state", *repo_args]
+        result = self.call(argv)
+        verdict = judge(result.signal, result.stderr.decode(errors="replace"), entry.attempts,
+                        self.settings.queue_attempts)  # fmt: skip
+        if not isinstance(verdict, Delivered):
+            return None, verdict
+        data = json.loads(result.stdout or b"null")
+        if entry.kind == "create":
+            number = landed_issue(data, entry.title, body, entry.enqueued_at, self.claims)
+            return (None if number is None else f"issue:{number}"), None
+        if entry.kind == "comment":
+            url = landed_comment(data["comments"], body or "", entry.enqueued_at, self.claims)
+            return url, None
+        return ("state" if already_in_state(entry.kind, data["state"]) else None), None
+
+    def _body(self, entry: QueueEntry) -> str | None:
+        if not entry.has_body:
+            return None
+        return spool.body_path(self.root, entry.seq).read_bytes().decode("utf-8", "surrogateescape")
+
+    def finish_delivered(self, entry: QueueEntry, landed_as: str | None, how: str) -> None:
+        if entry.kind == "create" and entry.handle and landed_as and landed_as.startswith("issue:"):
+            spool.save_handle(self.root, entry.handle, int(landed_as.split(":", 1)[1]))
+        if landed_as and landed_as != "state":
+            self._claim(landed_as)
+        self.log(entry, "delivered", how)
+        spool.remove_delivered(self.root, entry.seq)
+
+    def set_aside(self, entry: QueueEntry, reason: str) -> None:
+        entry.status = "set_aside"
+        entry.reason = reason
+        spool.write_entry(self.root, entry)
+        self.log(entry, "set_aside", reason)
+
+
+def replay(
+    root: Path,
+    settings: Settings,
+    clock: Clock,
+    *,
+    apply: bool,
+    batch: int,
+    gh: Path | None = None,
+) -> ReplayReport:
+    """Dry run by default; with `apply`, deliver in seq order until done or the forge is down."""
+    report = ReplayReport(apply=apply)
+    if not apply:
+        return _dry_run(root, batch, report)
+    with drain_lock(root) as held:
+        if not held:
+            report.busy = True
+            return report
+        drain = _Drain(root, settings, clock, gh or realgh.find_real_gh())
+        _apply(drain, batch, report)
+        report.remaining = sum(1 for e in spool.entries(root) if e.status == "pending")
+        if report.remaining:
+            spool.mark_pending(settings.state_dir, root)
+        else:
+            spool.clear_pending(settings.state_dir, root)
+    return report
+
+
+def _dry_run(root: Path, batch: int, report: ReplayReport) -> ReplayReport:
+    entries = spool.entries(root)
+    handles = spool.load_handles(root)
+    pending_creates = [e.handle for e in entries if e.status == "pending" and e.handle]
+    for entry in select(entries, batch):
+        step = resolve(entry, handles, pending_creates)
+        if isinstance(step, Deliver):
+            report.plan.append(f"{entry.name} {entry.kind}: gh {' '.join(step.argv)}")
+        elif isinstance(step, Wait):
+            report.plan.append(f"{entry.name} {entry.kind}: after its create lands ({step.reason})")
+        else:
+            report.plan.append(f"{entry.name} {entry.kind}: would be set aside ({step.reason})")
+    report.remaining = sum(1 for e in entries if e.status == "pending")
+    return report
+
+
+def _apply(drain: _Drain, batch: int, report: ReplayReport) -> None:
+    root = drain.root
+    for entry in select(spool.entries(root), batch):
+        current = spool.entries(root)
+        pending_creates = [e.handle for e in current if e.status == "pending" and e.handle]
+        step = resolve(entry, spool.load_handles(root), pending_creates)
+        if isinstance(step, Wait):
+            report.waiting.append(entry.name)
+            drain.log(entry, "waiting", step.reason)
+        elif isinstance(step, SetAside):
+            drain.set_aside(entry, step.reason)
+            report.set_aside.append(f"{entry.name}: {step.reason}")
+        elif not _settle(drain, entry, *_attempt(drain, entry, step), report):
+            return
+
+
+def _attempt(drain: _Drain, entry: QueueEntry, step: Deliver) -> tuple[Judgement, str | None, str]:
+    """Verify first (content idempotency), then deliver: (judgement, what it landed as, how)."""
+    if entry.kind in CHECKED_KINDS:
+        landed_as, failed = drain.landed(entry, step)
+        if failed is not None:
+            return failed, None, "verification read"
+        if landed_as is not None:
+            return Delivered(), landed_as, "already landed (content match)"
+    result = drain.call(step.argv)
+    stderr = result.stderr.decode("utf-8", "replace")
+    verdict = judge(result.signal, stderr, entry.attempts, drain.settings.queue_attempts)
+    landed: str | None = None
+    if isinstance(verdict, Delivered):
+        output = result.stdout.decode("utf-8", "replace").strip()
+        if entry.kind == "create":
+            number = number_from_url(output)
+            landed = None if number is None else f"issue:{number}"
+        elif entry.kind == "comment":
+            landed = output or None
+    return verdict, landed, "delivered"
+
+
+def _settle(
+    drain: _Drain,
+    entry: QueueEntry,
+    verdict: Judgement,
+    landed_as: str | None,
+    how: str,
+    report: ReplayReport,
+) -> bool:
+    """Apply one judgement; False means the whole replay stops here."""
+    if isinstance(verdict, Delivered):
+        drain.finish_delivered(entry, landed_as, how)
+        report.delivered.append(entry.name)
+    elif isinstance(verdict, Stop):
+        reason = f"the forge is still down ({verdict.signal}) at the {how}"
+        drain.log(entry, "stopped", reason)
+        report.stopped = f"{entry.name}: {reason}"
+        return False
+    elif isinstance(verdict, SetAside):
+        drain.set_aside(entry, verdict.reason)
+        report.set_aside.append(f"{entry.name}: {verdict.reason}")
+    else:
+        entry.attempts = verdict.attempts
+        entry.reason = verdict.reason
+        spool.write_entry(drain.root, entry)
+        drain.log(entry, "failed", verdict.reason)
+        report.retrying.append(f"{entry.name}: {verdict.reason}")
+    return True

@@ -1,0 +1,245 @@
+#!/bin/sh
+# forge-gh-shim:v1 (marker: any file carrying it is a shim and is skipped when looking for gh)
+#
+# forge health's gh PATH shim. Deployed as $FORGE_HOME/bin/gh by `forge shim install`, ahead of
+# the real gh on PATH. Transparency is the contract: argv, stdin, stdout, stderr and the exit code
+# pass through unchanged, and whenever any part of the recording path is missing (state dir,
+# writable log, temp file) the shim is a plain exec of the real gh.
+#
+# Besides running gh it: appends one observation (ts_ms, rc, ms, signal, sub) to
+# observations.log; stores successful allowlisted reads in <project>/.forge/cache; on an
+# availability failure hands a read to the Python cache server and an allowlisted write to the
+# Python spool; routes any FORGE-Q<n> argument to the Python queue; and, after a successful call,
+# starts a detached replay when one stat finds the pending breadcrumb. A healthy read with nothing
+# to do never starts Python. Disable it by deleting this file; bypass it by calling gh by path.
+
+FORGE_PYTHON=${FORGE_PYTHON:-@FORGE_PYTHON@}
+marker='forge-gh-shim:v1'
+
+real=
+find_real() {
+	_ifs=$IFS
+	IFS=:
+	set -f
+	for _dir in $PATH; do
+		_c=${_dir:-.}/gh
+		[ -f "$_c" ] && [ -x "$_c" ] || continue
+		[ "$_c" -ef "$0" ] && continue
+		head -c 512 "$_c" 2>/dev/null | grep -q "$marker" && continue
+		real=$_c
+		break
+	done
+	IFS=$_ifs
+	set +f
+}
+
+find_real
+if [ -z "$real" ]; then
+	printf 'gh: forge shim (%s) found no real gh on PATH, only copies of itself; install gh or put it on PATH\n' "$0" >&2
+	exit 127
+fi
+
+# Offline-capable subcommands succeed with the network unplugged: never evidence.
+case ${1-} in
+'' | --version | -h | --help | help | completion | alias | config | extension) exec "$real" "$@" ;;
+esac
+
+state=${FORGE_STATE:-${FORGE_HOME:-${XDG_STATE_HOME:-$HOME/.local/state}/forge}/forge}
+log=$state/observations.log
+[ -d "$state" ] || exec "$real" "$@"
+{ : >>"$log"; } 2>/dev/null || exec "$real" "$@"
+
+now_ms() {
+	_t=$(date +%s%3N 2>/dev/null)
+	case $_t in
+	'' | *[!0-9]*)
+		_t=$(perl -MTime::HiRes=time -e 'printf "%d\n", time()*1000' 2>/dev/null) ||
+			_t=$(($(date +%s) * 1000))
+		;;
+	esac
+	echo "$_t"
+}
+
+# Column 5: the subcommand words, when they are plain words.
+sub=?
+case ${1-} in *[!A-Za-z0-9_.-]*) ;; *)
+	sub=$1
+	case ${2-} in '' | -* | *[!A-Za-z0-9_.-]*) ;; *) sub="$1 $2" ;; esac
+	;;
+esac
+
+record() { # rc ms signal
+	_ts=${FORGE_NOW_MS:-$end}
+	printf '%s\t%s\t%s\t%s\t%s\n' "$_ts" "$1" "$2" "$3" "$sub" >>"$log" 2>/dev/null || return 0
+	if [ $((_ts % 16)) -eq 0 ] && [ "$(wc -l <"$log")" -ge 250 ]; then
+		mv -f "$log" "$log.1" 2>/dev/null
+	fi
+	return 0
+}
+
+# The signal table; forge/health/signals.py holds the same patterns, a golden corpus keeps them equal.
+classify() { # rc stderr-file
+	if [ "$1" -eq 0 ]; then echo ok; return; fi
+	if grep -Eiq 'rate limit|HTTP 429|abuse detection' "$2"; then echo ratelimit; return; fi
+	if [ "$1" -eq 4 ]; then echo auth; return; fi
+	if grep -Eiq 'HTTP 40[13]|bad credentials|gh auth login' "$2"; then echo auth; return; fi
+	if grep -Eiq 'HTTP 404|could not resolve to' "$2"; then echo notfound; return; fi
+	if grep -Eiq 'HTTP 5[0-9][0-9]|bad gateway|service unavailable|gateway timeout|something went wrong while executing your query' "$2"; then
+		echo server
+		return
+	fi
+	if grep -Eiq 'error connecting to|could not resolve host|no such host|connection refused|connection reset|timeout|timed out|network is unreachable|check your internet connection' "$2"; then
+		echo net
+		return
+	fi
+	echo other
+}
+
+python_ok() {
+	[ -x "$FORGE_PYTHON" ]
+}
+
+maybe_replay() { # after a success: one stat decides whether anything waits to be delivered
+	[ "${FORGE_REPLAY:-1}" != 0 ] && [ -e "$state/replay-pending" ] && python_ok || return 0
+	"$FORGE_PYTHON" -I -m forge.health.hook replay-auto </dev/null >/dev/null 2>&1 &
+}
+
+# Interactive stderr keeps its prompts unbuffered and in order; the rc alone is recorded.
+if [ -t 2 ]; then
+	start=$(now_ms)
+	"$real" "$@"
+	rc=$?
+	end=$(now_ms)
+	case $rc in 0) sig=ok ;; 4) sig=auth ;; *) sig=other ;; esac
+	record "$rc" $((end - start)) "$sig"
+	[ "$rc" -eq 0 ] && maybe_replay
+	exit "$rc"
+fi
+
+tmp=${TMPDIR:-/tmp}
+[ -d "$tmp" ] || exec "$real" "$@"
+errf=$tmp/forge-gh.$$.err
+outf=
+bodyf=
+set -C
+{ : >"$errf"; } 2>/dev/null || {
+	set +C
+	exec "$real" "$@"
+}
+set +C
+cleanup() { rm -f "$errf" ${outf:+"$outf"} ${bodyf:+"$bodyf"}; }
+trap 'cleanup; exit 130' INT
+trap 'cleanup; exit 143' TERM
+
+# The nearest directory holding .git is the project; its .forge holds the cache and the queue.
+root=
+_d=$PWD
+while :; do
+	if [ -e "$_d/.git" ]; then root=$_d; break; fi
+	[ -z "$_d" ] || [ "$_d" = / ] && break
+	_d=${_d%/*}
+done
+
+mode=plain
+case "${1-} ${2-}" in
+'issue list' | 'issue view' | 'search issues')
+	[ "${FORGE_CACHE:-1}" != 0 ] && [ -n "$root" ] && [ ! -t 1 ] && mode=read
+	;;
+'issue create' | 'issue comment' | 'issue edit' | 'issue close' | 'issue reopen')
+	[ "${FORGE_QUEUE:-1}" != 0 ] && [ -n "$root" ] && python_ok && mode=write
+	;;
+esac
+
+if [ "$mode" != plain ] || [ "${FORGE_QUEUE:-1}" != 0 ]; then
+	handles=0
+	titled=0
+	bodystdin=0
+	_prev=
+	for _a; do
+		case $_a in FORGE-Q[1-9]*) case ${_a#FORGE-Q} in *[!0-9]*) ;; *) handles=1 ;; esac ;; esac
+		case $_a in -t | --title | --title=*) titled=1 ;; esac
+		case $_prev in -F | --body-file) [ "$_a" = - ] && bodystdin=1 ;; esac
+		case $_a in --body-file=- | -F-) bodystdin=1 ;; esac
+		_prev=$_a
+	done
+	# A FORGE-Q<n> argument belongs to the queue: resolved in place, or spooled behind its create.
+	if [ "$handles" = 1 ] && [ "${FORGE_QUEUE:-1}" != 0 ] && [ -n "$root" ] && python_ok; then
+		rm -f "$errf"
+		FORGE_SHIM_REAL_GH=$real FORGE_SHIM_SELF=$0 FORGE_SHIM_ROOT=$root
+		export FORGE_SHIM_REAL_GH FORGE_SHIM_SELF FORGE_SHIM_ROOT
+		exec "$FORGE_PYTHON" -I -m forge.health.hook handles -- "$@"
+	fi
+	# A bare `gh issue create` opens an editor: left strictly alone.
+	if [ "$mode" = write ] && [ "$2" = create ] && [ "$titled" = 0 ]; then
+		rm -f "$errf"
+		exec "$real" "$@"
+	fi
+fi
+
+if [ "$mode" = write ] && [ "$bodystdin" = 1 ]; then
+	# The pipe is gone once this process exits, so the spool must own the body before the call.
+	bodyf=$tmp/forge-gh.$$.body
+	set -C
+	{ cat >"$bodyf"; } 2>/dev/null || {
+		set +C
+		rm -f "$errf"
+		exec "$real" "$@"
+	}
+	set +C
+	_prev=
+	for _a; do
+		shift
+		case $_prev in -F | --body-file) [ "$_a" = - ] && _a=$bodyf ;; esac
+		case $_a in --body-file=-) _a=--body-file=$bodyf ;; -F-) _a=-F$bodyf ;; esac
+		set -- "$@" "$_a"
+		_prev=$_a
+	done
+fi
+
+if [ "$mode" = read ]; then
+	cache=$root/.forge/cache
+	if [ ! -d "$cache" ]; then
+		mkdir -p "$cache" 2>/dev/null && { [ -e "$root/.forge/.gitignore" ] || printf '*\n' >"$root/.forge/.gitignore"; }
+	fi
+	key=$({ printf '%s\n' "${GH_HOST-}" "${GH_REPO-}"; printf '%s\0' "$@"; } | sha256sum 2>/dev/null)
+	key=${key%% *}
+	outf=$cache/.$key.$$.tmp
+	case $key in *[!0-9a-f]* | '') mode=plain outf= ;; esac
+	[ -n "$outf" ] && { { : >"$outf"; } 2>/dev/null || outf=; }
+	[ -n "$outf" ] || mode=plain
+fi
+
+start=$(now_ms)
+if [ "$mode" = read ]; then
+	"$real" "$@" >"$outf" 2>"$errf"
+else
+	"$real" "$@" 2>"$errf"
+fi
+rc=$?
+end=$(now_ms)
+sig=$(classify "$rc" "$errf")
+record "$rc" $((end - start)) "$sig"
+
+case $sig in net | server | ratelimit | auth) failed=1 ;; *) failed=0 ;; esac
+if [ "$failed" = 1 ] && python_ok && { [ "$mode" = write ] || [ "$mode" = read ]; }; then
+	if [ "$mode" = read ]; then action=serve; else action=spool; fi
+	FORGE_SHIM_ROOT=$root FORGE_SHIM_RC=$rc FORGE_SHIM_SIGNAL=$sig FORGE_SHIM_ERR=$errf \
+		FORGE_SHIM_OUT=$outf FORGE_SHIM_KEY=${key-} \
+		"$FORGE_PYTHON" -I -m forge.health.hook "$action" -- "$@"
+	rc=$?
+	cleanup
+	exit "$rc"
+fi
+
+if [ "$mode" = read ]; then
+	if [ "$rc" -eq 0 ]; then
+		printf '%s\n' "$@" >"$cache/$key.argv" 2>/dev/null
+		mv -f "$outf" "$cache/$key.out" 2>/dev/null && outf=$cache/$key.out
+	fi
+	cat "$outf"
+	[ "$outf" = "$cache/$key.out" ] && outf=
+fi
+cat "$errf" >&2
+cleanup
+[ "$sig" = ok ] && maybe_replay
+exit "$rc"

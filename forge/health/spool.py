@@ -1,0 +1,215 @@
+"""The write-ahead spool in `<project>/.forge/queue/`: one directory per project, one file per write.
+
+`NNNNNN.seq` is created O_EXCL: that one syscall is the whole concurrency story, so racing gh
+processes each get a distinct slot in a stable order. `NNNNNN.json` is written temp-then-rename,
+`NNNNNN.d/body.md` holds the body verbatim, `handles.json` maps FORGE-Q<seq> to the real number,
+`replay.log` has one TSV row per replay attempt. A high-water mark keeps seq numbers from ever
+being reused, so a handle never becomes ambiguous.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import shutil
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+from forge.health.atomic import write_bytes, write_json
+
+SEQ_WIDTH: Final = 6
+HANDLES_NAME: Final = "handles.json"
+REPLAY_LOG_NAME: Final = "replay.log"
+HWM_NAME: Final = "hwm"
+BREADCRUMB_NAME: Final = "replay-pending"
+"""In the global state dir: the project roots with something pending. The shim stats it after
+every successful call; its absence is how calls with nothing to drain pay nothing."""
+
+
+@dataclass
+class QueueEntry:
+    seq: int
+    kind: str
+    repo: str | None
+    host: str | None
+    target: str | None
+    handle: str | None
+    """FORGE-Q<seq> for a create: what its dependents name."""
+    depends_on: list[str]
+    idempotency_key: str
+    argv: list[str]
+    """Replayable: the body points at the sidecar; the repo is passed as `-R` at replay time."""
+    title: str | None
+    has_body: bool
+    enqueued_at: int
+    project: str
+    live_signal: str | None
+    live_stderr: str
+    attempts: int = 0
+    status: str = "pending"
+    """pending | set_aside (delivered entries leave the spool)."""
+    reason: str | None = None
+    landed_as: str | None = None
+    """The real issue number or comment id a content match claimed, so no other entry claims it."""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return f"q{self.seq:0{SEQ_WIDTH}d}"
+
+
+def queue_dir(root: Path) -> Path:
+    return root / ".forge" / "queue"
+
+
+def seq_name(seq: int) -> str:
+    return f"{seq:0{SEQ_WIDTH}d}"
+
+
+def body_path(root: Path, seq: int) -> Path:
+    return queue_dir(root) / f"{seq_name(seq)}.d" / "body.md"
+
+
+def _seqs(directory: Path, suffix: str) -> list[int]:
+    found = []
+    for path in directory.glob(f"*{suffix}"):
+        stem = path.name[: -len(suffix)]
+        if len(stem) == SEQ_WIDTH and stem.isdigit():
+            found.append(int(stem))
+    return sorted(found)
+
+
+def allocate(root: Path) -> int:
+    """A fresh seq: one past everything ever handed out, claimed with O_EXCL."""
+    directory = queue_dir(root)
+    directory.mkdir(parents=True, exist_ok=True)
+    candidate = max([high_water_mark(root), *_seqs(directory, ".seq")]) + 1
+    while True:
+        try:
+            fd = os.open(
+                directory / f"{seq_name(candidate)}.seq", os.O_CREAT | os.O_EXCL | os.O_WRONLY
+            )
+        except FileExistsError:
+            candidate += 1
+            continue
+        os.close(fd)
+        return candidate
+
+
+def high_water_mark(root: Path) -> int:
+    try:
+        return int((queue_dir(root) / HWM_NAME).read_text().strip() or 0)
+    except (FileNotFoundError, ValueError):
+        return 0
+
+
+def write_entry(root: Path, entry: QueueEntry) -> None:
+    write_json(queue_dir(root) / f"{seq_name(entry.seq)}.json", asdict(entry))
+
+
+def load_entry(root: Path, seq: int) -> QueueEntry | None:
+    try:
+        data = json.loads((queue_dir(root) / f"{seq_name(seq)}.json").read_text())
+        return QueueEntry(**data)
+    except (FileNotFoundError, ValueError, TypeError):
+        return None
+
+
+def entries(root: Path) -> list[QueueEntry]:
+    """Every readable entry, pending and set aside, in seq order."""
+    directory = queue_dir(root)
+    found = [load_entry(root, seq) for seq in _seqs(directory, ".json")]
+    return [entry for entry in found if entry is not None]
+
+
+def orphan_slots(root: Path) -> list[int]:
+    """`.seq` files with no `.json`: an allocation in flight, or one that crashed."""
+    directory = queue_dir(root)
+    return sorted(set(_seqs(directory, ".seq")) - set(_seqs(directory, ".json")))
+
+
+def remove_delivered(root: Path, seq: int) -> None:
+    """A delivered entry leaves the spool; the high-water mark keeps its seq from coming back."""
+    directory = queue_dir(root)
+    if seq > high_water_mark(root):
+        write_bytes(directory / HWM_NAME, f"{seq}\n".encode())
+    (directory / f"{seq_name(seq)}.json").unlink(missing_ok=True)
+    shutil.rmtree(directory / f"{seq_name(seq)}.d", ignore_errors=True)
+    (directory / f"{seq_name(seq)}.seq").unlink(missing_ok=True)
+
+
+def load_handles(root: Path) -> dict[str, int]:
+    try:
+        data = json.loads((queue_dir(root) / HANDLES_NAME).read_text())
+    except (FileNotFoundError, ValueError):
+        return {}
+    return {str(key): int(value) for key, value in data.items()}
+
+
+def save_handle(root: Path, handle: str, number: int) -> None:
+    with _locked(queue_dir(root) / ".handles.lock"):
+        handles = load_handles(root)
+        handles[handle] = number
+        write_json(queue_dir(root) / HANDLES_NAME, handles)
+
+
+def append_replay_log(
+    root: Path, ts_ms: int, seq: int, kind: str, outcome: str, reason: str
+) -> None:
+    """One TSV row `ts_ms, seq, kind, outcome, reason` per attempt."""
+    clean = " ".join(reason.split())
+    line = f"{ts_ms}\t{seq}\t{kind}\t{outcome}\t{clean}\n".encode()
+    fd = os.open(queue_dir(root) / REPLAY_LOG_NAME, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, line)
+    finally:
+        os.close(fd)
+
+
+def replay_log(root: Path) -> list[list[str]]:
+    try:
+        text = (queue_dir(root) / REPLAY_LOG_NAME).read_text(errors="replace")
+    except FileNotFoundError:
+        return []
+    return [line.split("\t") for line in text.splitlines() if line.count("\t") == 4]
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+def breadcrumb_roots(state_dir: Path) -> list[Path]:
+    try:
+        text = (state_dir / BREADCRUMB_NAME).read_text()
+    except FileNotFoundError:
+        return []
+    return [Path(line) for line in text.splitlines() if line]
+
+
+def mark_pending(state_dir: Path, root: Path) -> None:
+    _edit_breadcrumb(state_dir, root, present=True)
+
+
+def clear_pending(state_dir: Path, root: Path) -> None:
+    _edit_breadcrumb(state_dir, root, present=False)
+
+
+def _edit_breadcrumb(state_dir: Path, root: Path, *, present: bool) -> None:
+    state_dir.mkdir(parents=True, exist_ok=True)
+    with _locked(state_dir / f".{BREADCRUMB_NAME}.lock"):
+        roots = [r for r in breadcrumb_roots(state_dir) if r != root]
+        if present:
+            roots.append(root)
+        path = state_dir / BREADCRUMB_NAME
+        if roots:
+            write_bytes(path, "".join(f"{r}\n" for r in roots).encode())
+        else:
+            path.unlink(missing_ok=True)
