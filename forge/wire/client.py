@@ -9,7 +9,10 @@ registers a handler for the type.
 
 from __future__ import annotations
 
+import functools
+import operator
 import re
+from collections.abc import Iterable
 from typing import Any, get_args
 
 import msgspec
@@ -303,39 +306,49 @@ ANY_CLIENT_MESSAGE = (
     | SettingsEdit
 )
 
-KINDS: frozenset[str] = frozenset(
-    str(shape.__struct_config__.tag) for shape in get_args(ANY_CLIENT_MESSAGE)
-)
-"""Every `kind` this server decodes; anything else is refused as client_message."""
 
-_decoder = msgspec.json.Decoder(ANY_CLIENT_MESSAGE)
+class ClientDecoder:
+    """Decodes client text frames into the known messages plus any `extra` message types.
+
+    `extra` lets the supervisor add verbs (its test drills) without widening the protocol surface
+    every decoder knows; the production decoder is `decode_client`.
+    """
+
+    def __init__(self, extra: Iterable[type[ClientMessage]] = ()) -> None:
+        shapes = (*get_args(ANY_CLIENT_MESSAGE), *extra)
+        self.kinds: frozenset[str] = frozenset(str(shape.__struct_config__.tag) for shape in shapes)
+        """Every `kind` this decoder takes; anything else is refused as client_message."""
+        self._decoder: msgspec.json.Decoder[ClientMessage] = msgspec.json.Decoder(
+            functools.reduce(operator.or_, shapes)
+        )
+
+    def decode(self, text: str | bytes) -> ClientMessage:
+        """Decode one client text frame, or raise `ClientRefusal("client_message", why)`."""
+        try:
+            return self._decoder.decode(text)
+        except msgspec.DecodeError as error:
+            raise ClientRefusal("client_message", self._why(text, error)) from None
+
+    def _why(self, text: str | bytes, error: msgspec.DecodeError) -> str:
+        """One sentence naming the kind and the field that was wrong."""
+        if not isinstance(error, msgspec.ValidationError):
+            return f"the message is not valid JSON ({error})"
+        try:
+            shape = _probe.decode(text)
+        except msgspec.DecodeError:
+            return "a message must be a JSON object tagged with `kind`"
+        kind = shape.get("kind")
+        if not isinstance(kind, str):
+            return "a message must be a JSON object tagged with a string `kind`"
+        if kind not in self.kinds:
+            return f"unknown kind `{kind}`"
+        return f"{kind}: {_plain(str(error))}"
+
+
 _probe = msgspec.json.Decoder(dict[str, Any])
-
-
-def decode_client(text: str | bytes) -> ClientMessage:
-    """Decode one client text frame, or raise `ClientRefusal("client_message", why)`."""
-    try:
-        message: ClientMessage = _decoder.decode(text)
-        return message
-    except msgspec.DecodeError as error:
-        raise ClientRefusal("client_message", _why(text, error)) from None
-
-
-def _why(text: str | bytes, error: msgspec.DecodeError) -> str:
-    """One sentence naming the kind and the field that was wrong."""
-    if not isinstance(error, msgspec.ValidationError):
-        return f"the message is not valid JSON ({error})"
-    try:
-        shape = _probe.decode(text)
-    except msgspec.DecodeError:
-        return "a message must be a JSON object tagged with `kind`"
-    kind = shape.get("kind")
-    if not isinstance(kind, str):
-        return "a message must be a JSON object tagged with a string `kind`"
-    if kind not in KINDS:
-        return f"unknown kind `{kind}`"
-    return f"{kind}: {_plain(str(error))}"
-
+_default = ClientDecoder()
+KINDS = _default.kinds
+decode_client = _default.decode
 
 _AT = re.compile(r" - at `\$\.?([^`]*)`$")
 

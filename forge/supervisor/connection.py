@@ -1,0 +1,236 @@
+"""One client connection: its outbound backlog and writer, its monitor, and its per-client state.
+
+Three tasks serve a connection and the first to end ends the others, then ONE teardown runs
+(`Connection.serve`): the reader (client frames, dispatched in order), the writer (the only
+code that sends, one frame at a time) and the monitor. The monitor is the watchdog outside
+the reader's loop (T14, T15, O-T3): it aborts the transport when one write has been in flight
+for `write_timeout_s`, or when the connection has been busy (a handler running, or frames
+waiting) for `watchdog_s` without a completed write. Both read the injected Clock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections import Counter
+from collections.abc import Awaitable, Callable, Hashable
+from dataclasses import dataclass
+
+from websockets.asyncio.server import ServerConnection
+from websockets.exceptions import ConnectionClosed
+
+from forge.clock import Clock
+from forge.logs import get_logger
+from forge.supervisor.outbound import TERMINAL_LIMIT, ControlOverflow, OutboundBacklog
+from forge.wire import server
+from forge.wire.seats import Seat, Subject
+from forge.wire.server import JsonFrame
+
+log = get_logger(__name__)
+
+_ids = itertools.count(1)
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """The bounds a connection is served under (from `[server]`, read when it opens)."""
+
+    write_timeout_s: float
+    watchdog_s: float
+
+
+TextHandler = Callable[["Connection", str], Awaitable[None]]
+BinaryHandler = Callable[["Connection", bytes], Awaitable[None]]
+
+
+class Connection:
+    """A client's socket and what the server holds for it; nothing outlives the connection (T17)."""
+
+    def __init__(
+        self,
+        ws: ServerConnection,
+        *,
+        peer: str,
+        deflate: bool,
+        formats: tuple[str, ...],
+        limits: Limits,
+        clock: Clock,
+    ) -> None:
+        self.id = next(_ids)
+        self.peer = peer
+        self.deflate = deflate
+        """The client dialled `?deflate=1`: large JSON crosses as kind 3 (T19)."""
+        self.formats = formats
+        """Image formats the client declared at the upgrade (`?formats=webp,jpeg`, D3)."""
+        self.subscriptions: Counter[Subject] = Counter()
+        """Counted, not flagged (S09): two subscribes need two unsubscribes."""
+        self.showing: Seat | None = None
+        self.answering = False
+        """Sticky and one-way (S05)."""
+        self.reviews: set[Seat] = set()
+        """Seats this connection subscribed with `review: true` (stored; no effect yet, O-S5)."""
+        self._ws = ws
+        self._limits = limits
+        self._clock = clock
+        self._backlog = OutboundBacklog()
+        self._wakeup = asyncio.Event()
+        self._drained = asyncio.Event()
+        self._drained.set()
+        self._busy = False
+        self._write_started: float | None = None
+        self._progress_at = clock.monotonic()
+        self._closing_reason: str | None = None
+        self._closed = False
+
+    # Outbound: every frame is queued here and written by the one writer.
+
+    def send(self, message: server.Message) -> None:
+        """Send one JSON message (a control frame: never dropped)."""
+        self.send_frame(JsonFrame.encode(message))
+
+    def send_frame(self, frame: JsonFrame) -> None:
+        """Send a JSON frame encoded once for many connections (text, or kind 3 when large)."""
+        data, is_text = frame.for_connection(self.deflate)
+        self._queue_control(data, is_text)
+
+    def send_binary(self, data: bytes) -> None:
+        """Send a binary frame that must arrive (never dropped, like a control frame)."""
+        self._queue_control(data, False)
+
+    def send_latest(self, stream: Hashable, data: bytes) -> None:
+        """Send a frame that a newer one of the same `stream` supersedes while it waits (B07)."""
+        if not self._closed:
+            self._backlog.latest(stream, data)
+            self._wake()
+
+    def send_bounded(
+        self,
+        stream: Hashable,
+        data: bytes,
+        *,
+        limit: int = TERMINAL_LIMIT,
+        on_overflow: Callable[[], None] | None = None,
+    ) -> bool:
+        """Send a chunk of a stream that may be cut: past `limit` unsent bytes the stream's waiting
+        chunks are dropped, `on_overflow` runs once, and False is returned."""
+        if self._closed:
+            return False
+        queued = self._backlog.bounded(stream, data, limit=limit, on_overflow=on_overflow)
+        if queued:
+            self._wake()
+        return queued
+
+    @property
+    def pending_bytes(self) -> int:
+        """Bytes queued and not yet written, across every stream."""
+        return self._backlog.pending_bytes
+
+    def stream_pending(self, stream: Hashable) -> int:
+        return self._backlog.stream_pending(stream)
+
+    async def drained(self) -> None:
+        """Wait until everything queued so far has been written (a producer's backpressure)."""
+        while not self._closed and self._backlog.pending_bytes:
+            self._drained.clear()
+            await self._drained.wait()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def close(self, reason: str) -> None:
+        """End the connection now: abort the transport; `serve` runs the teardown."""
+        if self._closing_reason is None:
+            self._closing_reason = reason
+        self._ws.transport.abort()
+
+    def _queue_control(self, data: bytes, is_text: bool) -> None:
+        if self._closed:
+            return
+        try:
+            self._backlog.control(data, text=is_text)
+        except ControlOverflow as overflow:
+            log.warning("socket_backlog_overflow", peer=self.peer, why=str(overflow))
+            self.close("backlog_overflow")
+            return
+        self._wake()
+
+    def _wake(self) -> None:
+        self._wakeup.set()
+
+    # The three tasks.
+
+    async def serve(
+        self, on_text: TextHandler, on_binary: BinaryHandler, teardown: Callable[[], None]
+    ) -> None:
+        """Run reader, writer and monitor until one ends; cancel the rest; tear down once."""
+        tasks = [
+            asyncio.create_task(self._read(on_text, on_binary), name=f"conn{self.id}-read"),
+            asyncio.create_task(self._write(), name=f"conn{self.id}-write"),
+            asyncio.create_task(self._monitor(), name=f"conn{self.id}-monitor"),
+        ]
+        try:
+            await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            self._closed = True
+            self._drained.set()
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            teardown()
+            log.info(
+                "socket_closed",
+                peer=self.peer,
+                connection=self.id,
+                reason=self._closing_reason or "closed",
+                code=self._ws.close_code,
+            )
+
+    async def _read(self, on_text: TextHandler, on_binary: BinaryHandler) -> None:
+        try:
+            async for message in self._ws:
+                self._busy = True
+                if isinstance(message, str):
+                    await on_text(self, message)
+                else:
+                    await on_binary(self, message)
+                self._busy = False
+                self._progress_at = self._clock.monotonic()
+        except ConnectionClosed:
+            return
+
+    async def _write(self) -> None:
+        while True:
+            entry = self._backlog.pop()
+            if entry is None:
+                self._drained.set()
+                self._wakeup.clear()
+                await self._wakeup.wait()
+                continue
+            self._write_started = self._clock.monotonic()
+            try:
+                await self._ws.send(entry.data, text=entry.text)
+            except ConnectionClosed:
+                return
+            self._write_started = None
+            self._progress_at = self._clock.monotonic()
+
+    async def _monitor(self) -> None:
+        """The write bound and the watchdog, sampled at a quarter of the shorter bound."""
+        limits = self._limits
+        tick = min(limits.write_timeout_s, limits.watchdog_s) / 4
+        while True:
+            await self._clock.sleep(tick)
+            now = self._clock.monotonic()
+            started = self._write_started
+            if started is not None and now - started >= limits.write_timeout_s:
+                log.warning("socket_write_timeout", peer=self.peer, bound_s=limits.write_timeout_s)
+                self.close("write_timeout")
+                return
+            busy = self._busy or started is not None or len(self._backlog) > 0
+            if not busy:
+                self._progress_at = now
+            elif now - self._progress_at >= limits.watchdog_s:
+                log.warning("socket_watchdog", peer=self.peer, bound_s=limits.watchdog_s)
+                self.close("watchdog")
+                return

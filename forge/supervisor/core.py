@@ -1,0 +1,389 @@
+"""The supervisor's core: every connection, seat, subscription and verb handler of one run.
+
+Connections come and go through `attach`/`detach`; each client frame goes through
+`handle_text`/`handle_binary`, which decode it with the wire core and hand the typed message to
+the handler registered for its type. Areas plug in with `register_verb`, `register_command`,
+`register_binary`, `on_disconnect` and `on_shutdown`, start seats with `start_seat` and publish
+with `publish_seat_update`/`publish_keyless`; see the package docstring for the contract.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections import defaultdict
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any, TypeVar
+
+from forge.clock import SYSTEM_CLOCK, Clock, epoch_ms
+from forge.config import LoadedConfig, build_stamp, greeting_settings
+from forge.errors import InternalError
+from forge.logs import get_logger
+from forge.supervisor import subjects
+from forge.supervisor.connection import Connection
+from forge.supervisor.gitwork import read_work
+from forge.supervisor.seats import SeatRegistry, SeatState
+from forge.wire import server
+from forge.wire.binary import ClientBinary, Dictation, Dropped, decode_client_binary
+from forge.wire.client import (
+    ClientDecoder,
+    ClientMessage,
+    Command,
+    Ping,
+    SeatRange,
+    Showing,
+    Subscribe,
+    Unsubscribe,
+)
+from forge.wire.commands import CommandCall, decode_command
+from forge.wire.errors import ClientRefusal
+from forge.wire.origin import OriginPolicy
+from forge.wire.seats import HOME, Seat, SessionSubject, Subject, session
+from forge.wire.server import JsonFrame
+from forge.wire.unserved import UNSERVED, answer_unserved
+
+log = get_logger(__name__)
+
+M = TypeVar("M", bound=ClientMessage)
+B = TypeVar("B", bound=ClientBinary)
+VerbHandler = Callable[[Connection, M], Awaitable[None]]
+CommandHandler = Callable[[Connection, CommandCall], Awaitable[None]]
+BinaryHandler = Callable[[Connection, B], Awaitable[None]]
+ShutdownHook = Callable[[], Awaitable[None]]
+
+
+class Supervisor:
+    """One run's client-facing state; the only owner of seats, subscriptions and numbering."""
+
+    def __init__(self, loaded: LoadedConfig, *, clock: Clock = SYSTEM_CLOCK) -> None:
+        self.clock = clock
+        self.boot_id = uuid.uuid4().hex
+        """Minted once per process (H06)."""
+        self.seats = SeatRegistry(clock)
+        self.connections: set[Connection] = set()
+        self.service_status: Any = None
+        self.fatal_error: dict[str, Any] | None = None
+        self.workers: Callable[[], list[dict[str, Any]]] = list
+        """The home `workers` rows (D4); the worker manager replaces this with its own reader."""
+        self._subscribers: defaultdict[Subject, set[Connection]] = defaultdict(set)
+        self._unseen: dict[Seat, None] = {}
+        self._verbs: dict[type[ClientMessage], VerbHandler[Any]] = {}
+        self._commands: dict[str, CommandHandler] = {}
+        self._binary: dict[type, BinaryHandler[Any]] = {}
+        self._disconnect_hooks: list[Callable[[Connection], None]] = []
+        self._shutdown_hooks: list[ShutdownHook] = []
+        self._decoder = ClientDecoder()
+        self._background: set[asyncio.Task[None]] = set()
+        self.apply_config(loaded, push=False)
+        self._register_builtins()
+
+    # Config.
+
+    def apply_config(self, loaded: LoadedConfig, *, push: bool = True) -> None:
+        """Take a new load: rebuild the greeting and settings frames, push settings (G13)."""
+        self.loaded = loaded
+        config = loaded.config
+        stamp = build_stamp()
+        self._greeting = JsonFrame.encode(
+            server.greeting(
+                forge_version=stamp.full,
+                forge_version_short=stamp.short,
+                client_settings=greeting_settings(config),
+            )
+        )
+        self._settings = JsonFrame.encode(server.settings(loaded.document))
+        self.origins = OriginPolicy.build(
+            bind=config.server.bind,
+            port=config.server.port,
+            allowed_origins=config.server.allowed_origins,
+        )
+        if push:
+            for connection in self.connections:
+                connection.send_frame(self._settings)
+
+    # Extension points for the areas that serve verbs.
+
+    def register_verb(self, message_type: type[M], handler: VerbHandler[M]) -> None:
+        """Serve `message_type` with `handler(connection, message)`; new types join the decoder."""
+        self._verbs[message_type] = handler
+        tag = str(message_type.__struct_config__.tag)
+        if tag not in self._decoder.kinds:
+            extra = [t for t in self._verbs if str(t.__struct_config__.tag) not in _BASE_KINDS]
+            self._decoder = ClientDecoder(extra)
+
+    def register_command(self, name: str, handler: CommandHandler) -> None:
+        """Serve the `command` variant `name` (its reply_to rule is already checked)."""
+        self._commands[name] = handler
+
+    def register_binary(self, frame_type: type[B], handler: BinaryHandler[B]) -> None:
+        """Serve client binary frames of `frame_type` (`Dictation`, `TerminalInput`)."""
+        self._binary[frame_type] = handler
+
+    def on_disconnect(self, hook: Callable[[Connection], None]) -> None:
+        """Run `hook(connection)` in every connection's one teardown (T16)."""
+        self._disconnect_hooks.append(hook)
+
+    def on_shutdown(self, hook: ShutdownHook) -> None:
+        """Await `hook()` when the supervisor stops (the worker manager's stop goes here)."""
+        self._shutdown_hooks.append(hook)
+
+    async def shutdown(self) -> None:
+        for hook in reversed(self._shutdown_hooks):
+            await hook()
+        for task in list(self._background):
+            task.cancel()
+
+    # Connections.
+
+    def attach(self, connection: Connection) -> None:
+        """A new connection: greeting as frame 1, settings as frame 2 (G01)."""
+        self.connections.add(connection)
+        connection.send_frame(self._greeting)
+        connection.send_frame(self._settings)
+        log.info("socket_opened", peer=connection.peer, connection=connection.id)
+
+    def detach(self, connection: Connection) -> None:
+        """The one teardown every close path runs: nothing of the connection stays (T16, T17)."""
+        self.connections.discard(connection)
+        for subject in connection.subscriptions:
+            self._unindex(subject, connection)
+        connection.subscriptions.clear()
+        connection.showing = None
+        for hook in self._disconnect_hooks:
+            try:
+                hook(connection)
+            except Exception:
+                log.exception("socket_teardown_hook_failed", peer=connection.peer)
+
+    async def handle_text(self, connection: Connection, text: str) -> None:
+        """Decode, dispatch, and answer any refusal with an `error` frame (the socket stays up)."""
+        try:
+            message = self._decoder.decode(text)
+            handler = self._verbs.get(type(message))
+            if handler is None:
+                raise _not_served(message)
+            await handler(connection, message)
+        except ClientRefusal as refusal:
+            log.debug("socket_refused", peer=connection.peer, what=refusal.what, why=refusal.why)
+            connection.send(server.error(refusal.what, refusal.why, refusal.seat))
+
+    async def handle_binary(self, connection: Connection, data: bytes) -> None:
+        """Route a client binary frame, or drop it with a debug record and no answer (B03, B04)."""
+        frame = decode_client_binary(data)
+        handler = None if isinstance(frame, Dropped) else self._binary.get(type(frame))
+        if handler is not None:
+            await handler(connection, frame)
+            return
+        if isinstance(frame, Dropped):
+            reason, kind = frame.reason, frame.kind
+        elif isinstance(frame, Dictation):
+            reason, kind = "no take is open on this connection", 0
+        else:
+            reason, kind = "no terminal is attached on this connection", 5
+        log.debug("socket_binary_dropped", peer=connection.peer, kind=kind, reason=reason)
+
+    # Seats and publishing.
+
+    def require_seat(self, what: str, seat: Seat) -> SeatState:
+        """The started seat, or a refusal naming `what` and the seat (S04, D2)."""
+        if self.loaded.config.project(seat.org, seat.project) is None:
+            raise ClientRefusal(what, f"no project {seat.org}/{seat.project} is configured", seat)
+        state = self.seats.get(seat)
+        if state is None:
+            raise ClientRefusal(what, f"seat {seat} has not been started", seat)
+        return state
+
+    async def start_seat(self, seat: Seat) -> SeatState:
+        """Start `seat` (idempotent) when something is started in it; raises UnknownProject.
+
+        A new seat is listed in home `agents` from now on, announced as `seat_changed`."""
+        state, started = self.seats.start(seat, self.loaded.config)
+        if started:
+            log.info("seat_started", seat=str(seat), epoch=state.epoch)
+            await self.publish_agents_row(state)
+        return state
+
+    async def publish_agents_row(self, state: SeatState) -> int:
+        """Announce the seat's agents row (`seat_changed{key,row}`) to the seat and home."""
+        row = subjects.agents_row(state, await read_work(state.directory))
+        return self.publish_seat_update(
+            state.seat, "seat_changed", {"key": state.seat, "row": row}, home=True
+        )
+
+    def publish_seat_update(
+        self, seat: Seat, variant: str, body: dict[str, Any], *, home: bool = False
+    ) -> int:
+        """Number one update on the seat's counter and send it once to each subscriber (S20,
+        O-S13): holders of the seat's session, and of home when `home` (O-S12). Returns its seq."""
+        state = self.seats.get(seat)
+        if state is None:
+            raise InternalError(f"update {variant} for seat {seat}, which has not been started")
+        message = server.update(variant, body, seq=state.window.next_seq)
+        frame = JsonFrame.encode(message)
+        seq = state.window.append(message["update"], len(frame.text))
+        subjects_: list[Subject] = [session(seat), HOME] if home else [session(seat)]
+        for connection in self._holders(subjects_):
+            connection.send_frame(frame)
+        return seq
+
+    def publish_keyless(self, variant: str, body: dict[str, Any] | None) -> None:
+        """An update that belongs to no seat: no `seq`, to every home holder (S22, H07)."""
+        frame = JsonFrame.encode(server.update(variant, body, seq=None))
+        for connection in self._holders([HOME]):
+            connection.send_frame(frame)
+
+    def set_fatal_error(self, message: str) -> None:
+        """A supervisor-level failure (O-H5): kept for home, pushed as keyless `fatal_error`."""
+        self.fatal_error = {"message": message, "at_ms": epoch_ms(self.clock)}
+        self.publish_keyless("fatal_error", {"error": self.fatal_error})
+
+    def mark_unseen(self, seat: Seat) -> None:
+        """A seat's turn finished while nobody showed it (H04, O-H4): mark it, unless the mark
+        is spent at once by a connection showing and holding the seat."""
+        self._unseen[seat] = None
+        if not self._spend_marks():
+            self._push_home()
+
+    # Subjects.
+
+    async def snapshot_of(self, subject: Subject) -> dict[str, Any]:
+        config = self.loaded.config
+        if isinstance(subject, SessionSubject):
+            state = self.require_seat("subscribe", subject.session)
+            return await subjects.session(state)
+        if subject == "home":
+            return await subjects.home(
+                config, self.seats, unseen=list(self._unseen), facts=self._home_facts()
+            )
+        if subject == "board":
+            return subjects.board(config)
+        if subject == "usage":
+            return subjects.usage()
+        if subject == "dictate_models":
+            return subjects.dictate_models(config)
+        return subjects.extensions()
+
+    def _home_facts(self) -> dict[str, Any]:
+        stamp = build_stamp()
+        return {
+            "forge_version": stamp.full,
+            "forge_version_short": stamp.short,
+            "boot_id": self.boot_id,
+            "service_status": self.service_status,
+            "fatal_error": self.fatal_error,
+            "workers": self.workers(),
+        }
+
+    def _holders(self, subjects_: Iterable[Subject]) -> set[Connection]:
+        holders: set[Connection] = set()
+        for subject in subjects_:
+            holders |= self._subscribers.get(subject, set())
+        return holders
+
+    def _unindex(self, subject: Subject, connection: Connection) -> None:
+        holders = self._subscribers.get(subject)
+        if holders is not None:
+            holders.discard(connection)
+            if not holders:
+                del self._subscribers[subject]
+
+    def _spend_marks(self) -> bool:
+        """S11: a mark is spent by a connection that shows the seat and holds its session."""
+        spent = [
+            seat
+            for seat in self._unseen
+            if any(
+                c.showing == seat and c.subscriptions[session(seat)] > 0
+                for c in self._holders([session(seat)])
+            )
+        ]
+        for seat in spent:
+            del self._unseen[seat]
+            log.info("seat_mark_spent", seat=str(seat))
+        if spent:
+            self._push_home()
+        return bool(spent)
+
+    def _push_home(self) -> None:
+        """An unsolicited home snapshot to every home holder (S11, O-S15)."""
+        if not self._holders([HOME]):
+            return
+        task = asyncio.get_running_loop().create_task(self._send_home())
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _send_home(self) -> None:
+        data = await self.snapshot_of(HOME)
+        frame = JsonFrame.encode(server.snapshot(HOME, data))
+        for connection in self._holders([HOME]):
+            connection.send_frame(frame)
+
+    # The verbs this module serves itself.
+
+    def _register_builtins(self) -> None:
+        self.register_verb(Ping, self._ping)
+        self.register_verb(Subscribe, self._subscribe)
+        self.register_verb(Unsubscribe, self._unsubscribe)
+        self.register_verb(Showing, self._showing)
+        self.register_verb(SeatRange, self._seat_range)
+        self.register_verb(Command, self._command)
+        for shape in UNSERVED:
+            self.register_verb(shape, self._unserved)
+
+    async def _ping(self, connection: Connection, message: Ping) -> None:
+        connection.send(server.pong())
+
+    async def _subscribe(self, connection: Connection, message: Subscribe) -> None:
+        data = await self.snapshot_of(message.what)
+        if message.answering:
+            connection.answering = True
+        if message.review and isinstance(message.what, SessionSubject):
+            connection.reviews.add(message.what.session)
+        connection.subscriptions[message.what] += 1
+        self._subscribers[message.what].add(connection)
+        connection.send(server.snapshot(message.what, data))
+        self._spend_marks()
+
+    async def _unsubscribe(self, connection: Connection, message: Unsubscribe) -> None:
+        count = connection.subscriptions[message.what]
+        if count <= 1:
+            connection.subscriptions.pop(message.what, None)
+            self._unindex(message.what, connection)
+        else:
+            connection.subscriptions[message.what] = count - 1
+
+    async def _showing(self, connection: Connection, message: Showing) -> None:
+        if connection.showing != message.seat:
+            connection.showing = message.seat
+            self._spend_marks()
+
+    async def _seat_range(self, connection: Connection, message: SeatRange) -> None:
+        state = self.seats.get(message.slot)
+        if state is None:
+            raise ClientRefusal("seat_range", f"no seat {message.slot} is held", message.slot)
+        frames = state.window.range(message.epoch, message.from_, message.to)
+        connection.send(server.seat_frames(message.slot, state.epoch, frames))
+
+    async def _command(self, connection: Connection, message: Command) -> None:
+        call = decode_command(message)
+        handler = self._commands.get(call.name)
+        if handler is None:
+            raise ClientRefusal("command", f"{call.name} is not supported by this server")
+        await handler(connection, call)
+
+    async def _unserved(self, connection: Connection, message: ClientMessage) -> None:
+        answer = answer_unserved(message)
+        if answer is not None:
+            connection.send(answer)
+
+
+_BASE_KINDS = ClientDecoder().kinds
+
+
+def _not_served(message: ClientMessage) -> ClientRefusal:
+    """A verb this server knows and no area serves yet (O-S11): refused by name."""
+    kind = str(message.__struct_config__.tag)
+    seat = getattr(message, "seat", None)
+    return ClientRefusal(
+        kind, f"{kind} is not served by this server yet", seat if isinstance(seat, Seat) else None
+    )

@@ -1,0 +1,119 @@
+"""Drill verbs for tests and benchmarks: loaded only with `FORGE_SUPERVISOR_DRILLS=1`.
+
+They reach what no wave-1 client verb can (start a seat before the terminal host exists, mark a
+seat unseen, stall a handler, emit a bulk stream) through the same registration API the hosts
+use, so a drill exercises the production paths. A production run never decodes these kinds:
+the decoder learns them only when `install` registers them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from forge.supervisor.connection import Connection
+from forge.supervisor.core import Supervisor
+from forge.wire.binary import terminal_output
+from forge.wire.client import ClientMessage
+from forge.wire.seats import Seat
+
+ENV = "FORGE_SUPERVISOR_DRILLS"
+
+STREAM_HIGH_WATER = 4 * 1024 * 1024
+"""A drill stream waits for a listener's backlog to drain past this many bytes."""
+
+
+class DrillStartSeat(ClientMessage, frozen=True, tag="drill_start_seat"):
+    seat: Seat
+
+
+class DrillSeatUpdate(ClientMessage, frozen=True, tag="drill_seat_update"):
+    seat: Seat
+    variant: str
+    body: dict[str, Any] = msgspec.field(default_factory=dict)
+    home: bool = False
+
+
+class DrillUnseen(ClientMessage, frozen=True, tag="drill_unseen"):
+    seat: Seat
+
+
+class DrillFatal(ClientMessage, frozen=True, tag="drill_fatal"):
+    message: str
+
+
+class DrillStall(ClientMessage, frozen=True, tag="drill_stall"):
+    """Hold the reader for `seconds` without writing, then answer `drill_done`."""
+
+    seconds: float
+
+
+class DrillBlob(ClientMessage, frozen=True, tag="drill_blob"):
+    """Send one binary frame of `size` bytes (a control frame: never dropped)."""
+
+    size: int
+
+
+class DrillListen(ClientMessage, frozen=True, tag="drill_listen"):
+    """Join the listeners a `drill_stream` fans out to."""
+
+
+class DrillStream(ClientMessage, frozen=True, tag="drill_stream"):
+    """Send `count` kind-4 frames of `size` payload bytes to every listener, then `drill_done`."""
+
+    count: int
+    size: int
+
+
+def install(supervisor: Supervisor) -> None:
+    """Register every drill verb on `supervisor`."""
+    listeners: list[Connection] = []
+
+    async def start_seat(connection: Connection, message: DrillStartSeat) -> None:
+        await supervisor.start_seat(message.seat)
+        connection.send({"kind": "drill_done"})
+
+    async def seat_update(connection: Connection, message: DrillSeatUpdate) -> None:
+        supervisor.publish_seat_update(
+            message.seat, message.variant, message.body, home=message.home
+        )
+
+    async def unseen(connection: Connection, message: DrillUnseen) -> None:
+        supervisor.mark_unseen(message.seat)
+
+    async def fatal(connection: Connection, message: DrillFatal) -> None:
+        supervisor.set_fatal_error(message.message)
+
+    async def stall(connection: Connection, message: DrillStall) -> None:
+        await supervisor.clock.sleep(message.seconds)
+        connection.send({"kind": "drill_done"})
+
+    async def blob(connection: Connection, message: DrillBlob) -> None:
+        connection.send_binary(bytes(message.size))
+
+    async def listen(connection: Connection, message: DrillListen) -> None:
+        listeners.append(connection)
+        connection.send({"kind": "drill_done"})
+
+    async def stream(connection: Connection, message: DrillStream) -> None:
+        audience = [c for c in listeners if not c.closed]
+        payload = bytes(message.size)
+        for seq in range(1, message.count + 1):
+            frame = terminal_output(terminal=1, seq=seq, data=payload)
+            for listener in audience:
+                if listener.pending_bytes > STREAM_HIGH_WATER:
+                    await listener.drained()
+                listener.send_binary(frame)
+        for listener in audience:
+            listener.send({"kind": "drill_done"})
+
+    supervisor.on_disconnect(lambda c: listeners.remove(c) if c in listeners else None)
+    supervisor.register_verb(DrillStartSeat, start_seat)
+    supervisor.register_verb(DrillSeatUpdate, seat_update)
+    supervisor.register_verb(DrillUnseen, unseen)
+    supervisor.register_verb(DrillFatal, fatal)
+    supervisor.register_verb(DrillStall, stall)
+    supervisor.register_verb(DrillBlob, blob)
+    supervisor.register_verb(DrillListen, listen)
+    supervisor.register_verb(DrillStream, stream)

@@ -1,0 +1,156 @@
+"""What each subject's snapshot carries (H01-H13, D1), built from the supervisor's state.
+
+Keys this server has nothing for yet are present with the document's "nothing" values (O-H1),
+so a client that reads them finds what it expects. The `work` rows are read with real git.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable
+from typing import Any
+
+from forge.config import ForgeConfig, ProjectConfig
+from forge.supervisor.gitwork import read_work
+from forge.supervisor.seats import SeatState
+from forge.wire.seats import Seat
+
+Data = dict[str, Any]
+
+
+def agents_row(state: SeatState, work: Data) -> Data:
+    """A home `agents` row (O-H3); `tree` only appears for a seat working outside its project."""
+    return {
+        "slot": state.seat,
+        "label": state.seat.label,
+        "lifecycle": state.lifecycle,
+        "has_background": state.has_background,
+        "waiting": None,
+        "last_active_ms": state.last_active_ms,
+        "failed": state.failed,
+        "work": work,
+    }
+
+
+def project_row(project: ProjectConfig, sessions: int, work: Data) -> Data:
+    return {
+        "project": {
+            "name": project.name,
+            "org": project.org,
+            "path": str(project.path),
+            "sessions": sessions,
+            "has_model": False,
+        },
+        "work": work,
+        "would_bind": None,
+        "chip": None,
+    }
+
+
+async def home(
+    config: ForgeConfig,
+    seats: Iterable[SeatState],
+    *,
+    unseen: Iterable[Seat],
+    facts: Data,
+) -> Data:
+    """The fleet: projects and agents with their git work, plus the run's own facts."""
+    started = list(seats)
+    works = await asyncio.gather(
+        *(read_work(project.path) for project in config.projects),
+        *(read_work(state.directory) for state in started),
+    )
+    project_works, seat_works = works[: len(config.projects)], works[len(config.projects) :]
+    return {
+        "projects": [
+            project_row(
+                project,
+                sum(
+                    1
+                    for s in started
+                    if (s.seat.org, s.seat.project) == (project.org, project.name)
+                ),
+                work,
+            )
+            for project, work in zip(config.projects, project_works, strict=True)
+        ],
+        "agents": [
+            agents_row(state, work) for state, work in zip(started, seat_works, strict=True)
+        ],
+        "unseen": list(unseen),
+        **facts,
+        "fleet": [],
+        "accounts": None,
+        "connectors": None,
+        "biometric": [],
+        "vault": None,
+        "dictate": None,
+        "voice": None,
+        "cli_version": None,
+    }
+
+
+async def session(state: SeatState) -> Data:
+    """One seat (H09-H13): slot, header with the next seq and the epoch, state, terminal..."""
+    return {
+        "slot": state.seat,
+        "header": {
+            "session_id": state.epoch,
+            "model": None,
+            "models": [],
+            "effort": None,
+            "permission_mode": None,
+            "context_usage": None,
+            "turn_in_flight": False,
+            "seq": state.window.next_seq,
+        },
+        "state": {"cwd": str(state.directory), "queue": [], "voice_listeners": 0},
+        "terminal": state.terminal,
+        "processes": state.processes,
+        "background_tasks": state.background_tasks,
+        "work": await read_work(state.directory),
+        "conversation": {"turns": [], "cursor": None, "compactions": 0},
+        "git": None,
+        "pr": None,
+        "closes": [],
+        "diff": None,
+        "mcp": None,
+        "file_index": None,
+        "composer": None,
+        "pending_ask": None,
+        "pending_asks": [],
+        "slash_commands": [],
+        "subagents": [],
+        "monitors": [],
+        "reviews": {"threads": [], "reviews": []},
+    }
+
+
+def board(config: ForgeConfig) -> Data:
+    """D1: every configured project with an empty board (no tasks, crons or connector sets)."""
+    return {
+        "projects": [
+            {
+                "project": {"org": project.org, "name": project.name},
+                "rows": [],
+                "crons": [],
+                "connectors": {"gotify": [], "slack": []},
+            }
+            for project in config.projects
+        ]
+    }
+
+
+def usage() -> Data:
+    """D1: no accounts are pooled by this server."""
+    return {"accounts": []}
+
+
+def dictate_models(config: ForgeConfig) -> Data:
+    """D1: dictation's switch from forge.toml, and no models fetched yet."""
+    return {"enabled": config.dictate.enabled, "models": []}
+
+
+def extensions() -> Data:
+    """D1: no plugins or marketplaces."""
+    return {"plugins": [], "marketplaces": []}
