@@ -1,0 +1,703 @@
+"""One cohort attempt, as a plain coroutine: prepare, set up, code, capture, verify, clean up.
+
+`run_attempt` returns the attempt record (the future `attempt.json`) and writes only evidence
+files (`changes.diff`, `changes.json`, `verification.json`) under the attempt directory; the caller
+writes `attempt.json`, so an attempt that never returned never looks done. Cancelled at any point,
+it kills every process it started and removes its directory: a discarded attempt leaves nothing.
+
+The same coroutine runs in-process, in an attempt-runner worker, or on a Dask worker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import shutil
+import socket
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+from forge.clock import SYSTEM_CLOCK, Clock
+from forge.lab.cohort import Task, Variant
+from forge.lab.command import MARKER_ENV, CommandResult, run_command
+from forge.lab.coordinates import Coordinate
+from forge.lab.errors import RunAborted
+from forge.lab.git import (
+    Capture,
+    GitError,
+    add_worktree,
+    cap_diff,
+    capture_tree,
+    list_files,
+    make_attempt_source,
+    restore_from,
+    unified_diff,
+)
+from forge.lab.harness import (
+    RESUME_INSTRUCTION,
+    HarnessReport,
+    is_transient,
+    parse_report,
+    served_model_mismatch,
+    task_input,
+)
+from forge.lab.redact import Redactor
+from forge.lab.regression import (
+    MAX_RERUN_TESTS,
+    RERUN_TIMEOUT_MS,
+    RUNS_PER_TEST,
+    classify,
+    failed_tests,
+    is_pytest,
+    package_and_test,
+    rerun_argv,
+    rerun_verdict,
+    unclassified_entry,
+)
+from forge.lab.report import cost_basis
+from forge.lab.settings import LabSettings
+from forge.lab.verify import Observation, Step, ViewResult, run_view, view_steps
+from forge.logs import get_logger
+
+RECORD_SCHEMA_VERSION = 1
+HARNESS_STDOUT_CAP = 1 << 20
+"""1 MiB of harness stdout is far more than one JSON report; more is a flood (O-23)."""
+MAX_RESUMES = 2
+MAX_PROVIDER_CHECKS = 4
+DEFAULT_PROVIDER_HOST = "api.anthropic.com"
+_TEST_FILE_NAMES = ("conftest.py",)
+
+log = get_logger(__name__)
+
+Resolver = Callable[[str], Awaitable[bool]]
+"""Does this provider host resolve? Injected so tests need no network."""
+
+
+async def resolve_host(host: str) -> bool:
+    try:
+        await asyncio.get_running_loop().getaddrinfo(host, 443)
+    except (socket.gaierror, UnicodeError):
+        return False
+    return True
+
+
+@dataclass(frozen=True)
+class AttemptSpec:
+    """Everything one attempt needs; plain data, so it can travel to a worker process."""
+
+    coordinate: Coordinate
+    attempt_id: str
+    attempt_dir: Path
+    inputs_dir: Path
+    pins: dict[str, str]
+    task: Task
+    variant: Variant
+    source: Path
+    origin: str | None
+    caller_env: dict[str, str]
+    settings: LabSettings
+    keep_workspaces: bool = False
+    parallel: int = 1
+
+
+async def run_attempt(
+    spec: AttemptSpec, *, clock: Clock = SYSTEM_CLOCK, resolver: Resolver = resolve_host
+) -> dict[str, Any]:
+    """Run one attempt and return its record; on cancellation discard everything it made."""
+    try:
+        return await _Attempt(spec, clock, resolver).run()
+    except BaseException:
+        await asyncio.shield(asyncio.to_thread(shutil.rmtree, spec.attempt_dir, True))
+        raise
+
+
+class _Attempt:
+    def __init__(self, spec: AttemptSpec, clock: Clock, resolver: Resolver) -> None:
+        self.spec = spec
+        self.clock = clock
+        self.resolver = resolver
+        self.plan = spec.task.plan
+        self.atom = spec.variant.formula.coding
+        self.work = spec.attempt_dir / "work"
+        self.source = self.work / "source"
+        self.workspace = self.work / "workspace"
+        self.redactor = Redactor(spec.caller_env)
+        self.peak_rss = 0
+        self.cpu_seconds = 0.0
+        self.strays = 0
+        self.notes: list[str] = []
+        self.failed_output: list[dict[str, Any]] = []
+        self.views: dict[str, Any] = {}
+        self.record: dict[str, Any] = {}
+
+    async def run(self) -> dict[str, Any]:
+        spec = self.spec
+        started = self.clock.monotonic()
+        record = self.record
+        record.update(
+            schemaVersion=RECORD_SCHEMA_VERSION,
+            task=spec.coordinate.task,
+            variant=spec.coordinate.variant,
+            repetition=spec.coordinate.repetition,
+            attemptId=spec.attempt_id,
+            formulaSha256=spec.variant.spec.formula_sha256,
+            planSha256=spec.task.spec.plan_sha256,
+            pinnedModel=self.atom.model,
+            startedAt=_iso(self.clock.time()),
+        )
+        if spec.parallel > 1:
+            record["parallel"] = spec.parallel
+        await asyncio.to_thread((self.work / "home").mkdir, parents=True)
+        try:
+            await make_attempt_source(spec.source, spec.origin, self.plan.base_commit, self.source)
+            await add_worktree(self.source, self.workspace, self.plan.base_commit)
+        except GitError as error:
+            record.update(outcome="error", error=f"workspace preparation failed: {error}")
+        else:
+            await self._setup_and_code()
+        capture = await self._capture()
+        await self._verify(capture)
+        await self._write_json("verification.json", {"schemaVersion": 1, "views": self.views})
+        record.update(
+            failedCheckOutput=self.failed_output,
+            peakRssBytes=self.peak_rss,
+            cpuSeconds=round(self.cpu_seconds, 3),
+            strayProcessesKilled=self.strays,
+            notes=self.notes,
+        )
+        record.setdefault("error", None)
+        await self._cleanup()
+        record["finishedAt"] = _iso(self.clock.time())
+        record["elapsedMs"] = round((self.clock.monotonic() - started) * 1000)
+        return record
+
+    # -- environment -------------------------------------------------------------------------
+
+    def _env(self, **extra: str) -> dict[str, str]:
+        """The scrubbed environment: PATH, LANG, TMPDIR, a private HOME, forge's variables."""
+        caller = self.spec.caller_env
+        env = {"PATH": caller.get("PATH", "/usr/bin:/bin"), "HOME": str(self.work / "home")}
+        for name in ("LANG", "TMPDIR"):
+            if name in caller:
+                env[name] = caller[name]
+        env[MARKER_ENV] = self.spec.attempt_id
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+        env.update(extra)
+        return env
+
+    def _check_env(self) -> dict[str, str]:
+        return self._env(PYTEST_ADDOPTS="-p no:cacheprovider")
+
+    def _account(self, result: CommandResult) -> None:
+        self.peak_rss = max(self.peak_rss, result.peak_rss_bytes)
+        self.cpu_seconds += result.cpu_seconds
+        self.strays += result.strays_killed
+
+    async def _hold(self, phase: str) -> None:
+        """Test hook: park at `phase` until the named file exists (never set in production)."""
+        for hold in self.spec.settings.holds:
+            if hold.phase == phase and hold.coordinate == self.spec.coordinate.label:
+                until = Path(hold.until)
+                await asyncio.to_thread(Path(f"{hold.until}.waiting").write_text, phase)
+                while not await asyncio.to_thread(until.exists):
+                    await self.clock.sleep(0.05)
+
+    def _forced(self, what: str) -> None:
+        if what in self.spec.settings.forced_failures:
+            raise OSError(f"forced {what} failure (test hook)")
+
+    # -- setup and coding --------------------------------------------------------------------
+
+    async def _setup_and_code(self) -> None:
+        for command in self.plan.setup:
+            cwd = self.workspace if command.dir == "." else self.workspace / command.dir
+            result = await run_command(
+                command.argv,
+                cwd=cwd,
+                env=self._check_env(),
+                timeout_s=command.timeout_ms / 1000,
+                clock=self.clock,
+                output_cap=HARNESS_STDOUT_CAP,
+            )
+            self._account(result)
+            if not result.ok:
+                self.record.update(outcome="setup-failed", error=f"setup {command.id} failed")
+                self._failed("setup", command.id, "workspace", result)
+                return
+        await self._code()
+
+    async def _code(self) -> None:
+        record = self.record
+        invocations: list[dict[str, Any]] = []
+        instructions: list[str] = []
+        resumed: str | None = None
+        provider_checks = 0
+        harness_ms = 0
+        outcome = "failed"
+        while True:
+            index = len(invocations) + 1
+            invocation, report, result = await self._invoke(index, instructions, resumed)
+            invocations.append(invocation)
+            harness_ms += result.elapsed_ms
+            if result.timed_out:
+                outcome = "timed-out"
+                record["timedOut"] = True
+                break
+            if report is None:
+                outcome = "failed"
+                record["error"] = "invalid harness output"
+                record["harnessOutput"] = {
+                    "stdoutTail": self.redactor.tail(result.stdout),
+                    "stderrTail": self.redactor.tail(result.stderr),
+                }
+                break
+            outcome = report.outcome
+            if outcome == "completed" and result.exit_code != 0:
+                outcome = "failed"
+                self.notes.append(f"the harness reported completed but exited {result.exit_code}")
+            if served_model_mismatch(report, self.atom.model):
+                record["invalid"] = "model-mismatch"
+                record["servedModel"] = report.model or "unknown"
+                break
+            if not is_transient(report):
+                break
+            invocation["classification"] = "transient-provider-error"
+            invocation["message"] = report.error
+            if await self._wrote_out_of_scope():
+                self.notes.append(
+                    "a transient provider error after an out-of-scope write is not resumed"
+                )
+                break
+            resumes_used = len(invocations) - 1
+            resolved = False
+            if resumes_used < MAX_RESUMES:
+                provider_checks, resolved = await self._await_provider(provider_checks)
+            if not resolved:
+                record["invalid"] = "provider-unavailable"
+                record["transientExhausted"] = [i["id"] for i in invocations]
+                record["error"] = (
+                    "transient-provider-error retries exhausted after "
+                    f"{resumes_used} automatic resumes and {provider_checks} provider checks; "
+                    f"last error: {invocation['message']}"
+                )
+                break
+            if not self._formula_unchanged():
+                self.notes.append(
+                    "the Formula input changed during a provider wait; the stage stops"
+                )
+                break
+            resumed = (
+                f"resumed after transient-provider-error ({resumes_used + 1} of {MAX_RESUMES})"
+            )
+            self.notes.append(resumed)
+            instructions = [RESUME_INSTRUCTION]
+        costs = [i["usage"]["costUsd"] for i in invocations if i["usage"]["costUsd"] is not None]
+        record.update(
+            outcome=outcome,
+            timedOut=record.get("timedOut", False),
+            invocations=invocations,
+            harnessMs=harness_ms,
+            costUsd=round(sum(costs), 6) if costs else None,
+            costBasis=cost_basis(
+                i["usage"]["costBasis"] for i in invocations if i["usage"]["costUsd"] is not None
+            ),
+            models=sorted({i["usage"]["model"] or "unknown" for i in invocations}),
+        )
+
+    async def _invoke(
+        self, index: int, instructions: list[str], resumed: str | None
+    ) -> tuple[dict[str, Any], HarnessReport | None, CommandResult]:
+        task_bytes = task_input(
+            self.spec.task.issue, self.plan.allowed_files, self.atom.model, instructions
+        )
+        task_file = self.work / f"task-{index}.json"
+        await asyncio.to_thread(_write_readonly, task_file, task_bytes)
+        env = self._env(
+            FORGE_TASK_FILE=str(task_file),
+            FORGE_MODEL=self.atom.model,
+            FORGE_ATTEMPT_ID=self.spec.attempt_id,
+        )
+        result = await run_command(
+            self.atom.command,
+            cwd=self.workspace,
+            env=env,
+            timeout_s=self.atom.timeout_ms / 1000,
+            clock=self.clock,
+            output_cap=HARNESS_STDOUT_CAP,
+            stdin=task_bytes,
+        )
+        self._account(result)
+        complete = not result.timed_out and not result.output_capped
+        report = parse_report(result.stdout) if complete else None
+        invocation: dict[str, Any] = {
+            "id": f"{self.spec.attempt_id}/coding-{index}",
+            "outcome": "timed-out"
+            if result.timed_out
+            else (report.outcome if report else "invalid-output"),
+            "terminalReason": report.terminal_reason if report else None,
+            "error": self.redactor.text(report.error) if report and report.error else None,
+            "exitCode": result.exit_code,
+            "timedOut": result.timed_out,
+            "classification": None,
+            "resumed": resumed,
+            "elapsedMs": result.elapsed_ms,
+            "usage": {
+                "costUsd": report.cost_usd if report else None,
+                "model": report.model if report else None,
+                "costBasis": report.cost_basis if report else None,
+            },
+        }
+        return invocation, report, result
+
+    async def _wrote_out_of_scope(self) -> bool:
+        try:
+            capture = await capture_tree(
+                self.workspace, self.plan.base_commit, self.work / "scope-index"
+            )
+        except GitError:
+            return False
+        return bool(_violations(capture, self.plan.allowed_files))
+
+    async def _await_provider(self, checks_done: int) -> tuple[int, bool]:
+        """Wait and check the provider host: (checks used in this stage, whether it resolved)."""
+        host = urlparse(self.spec.caller_env.get("ANTHROPIC_BASE_URL", "")).hostname
+        host = host or DEFAULT_PROVIDER_HOST
+        first, later = self.spec.settings.transient_waits_s
+        checks = checks_done
+        while checks < MAX_PROVIDER_CHECKS:
+            await self.clock.sleep(first if checks == 0 else later)
+            checks += 1
+            if await self.resolver(host):
+                return checks, True
+            self.notes.append(
+                f"provider host {host} did not resolve (check {checks} of {MAX_PROVIDER_CHECKS})"
+            )
+        return checks, False
+
+    def _formula_unchanged(self) -> bool:
+        path = self.spec.variant.spec.formula
+        try:
+            data = (self.spec.inputs_dir / path).read_bytes()
+        except OSError:
+            return False
+        return hashlib.sha256(data).hexdigest() == self.spec.pins[path]
+
+    # -- capture -----------------------------------------------------------------------------
+
+    async def _capture(self) -> Capture | None:
+        record = self.record
+        await self._hold("capture")
+        try:
+            self._forced("capture")
+            capture = await capture_tree(
+                self.workspace, self.plan.base_commit, self.work / "capture-index"
+            )
+            diff, truncated = cap_diff(
+                await unified_diff(self.source, self.plan.base_commit, capture.commit)
+            )
+        except (GitError, OSError) as error:
+            record["changesError"] = str(error)
+            return None
+        await self._write_bytes("changes.diff", diff)
+        await self._write_json(
+            "changes.json",
+            {"schemaVersion": 1, "paths": [{"path": p, "status": s} for s, p in capture.changes]},
+        )
+        violations = _violations(capture, self.plan.allowed_files)
+        record.update(
+            changedFiles=[p for _, p in capture.changes],
+            changesDiffSha256=hashlib.sha256(diff).hexdigest(),
+            changesDiffBytes=len(diff),
+            changesDiffTruncated=truncated,
+            changesError=None,
+            scopeOK=not violations,
+            scopeViolations=violations,
+        )
+        return capture
+
+    # -- verification ------------------------------------------------------------------------
+
+    async def _verify(self, capture: Capture | None) -> None:
+        record = self.record
+        record.update(
+            verified=False,
+            hiddenAcceptance=None,
+            requiredChecksPass=None if not self._required_exist() else False,
+            correct=False,
+            correctExcludingBaseFlakes=False,
+        )
+        if record.get("invalid"):
+            record["requiredChecksPass"] = None
+            return
+        if capture is None or record.get("outcome") not in ("completed", "no-change"):
+            return
+        await self._hold("verify")
+        steps = view_steps(
+            self.plan.setup,
+            self.plan.checks,
+            self.spec.variant.formula.checks,
+            self.spec.settings.acceptance_timeout_ms,
+        )
+        restore = await self._restore_paths()
+        candidate = await self._view("candidate", capture.commit, steps, [], fail_fast=True)
+        molecule = [candidate]
+        if candidate.passed:
+            molecule.append(
+                await self._view("protected", capture.commit, steps, restore, fail_fast=True)
+            )
+        independent = await self._view(
+            "independent", capture.commit, steps, restore, fail_fast=False
+        )
+        molecule_pass = all(v.passed for v in molecule) and len(molecule) == 2
+        for view in molecule:
+            for observation in view.observations:
+                if not observation.passed:
+                    phase = "setup" if observation.step.phase == "setup" else "check"
+                    self._failed(phase, observation.step.id, view.name, observation.result)
+        acceptance = independent.acceptance()
+        hidden = acceptance.passed if acceptance is not None and acceptance.complete else None
+        correct = (
+            record["outcome"] == "completed"
+            and record.get("scopeOK") is True
+            and molecule_pass
+            and independent.passed
+        )
+        record.update(
+            verified=True,
+            hiddenAcceptance=hidden,
+            requiredChecksPass=(
+                len(molecule) == 2 and all(_required_observed_and_passed(v) for v in molecule)
+                if self._required_exist()
+                else None
+            ),
+            correct=correct,
+        )
+        if hidden:
+            await self._regressions(molecule, independent)
+        record["correctExcludingBaseFlakes"] = correct or self._excluding_base_flakes(
+            molecule, independent
+        )
+
+    def _required_exist(self) -> bool:
+        return bool(self.plan.checks or self.spec.variant.formula.checks)
+
+    async def _restore_paths(self) -> list[str]:
+        """Existing test files and originalCheckFiles, minus candidateTestFiles (O-22, V12)."""
+        base_files = set(await list_files(self.source, self.plan.base_commit))
+        exempt = set(self.plan.candidate_test_files)
+        wanted = {p for p in base_files if _is_test_file(p)} | (
+            set(self.plan.original_check_files) & base_files
+        )
+        return sorted(wanted - exempt)
+
+    async def _view(
+        self,
+        name: str,
+        commit: str,
+        steps: tuple[Step, ...],
+        restore: list[str],
+        *,
+        fail_fast: bool,
+    ) -> ViewResult:
+        path = self.work / "views" / name
+        await add_worktree(self.source, path, commit)
+        await restore_from(path, self.plan.base_commit, restore)
+        result = await run_view(
+            name,
+            path,
+            steps,
+            fail_fast=fail_fast,
+            env=self._check_env(),
+            clock=self.clock,
+            acceptance_script=self._acceptance_script,
+        )
+        for observation in result.observations:
+            self._account(observation.result)
+        self.views[name] = result.to_json()
+        return result
+
+    async def _acceptance_script(self, view: str) -> Path:
+        """Verified acceptance bytes in a private 0500 file outside every view (V7)."""
+        rel = self.spec.task.acceptance_file
+        data = await asyncio.to_thread((self.spec.inputs_dir / rel).read_bytes)
+        if hashlib.sha256(data).hexdigest() != self.spec.pins[rel]:
+            raise RunAborted(f"input changed: {rel}")
+        script = self.work / "acceptance" / f"{view}-acceptance"
+        await asyncio.to_thread(_write_executable, script, data)
+        return script
+
+    # -- regressions -------------------------------------------------------------------------
+
+    async def _regressions(self, molecule: list[ViewResult], independent: ViewResult) -> None:
+        failed: dict[str, Step] = {}
+        truncated = False
+        for view in (*molecule, independent):
+            for observation in view.observations:
+                if (
+                    observation.passed
+                    or observation.step.phase != "check"
+                    or not is_pytest(observation.step.argv)
+                ):
+                    continue
+                truncated = truncated or observation.result.output_capped
+                parsed = failed_tests(
+                    observation.result.stdout.decode("utf-8", errors="replace"),
+                    exit_code=observation.result.exit_code,
+                    complete=observation.complete,
+                )
+                for nodeid in parsed.nodeids:
+                    failed.setdefault(nodeid, observation.step)
+        if not failed:
+            return
+        self.record["regressionFailedTests"] = sorted(failed)
+        if truncated:
+            self.record["regressionFailedTestsTruncated"] = True
+        await self._hold("rerun")
+        self.record["regressionFailures"] = await self._rerun_at_base(failed)
+
+    async def _rerun_at_base(self, failed: dict[str, Step]) -> list[dict[str, Any]]:
+        ordered = sorted(failed, key=lambda n: package_and_test(failed[n].dir, n))
+        entries = [unclassified_entry(*package_and_test(failed[n].dir, n)) for n in ordered]
+        base_view = self.work / "views" / "base"
+        try:
+            await add_worktree(self.source, base_view, self.plan.base_commit)
+            for command in self.plan.setup:
+                result = await run_command(
+                    command.argv,
+                    cwd=base_view if command.dir == "." else base_view / command.dir,
+                    env=self._check_env(),
+                    timeout_s=command.timeout_ms / 1000,
+                    clock=self.clock,
+                    output_cap=HARNESS_STDOUT_CAP,
+                )
+                self._account(result)
+                if not result.ok:
+                    return entries
+            for position, nodeid in enumerate(ordered[:MAX_RERUN_TESTS]):
+                verdicts = []
+                for _ in range(RUNS_PER_TEST):
+                    result = await run_command(
+                        rerun_argv(failed[nodeid].argv, nodeid),
+                        cwd=base_view,
+                        env=self._check_env(),
+                        timeout_s=RERUN_TIMEOUT_MS / 1000,
+                        clock=self.clock,
+                        output_cap=HARNESS_STDOUT_CAP,
+                    )
+                    self._account(result)
+                    verdicts.append(
+                        rerun_verdict(
+                            result.stdout.decode("utf-8", errors="replace"),
+                            nodeid,
+                            exit_code=result.exit_code,
+                            timed_out=result.timed_out,
+                        )
+                    )
+                entries[position].update(classify(verdicts))
+        finally:
+            await asyncio.shield(asyncio.to_thread(shutil.rmtree, base_view, True))
+        return entries
+
+    def _excluding_base_flakes(self, molecule: list[ViewResult], independent: ViewResult) -> bool:
+        """V11: judged from the independent run, and the Molecule's failures must agree."""
+        flaky = {
+            f"{f['package']}::{f['test']}"
+            for f in self.record.get("regressionFailures", [])
+            if f["flakyAtBase"] and not f["unclassified"]
+        }
+        if independent.error is not None or len(independent.observations) != len(independent.steps):
+            return False
+        if self.record.get("hiddenAcceptance") is not True:
+            return False
+        failures = [o for o in independent.observations if not o.passed]
+        failures += [o for v in molecule for o in v.observations if not o.passed]
+        return all(_only_flaky(o, flaky) for o in failures)
+
+    # -- files and cleanup -------------------------------------------------------------------
+
+    def _failed(self, phase: str, command_id: str, view: str, result: CommandResult) -> None:
+        self.failed_output.append(
+            {
+                "phase": phase,
+                "view": view,
+                "id": command_id,
+                "exitCode": result.exit_code,
+                "timedOut": result.timed_out,
+                "stdoutTail": self.redactor.tail(result.stdout),
+                "stderrTail": self.redactor.tail(result.stderr),
+            }
+        )
+
+    async def _write_bytes(self, name: str, data: bytes) -> None:
+        await asyncio.to_thread((self.spec.attempt_dir / name).write_bytes, data)
+
+    async def _write_json(self, name: str, document: dict[str, Any]) -> None:
+        await self._write_bytes(name, (json.dumps(document, indent=2) + "\n").encode())
+
+    async def _cleanup(self) -> None:
+        if self.spec.keep_workspaces:
+            return
+        try:
+            self._forced("cleanup")
+            await asyncio.to_thread(shutil.rmtree, self.work)
+        except OSError as error:
+            self.record["cleanupError"] = str(error)
+
+
+def _violations(capture: Capture, allowed: tuple[str, ...]) -> list[str]:
+    permitted = set(allowed)
+    return sorted(path for _, path in capture.changes if path not in permitted)
+
+
+def _is_test_file(path: str) -> bool:
+    name = path.rsplit("/", 1)[-1]
+    return name in _TEST_FILE_NAMES or (
+        name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py"))
+    )
+
+
+def _required_observed_and_passed(view: ViewResult) -> bool:
+    """Every non-acceptance step of the view ran and passed."""
+    if view.error is not None:
+        return False
+    by_id = {(o.step.phase, o.step.id): o for o in view.observations}
+    return all(
+        (step.phase, step.id) in by_id and by_id[(step.phase, step.id)].passed
+        for step in view.steps
+        if step.phase != "acceptance"
+    )
+
+
+def _only_flaky(observation: Observation, flaky: set[str]) -> bool:
+    """A failed pytest check whose complete stream names only flaky-at-base tests."""
+    if observation.step.phase != "check" or not is_pytest(observation.step.argv):
+        return False
+    parsed = failed_tests(
+        observation.result.stdout.decode("utf-8", errors="replace"),
+        exit_code=observation.result.exit_code,
+        complete=observation.complete,
+    )
+    return bool(parsed.nodeids) and not parsed.unattributed and set(parsed.nodeids) <= flaky
+
+
+def _write_readonly(path: Path, data: bytes) -> None:
+    path.write_bytes(data)
+    path.chmod(0o400)
+
+
+def _write_executable(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()
+    path.write_bytes(data)
+    path.chmod(0o500)
+
+
+def _iso(epoch: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))
