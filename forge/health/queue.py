@@ -18,6 +18,10 @@ from forge.health import gh_args, spool
 from forge.health.spool import QueueEntry
 
 
+DEFAULT_HOST = "github.com"
+"""Left implicit in `-R`, as gh does; any other host is passed as HOST/OWNER/REPO."""
+
+
 @dataclass(frozen=True)
 class Spooled:
     entry: QueueEntry
@@ -37,7 +41,7 @@ class Spooled:
         """Where the real issue URL would have gone, for a create: its basename is the handle."""
         if self.entry.handle is None:
             return None
-        host = self.entry.host or "github.com"
+        host = self.entry.host or DEFAULT_HOST
         repo = self.entry.repo or "unknown/unknown"
         return f"https://{host}/{repo}/issues/{self.entry.handle}"
 
@@ -83,7 +87,8 @@ def resolve_repo(
     found = gh_args.repo_from_remote(url) if url.strip() else None
     if found is None:
         return host_env, None
-    return host_env or found[0], found[1]
+    remote_host = None if found[0] == DEFAULT_HOST else found[0]
+    return host_env or remote_host, found[1]
 
 
 def read_body(parsed: gh_args.ParsedWrite, read_stdin: Callable[[], bytes]) -> bytes | None:
