@@ -1,0 +1,177 @@
+"""One viewed tab's frames: Chromium's screencast in, ready-made kind-1 frames out, each once.
+
+Motion arrives as Chromium's JPEG screencast frames. For viewers that read WebP (everyone, D3)
+the newest waiting frame is re-encoded to lossy WebP in a thread (Pillow releases the GIL), at
+most `max_motion_fps` a second: frames that paint while an encode runs are skipped, never queued.
+For viewers that declared JPEG the frame is packed untouched as format 2, the cheap path.
+A lossless WebP key frame (`Page.captureScreenshot`, full device resolution) is taken when asked
+(attach, resize) and once the page has been quiet for `quiet_s` after moving, so a still page
+ends crisp. Every frame is packed once; the supervisor hands the same bytes to every viewer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from PIL import Image
+
+from forge.clock import Clock
+from forge.logs import get_logger
+from forge.wire.binary import FORMAT_JPEG, FORMAT_WEBP, browser_frame
+
+log = get_logger(__name__)
+
+SEQ_MODULUS = 2**32
+"""O-B3: per-tab frame seqs start at 1 and wrap modulo 2^32."""
+
+
+@dataclass(frozen=True)
+class PumpSettings:
+    webp_quality: int = 70
+    """Lossy WebP quality for motion frames; Pillow's method 0 keeps an encode near 15 ms."""
+    max_motion_fps: float = 30.0
+    """The WebP motion cap: above it an encode costs a core and no viewer sees the difference."""
+    quiet_s: float = 0.3
+    """How long a page must stop painting before the crisp key frame is taken."""
+
+
+def image_size(data: bytes) -> tuple[int, int]:
+    """Width and height from an image's header (Pillow reads the header only, not the pixels)."""
+    with Image.open(io.BytesIO(data)) as image:
+        width, height = image.size
+    return width, height
+
+
+def webp_from_jpeg(jpeg: bytes, quality: int) -> tuple[bytes, int, int]:
+    """Decode a screencast JPEG and encode it as lossy WebP with Pillow's fastest method."""
+    with Image.open(io.BytesIO(jpeg)) as image:
+        out = io.BytesIO()
+        image.save(out, "WEBP", quality=quality, method=0)
+        width, height = image.size
+    return out.getvalue(), width, height
+
+
+FrameSink = Callable[[bytes], None]
+Capture = Callable[[], Awaitable[bytes]]
+
+
+class FramePump:
+    """Turns one tab's paints into kind-1 frames for whichever formats its viewers read."""
+
+    def __init__(
+        self,
+        *,
+        profile_id: int,
+        tab: int,
+        clock: Clock,
+        sink: FrameSink,
+        capture_key: Capture,
+        settings: PumpSettings,
+    ) -> None:
+        self.profile_id = profile_id
+        self.tab = tab
+        self.wants_webp = True
+        self.wants_jpeg = False
+        self.page_size = (0, 0)
+        """The page viewport in CSS pixels, as gestures address it (the header's page size)."""
+        self._clock = clock
+        self._sink = sink
+        self._capture_key = capture_key
+        self._settings = settings
+        self._seq = 0
+        self._motion: bytes | None = None
+        self._motion_ready = asyncio.Event()
+        self._key_asked = asyncio.Event()
+        self._painted = asyncio.Event()
+        self._last_paint = clock.monotonic()
+        self._tasks: list[asyncio.Task[None]] = []
+
+    def start(self) -> None:
+        self._tasks = [
+            asyncio.create_task(self._encode_motion(), name=f"browser-webp-{self.tab}"),
+            asyncio.create_task(self._key_frames(), name=f"browser-key-{self.tab}"),
+        ]
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks = []
+
+    def ask_key_frame(self) -> None:
+        """Attach and resize: the next frame a viewer gets is a crisp one."""
+        self._key_asked.set()
+
+    def paint(self, jpeg: bytes) -> None:
+        """One screencast frame from Chromium (already acknowledged)."""
+        self._last_paint = self._clock.monotonic()
+        self._painted.set()
+        if self.wants_jpeg:
+            width, height = image_size(jpeg)
+            self._emit(FORMAT_JPEG, False, jpeg, width, height)
+        if self.wants_webp:
+            self._motion = jpeg
+            self._motion_ready.set()
+
+    def _emit(self, image_format: int, key: bool, image: bytes, width: int, height: int) -> None:
+        self._seq = self._seq % (SEQ_MODULUS - 1) + 1
+        page_width, page_height = self.page_size
+        frame = browser_frame(
+            profile=self.profile_id, tab=self.tab, seq=self._seq, width=width, height=height,
+            image_format=image_format, key=key, page_width=page_width, page_height=page_height,
+            image=image,
+        )  # fmt: skip
+        self._sink(frame)
+
+    async def _encode_motion(self) -> None:
+        interval = 1.0 / self._settings.max_motion_fps
+        while True:
+            await self._motion_ready.wait()
+            self._motion_ready.clear()
+            jpeg, self._motion = self._motion, None
+            if jpeg is None or not self.wants_webp:
+                continue
+            started = self._clock.monotonic()
+            webp, width, height = await asyncio.to_thread(
+                webp_from_jpeg, jpeg, self._settings.webp_quality
+            )
+            self._emit(FORMAT_WEBP, False, webp, width, height)
+            rest = interval - (self._clock.monotonic() - started)
+            if rest > 0:
+                await self._clock.sleep(rest)
+
+    async def _key_frames(self) -> None:
+        while True:
+            if not self._key_asked.is_set():
+                await self._until_quiet_or_asked()
+            self._key_asked.clear()
+            self._painted.clear()
+            try:
+                image = await self._capture_key()
+            except Exception as error:
+                log.warning("browser_key_frame_failed", tab=self.tab, error=str(error))
+                continue
+            width, height = image_size(image)
+            self._emit(FORMAT_WEBP, True, image, width, height)
+
+    async def _until_quiet_or_asked(self) -> None:
+        """Return when a key frame is asked for, or when the page painted and then went quiet."""
+        asked = asyncio.ensure_future(self._key_asked.wait())
+        painted = asyncio.ensure_future(self._painted.wait())
+        waiters: list[asyncio.Future[Any]] = [asked, painted]
+        try:
+            await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+            while not asked.done():
+                left = self._settings.quiet_s - (self._clock.monotonic() - self._last_paint)
+                if left <= 0:
+                    return
+                quiet = asyncio.ensure_future(self._clock.sleep(left))
+                waiters.append(quiet)
+                await asyncio.wait({asked, quiet}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for waiter in waiters:
+                waiter.cancel()
