@@ -11,6 +11,7 @@ import copy
 import hashlib
 import json
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -40,6 +41,10 @@ CONFIG_ENV = "FORGE_CONFIG"
 """Environment variable naming the forge.toml to read when --config does not."""
 
 
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+"""A TOML bare key; any other name is shown quoted."""
+
+
 class ConfigError(UserError):
     """forge.toml (or a command-line override) does not load; the message says where and why."""
 
@@ -67,13 +72,9 @@ class LoadedConfig:
 
 
 def resolve_config_path(cli_path: str | Path | None, environ: Mapping[str, str]) -> Path:
-    """--config, else $FORGE_CONFIG, else the XDG default."""
-    if cli_path:
-        return Path(cli_path).expanduser()
-    from_env = environ.get(CONFIG_ENV)
-    if from_env:
-        return Path(from_env).expanduser()
-    return paths.config_file()
+    """--config, else $FORGE_CONFIG, else the XDG default; absolute, as the document shows it."""
+    chosen = cli_path or environ.get(CONFIG_ENV) or paths.config_file()
+    return Path(chosen).expanduser().absolute()
 
 
 def fingerprint_of(raw: bytes) -> str:
@@ -173,8 +174,7 @@ def _display(path: KeyPath) -> str:
         if isinstance(part, int):
             shown += f"[{part}]"
         else:
-            bare = part.replace("_", "").replace("-", "").isalnum()
-            name = part if bare else json.dumps(part)
+            name = part if _BARE_KEY.fullmatch(part) else json.dumps(part, ensure_ascii=False)
             shown += f".{name}" if shown else name
     return shown
 
@@ -253,6 +253,8 @@ def _apply_overrides(resolved: dict[str, Any], overrides: Mapping[str, TomlValue
     """Lay command-line values over plain-table keys, checked by the same rules as the file's."""
     for pattern, value in overrides.items():
         key = key_for(pattern)
+        if key.area.form != "table":
+            raise ValueError(f"{pattern} is a repeated key; only plain-table keys are overridden")
         if not key.rule.accepts(value):
             raise _Invalid(
                 (key.area.id, key.leaf), f"expected {key.rule.expected}, got {_render(value)}"

@@ -161,3 +161,16 @@ def test_resolve_prefers_the_flag_then_the_environment_then_xdg(
     assert resolve_config_path(None, environ) == Path("/from/env.toml")
     assert resolve_config_path(None, {}) == forge_dirs["config"] / "forge" / "forge.toml"
     assert resolve_config_path(None, {CONFIG_ENV: ""}) == config_file()
+
+
+def test_a_relative_path_resolves_against_the_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert resolve_config_path("conf/forge.toml", {}) == tmp_path / "conf" / "forge.toml"
+    assert resolve_config_path(None, {CONFIG_ENV: "f.toml"}) == tmp_path / "f.toml"
+
+
+def test_only_plain_table_keys_can_be_overridden(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="projects"):
+        load_config(tmp_path / "forge.toml", overrides={"projects[].path": "/x"})

@@ -71,6 +71,9 @@ REFUSALS = [
      "expected a name without '/' or surrounding spaces"),
     ('[orgs."acme.io"]\nbrowser = "x"\n', 2, 'orgs."acme.io".browser',
      "unknown key; [orgs] has browser_profile"),
+    ('[orgs."\u00e9t\u00e9"]\nbrowser = "x"\n', 2, 'orgs."\u00e9t\u00e9".browser',
+     "unknown key; [orgs] has browser_profile"),
+    ('[orgs]\nacme = "x"\n', 2, "orgs.acme", 'expected a table, got "x"'),
     ('[[orgs]]\nbrowser_profile = "x"\n', 1, "orgs",
      'expected [orgs.<name>] tables, got [{"browser_profile": "x"}]'),
 ]  # fmt: skip
