@@ -29,6 +29,9 @@ def _areas() -> list[Register]:
     from forge.supervisor.cli import register as register_supervisor
 
     registers.append(register_supervisor)
+    from forge.lab.cli import register as register_lab
+
+    registers.append(register_lab)
     return registers
 
 

@@ -1,0 +1,83 @@
+"""Progress on stderr: a live status line on a terminal, plain lines otherwise.
+
+The line shows done/total, accepted so far per variant and each in-flight attempt with its
+elapsed time; plain mode prints one line per started and recorded attempt, so logs stay greppable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import TextIO
+
+from forge.clock import Clock
+from forge.lab.report import outcome_class
+from forge.lab.scheduler import ProgressEvent
+
+REFRESH_S = 1.0
+
+
+class ProgressDisplay:
+    def __init__(self, stream: TextIO, clock: Clock, *, live: bool) -> None:
+        self.stream = stream
+        self.clock = clock
+        self.live = live
+        self.last: ProgressEvent | None = None
+        self._ticker: asyncio.Task[None] | None = None
+
+    def __call__(self, event: ProgressEvent) -> None:
+        self.last = event
+        if self.live:
+            if (
+                event.kind == "recorded"
+                and event.record is not None
+                and event.coordinate is not None
+            ):
+                self._line(f"{event.coordinate.label}: {outcome_class(event.record)}")
+            self._status()
+            return
+        if event.kind == "started" and event.coordinate is not None:
+            self._line(f"[{event.done}/{event.total}] start {event.coordinate.label}")
+        elif event.kind == "recorded" and event.record is not None and event.coordinate is not None:
+            accepted = ", ".join(f"{name} {n}" for name, n in event.accepted.items())
+            self._line(
+                f"[{event.done}/{event.total}] {event.coordinate.label}: "
+                f"{outcome_class(event.record)} ({event.record.get('elapsedMs')} ms); "
+                f"accepted so far: {accepted}"
+            )
+        elif event.kind == "status":
+            self._line(f"run {event.status}: {event.done}/{event.total} recorded")
+
+    def start(self) -> None:
+        if self.live:
+            self._ticker = asyncio.create_task(self._tick())
+
+    async def stop(self) -> None:
+        if self._ticker is not None:
+            self._ticker.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._ticker
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+
+    async def _tick(self) -> None:
+        while True:
+            await self.clock.sleep(REFRESH_S)
+            self._status()
+
+    def _status(self) -> None:
+        event = self.last
+        if event is None:
+            return
+        now = self.clock.monotonic()
+        accepted = " ".join(f"{name}:{n}" for name, n in event.accepted.items())
+        flying = " ".join(f"{label} {now - start:.0f}s" for label, start in event.in_flight.items())
+        self.stream.write(
+            f"\r\x1b[K{event.done}/{event.total} done | accepted {accepted} | {flying}"
+        )
+        self.stream.flush()
+
+    def _line(self, text: str) -> None:
+        prefix = "\r\x1b[K" if self.live else ""
+        self.stream.write(f"{prefix}{text}\n")
+        self.stream.flush()
