@@ -6,19 +6,25 @@ from forge.wire.binary import TERMINAL_OUTPUT_HEADER
 from forge.workers.terminal.batcher import MAX_BYTES, SEQ_LIMIT, OutputBatcher
 
 
-def test_a_read_after_silence_goes_at_once() -> None:
+def test_output_after_silence_goes_once_drained() -> None:
     batcher = OutputBatcher(terminal=3)
-    [frame] = batcher.push(b"h", now=10.0)
+    assert batcher.push(b"h", now=10.0) == []
+    assert batcher.push(b"i", now=10.0) == []
+    [frame] = batcher.drained()
     assert TERMINAL_OUTPUT_HEADER.unpack_from(frame.wire) == (4, 3, 1)
-    assert frame.wire[TERMINAL_OUTPUT_HEADER.size :] == b"h" == frame.data
+    assert frame.wire[TERMINAL_OUTPUT_HEADER.size :] == b"hi" == frame.data
     assert batcher.deadline() is None
+    assert batcher.drained() == []
 
 
-def test_reads_in_a_burst_wait_for_the_deadline() -> None:
+def test_output_that_keeps_coming_waits_for_the_deadline() -> None:
     batcher = OutputBatcher(terminal=1)
     batcher.push(b"a", now=10.0)
+    batcher.drained()
     assert batcher.push(b"b", now=10.0005) == []
+    assert batcher.drained() == []
     assert batcher.push(b"c", now=10.001) == []
+    assert batcher.drained() == []
     assert batcher.deadline() == 10.0005 + batcher.max_delay
     assert batcher.expire(now=10.002) == []
     [frame] = batcher.expire(now=10.0026)
@@ -28,6 +34,7 @@ def test_reads_in_a_burst_wait_for_the_deadline() -> None:
 def test_a_full_batch_goes_without_waiting() -> None:
     batcher = OutputBatcher(terminal=1)
     batcher.push(b"x", now=1.0)
+    batcher.drained()
     chunk = b"y" * 4096
     frames = []
     for i in range(MAX_BYTES // len(chunk)):
@@ -39,7 +46,8 @@ def test_a_full_batch_goes_without_waiting() -> None:
 
 def test_flush_sends_what_is_pending_and_seq_wraps_past_zero() -> None:
     batcher = OutputBatcher(terminal=1, seq=SEQ_LIMIT - 2)
-    [last] = batcher.push(b"a", now=1.0)
+    batcher.push(b"a", now=1.0)
+    [last] = batcher.drained()
     assert last.seq == SEQ_LIMIT - 1
     batcher.push(b"b", now=1.0)
     [frame] = batcher.flush()

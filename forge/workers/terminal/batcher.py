@@ -1,9 +1,10 @@
 """When PTY output leaves the host: a pure policy, fed reads and the time, yielding kind-4 frames.
 
-A keystroke's echo must not wait (a read after a quiet spell goes out at once), while a flood must
-travel in big frames (batched up to `max_delay` or `max_bytes`), because each frame costs a ZMQ
-hop, a WebSocket write and a client parse. The caller owns the timer: after each `push` it arms
-one for `deadline()` and calls `expire(now)` when it fires.
+A keystroke's echo must not wait, while a flood must travel in big frames, because each frame
+costs a ZMQ hop, a WebSocket write and a client parse. So: output that starts after a quiet spell
+goes out as soon as the PTY is drained (`drained`); output that keeps coming is batched up to
+`max_delay` or `max_bytes`. The caller reads until the PTY would block, calling `push` per read
+and `drained` at the end, then arms one timer for `deadline()` and calls `expire(now)` on it.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ MAX_DELAY = 0.002
 MAX_BYTES = 64 * 1024
 """A batch this big goes out without waiting for the deadline."""
 QUIET = 0.002
-"""A read that follows this much silence is interactive (an echo, a prompt) and goes at once."""
+"""Output after this much silence is interactive (an echo, a prompt): it goes once drained."""
 SEQ_LIMIT = 2**32
 """Sequences are u32 on the wire; after the last one they start again at 1 (0 means 'nothing')."""
 
@@ -45,6 +46,7 @@ class OutputBatcher:
     _size: int = 0
     _started: float = 0.0
     _last_read: float = float("-inf")
+    _after_quiet: bool = False
 
     @property
     def pending(self) -> int:
@@ -56,18 +58,18 @@ class OutputBatcher:
         return self._started + self.max_delay if self._chunks else None
 
     def push(self, data: bytes, now: float) -> list[Frame]:
-        """Take one read; returns the frames that must go now."""
-        quiet_before = now - self._last_read >= self.quiet
-        self._last_read = now
-        if not data:
-            return []
+        """Take one read; returns the frame that must go now (a full batch) or nothing."""
         if not self._chunks:
             self._started = now
+            self._after_quiet = now - self._last_read >= self.quiet
+        self._last_read = now
         self._chunks.append(data)
         self._size += len(data)
-        if (quiet_before and len(self._chunks) == 1) or self._size >= self.max_bytes:
-            return [self._frame()]
-        return []
+        return [self._frame()] if self._size >= self.max_bytes else []
+
+    def drained(self) -> list[Frame]:
+        """The PTY has nothing more right now: a batch that began after quiet goes at once."""
+        return [self._frame()] if self._chunks and self._after_quiet else []
 
     def expire(self, now: float) -> list[Frame]:
         """The timer fired: the batch goes if its deadline has passed."""

@@ -1,0 +1,315 @@
+"""One PTY running one shell, read without blocking and framed by `OutputBatcher`.
+
+The asyncio adapter around the pure parts: the PTY master is non-blocking and drained until it
+would block on every wakeup; frames go to `on_frames` as the batcher releases them; a pidfd says
+when the shell exits, and then the PTY is drained once more so every byte the shell wrote is
+framed before `on_exit` runs. Reading can be paused for backpressure (`pause_reading(reason)`)
+without losing that final drain.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import os
+import signal
+import termios
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from ptyprocess import PtyProcess
+
+from forge import procs
+from forge.clock import SYSTEM_CLOCK, Clock
+from forge.errors import UserError
+from forge.logs import get_logger
+from forge.workers.terminal.batcher import Frame, OutputBatcher
+from forge.workers.terminal.state import Probe
+
+READ_SIZE = 64 * 1024
+"""Bytes asked of one `os.read` (Linux returns at most what the line discipline holds)."""
+WAKEUP_LIMIT = 256 * 1024
+"""Bytes read in one wakeup before yielding to the loop, so a flood cannot starve the rest."""
+CLOSE_GRACE = 0.5
+"""Seconds between SIGTERM and SIGKILL when a terminal is closed (an interactive shell ignores
+SIGTERM, so this is how long its jobs get to leave cleanly)."""
+
+log = get_logger(__name__)
+
+
+class ShellUnavailable(UserError):
+    """The configured shell or directory cannot start a terminal."""
+
+
+@dataclass(frozen=True, slots=True)
+class ShellSpec:
+    """What to run: argv, directory, size and environment."""
+
+    argv: tuple[str, ...]
+    cwd: Path
+    cols: int = 80
+    rows: int = 24
+    env: Mapping[str, str] | None = None
+
+    @classmethod
+    def login_shell(cls, shell: str | None, cwd: Path, cols: int = 80, rows: int = 24) -> ShellSpec:
+        """`shell -l`, else `$SHELL -l`, else `/bin/sh -l` (O-TM8), with TERM=xterm-256color."""
+        program = shell or os.environ.get("SHELL") or "/bin/sh"
+        env = {**os.environ, "TERM": "xterm-256color", "COLORTERM": "truecolor"}
+        return cls((program, "-l"), cwd, cols, rows, env)
+
+
+class PtySession:
+    """A running shell on a PTY. Create with `start`; `closed` resolves after `on_exit` ran."""
+
+    def __init__(
+        self,
+        spec: ShellSpec,
+        process: PtyProcess,
+        batcher: OutputBatcher,
+        on_frames: Callable[[list[Frame]], None],
+        on_exit: Callable[[int], None],
+        clock: Clock,
+    ) -> None:
+        self.spec = spec
+        self.cols, self.rows = spec.cols, spec.rows
+        self._process = process
+        self._fd: int = process.fd
+        self._batcher = batcher
+        self._on_frames = on_frames
+        self._on_exit = on_exit
+        self._clock = clock
+        self._loop = asyncio.get_running_loop()
+        self._timer: asyncio.TimerHandle | None = None
+        self._pause_reasons: set[str] = set()
+        self._eof = False
+        self._pending_input = bytearray()
+        self.exit_status: int | None = None
+        self.closed: asyncio.Future[int] = self._loop.create_future()
+        os.set_blocking(self._fd, False)
+        self._pidfd = os.pidfd_open(process.pid)
+        self._loop.add_reader(self._fd, self._read)
+        self._loop.add_reader(self._pidfd, self._shell_exited)
+
+    @classmethod
+    async def start(
+        cls,
+        spec: ShellSpec,
+        terminal: int,
+        on_frames: Callable[[list[Frame]], None],
+        on_exit: Callable[[int], None],
+        clock: Clock = SYSTEM_CLOCK,
+    ) -> PtySession:
+        if not spec.cwd.is_dir():
+            raise ShellUnavailable(f"terminal directory {spec.cwd} does not exist")
+        try:
+            process = PtyProcess.spawn(
+                list(spec.argv),
+                cwd=str(spec.cwd),
+                env=dict(spec.env) if spec.env is not None else None,
+                dimensions=(spec.rows, spec.cols),
+            )
+        except OSError as error:
+            raise ShellUnavailable(f"cannot start shell {spec.argv[0]!r}: {error}") from error
+        return cls(spec, process, OutputBatcher(terminal), on_frames, on_exit, clock)
+
+    @property
+    def pid(self) -> int:
+        return int(self._process.pid)
+
+    @property
+    def alive(self) -> bool:
+        return self.exit_status is None
+
+    @property
+    def seq(self) -> int:
+        """The last frame handed to `on_frames`."""
+        return self._batcher.seq
+
+    # --- output -------------------------------------------------------------------------
+
+    def _read(self) -> None:
+        total = 0
+        frames: list[Frame] = []
+        while total < WAKEUP_LIMIT:
+            try:
+                data = os.read(self._fd, READ_SIZE)
+            except BlockingIOError:
+                frames += self._batcher.drained()
+                break
+            except OSError:  # EIO: no process holds the PTY's other side any more
+                data = b""
+            if not data:
+                self._end_of_output()
+                frames += self._batcher.flush()
+                break
+            total += len(data)
+            frames += self._batcher.push(data, self._clock.monotonic())
+        self._emit(frames)
+
+    def _emit(self, frames: list[Frame]) -> None:
+        if frames:
+            self._on_frames(frames)
+        deadline = self._batcher.deadline()
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if deadline is not None:
+            delay = max(0.0, deadline - self._clock.monotonic())
+            self._timer = self._loop.call_later(delay, self._expire)
+
+    def _expire(self) -> None:
+        self._timer = None
+        self._emit(self._batcher.expire(self._clock.monotonic()))
+
+    def _end_of_output(self) -> None:
+        if not self._eof:
+            self._eof = True
+            self._loop.remove_reader(self._fd)
+
+    def flush(self) -> None:
+        """Frame what the batcher holds now, so a view's seq covers every byte read so far."""
+        self._emit(self._batcher.flush())
+
+    # --- backpressure -------------------------------------------------------------------
+
+    def pause_reading(self, reason: str) -> None:
+        """Stop reading the PTY until every reason given is withdrawn (the shell then blocks)."""
+        if not self._pause_reasons and not self._eof:
+            self._loop.remove_reader(self._fd)
+        self._pause_reasons.add(reason)
+
+    def resume_reading(self, reason: str) -> None:
+        if reason not in self._pause_reasons:
+            return
+        self._pause_reasons.discard(reason)
+        if not self._pause_reasons and not self._eof:
+            self._loop.add_reader(self._fd, self._read)
+
+    @property
+    def paused(self) -> frozenset[str]:
+        return frozenset(self._pause_reasons)
+
+    def unread(self) -> int:
+        """Bytes the shell wrote that wait in the PTY (what backpressure holds back)."""
+        if self._eof:
+            return 0
+        try:
+            answer = fcntl.ioctl(self._fd, termios.FIONREAD, b"\0\0\0\0")
+        except OSError:
+            return 0
+        return int.from_bytes(answer, "little")
+
+    # --- input, size, probes ------------------------------------------------------------
+
+    def write(self, data: bytes) -> None:
+        """Keystrokes for the shell; what the PTY cannot take now is written when it can."""
+        if not self.alive or not data:
+            return
+        if self._pending_input:
+            self._pending_input += data
+            return
+        try:
+            written = os.write(self._fd, data)
+        except BlockingIOError:
+            written = 0
+        except OSError:
+            return
+        if written < len(data):
+            self._pending_input += data[written:]
+            self._loop.add_writer(self._fd, self._write_pending)
+
+    def _write_pending(self) -> None:
+        try:
+            written = os.write(self._fd, self._pending_input)
+        except BlockingIOError:
+            return
+        except OSError:
+            written = len(self._pending_input)
+        del self._pending_input[:written]
+        if not self._pending_input:
+            self._loop.remove_writer(self._fd)
+
+    def resize(self, cols: int, rows: int) -> None:
+        """Set the PTY's size; the kernel sends SIGWINCH to the foreground group."""
+        self.cols, self.rows = cols, rows
+        if self.alive:
+            with contextlib.suppress(OSError):
+                self._process.setwinsize(rows, cols)
+
+    def probe(self) -> Probe | None:
+        """Who holds the foreground and how the line discipline is set; None once exited."""
+        if not self.alive:
+            return None
+        try:
+            foreground: int | None = os.tcgetpgrp(self._fd)
+            lflag = termios.tcgetattr(self._fd)[3]
+        except OSError:
+            return None
+        if foreground is not None and foreground <= 0:
+            foreground = None
+        return Probe(
+            foreground_pgid=foreground,
+            shell_pgid=self.pid,
+            echo=bool(lflag & termios.ECHO),
+            canonical=bool(lflag & termios.ICANON),
+        )
+
+    def cwd(self) -> str:
+        """The shell's working directory now (it follows `cd`), else where it started."""
+        try:
+            return os.readlink(f"/proc/{self.pid}/cwd")
+        except OSError:
+            return str(self.spec.cwd)
+
+    # --- exit and close -----------------------------------------------------------------
+
+    def _shell_exited(self) -> None:
+        """The shell is gone: everything it wrote is in the PTY now, so drain, reap, report."""
+        self._loop.remove_reader(self._pidfd)
+        os.close(self._pidfd)
+        frames: list[Frame] = []
+        while True:
+            try:
+                data = os.read(self._fd, READ_SIZE)
+            except BlockingIOError:
+                break
+            except OSError:
+                data = b""
+            if not data:
+                self._end_of_output()
+                break
+            frames += self._batcher.push(data, self._clock.monotonic())
+        frames += self._batcher.flush()
+        self._emit(frames)
+        self._process.wait()
+        status = self._process.exitstatus
+        if status is None:
+            status = 128 + int(self._process.signalstatus or 0)
+        self.exit_status = int(status)
+        log.info("terminal_shell_exited", pid=self.pid, status=self.exit_status)
+        self._on_exit(self.exit_status)
+        if not self.closed.done():
+            self.closed.set_result(self.exit_status)
+
+    async def close(self) -> int:
+        """Kill the shell with its process group, its jobs and their session; returns the status."""
+        if self.alive:
+            roots = procs.ProcessWalker().session(self.pid)
+            members = {process.pid for root in roots for process in root.walk()}
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.pid, signal.SIGHUP)
+            await procs.kill_processes(members, grace_s=CLOSE_GRACE, clock=self._clock)
+        status = await self.closed
+        self._release()
+        return status
+
+    def _release(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        self._end_of_output()
+        if self._pending_input:
+            self._loop.remove_writer(self._fd)
+        self._process.close(force=True)
