@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -22,7 +23,7 @@ from forge.health.settings import Settings
 from forge.health.shim_install import install
 
 FAKE_DIR = Path(__file__).parent / "fake_gh"
-SHELLS = ["dash", "bash --posix"]
+SHELLS = ["/usr/bin/dash", "/usr/bin/bash --posix"]
 
 
 def write_exec(path: Path, text: str) -> Path:
@@ -138,6 +139,20 @@ class ForgeEnv:
 
     def settings(self) -> Settings:
         return Settings.from_env(self.env)
+
+
+TOOLS = ("head", "grep", "date", "cat", "rm", "mv", "wc", "sha256sum", "mkdir", "perl", "sed")
+
+
+def tools_dir(root: Path) -> Path:
+    """The utilities the shim uses and nothing else, so a PATH can hold no gh at all."""
+    directory = root / "tools"
+    directory.mkdir(exist_ok=True)
+    for tool in TOOLS:
+        found = shutil.which(tool)
+        if found and not (directory / tool).exists():
+            (directory / tool).symlink_to(found)
+    return directory
 
 
 def make_project(path: Path, remote: str = "https://github.com/acme/widget.git") -> Path:

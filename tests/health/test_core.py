@@ -1,0 +1,206 @@
+"""The pure cores, without processes: classifier, verdict, cache decision, replay planner, argv."""
+
+from __future__ import annotations
+
+import builtins
+import subprocess
+from typing import Any
+
+import pytest
+
+from forge.health import gh_args, readcache, replay_plan
+from forge.health.signals import AVAILABILITY_FAILURES, SIGNALS, classify_call
+from forge.health.spool import QueueEntry
+from forge.health.verdict import STATES, Observation, classify
+
+NOW = 1_800_000_000_000
+
+
+def obs(*signals: str, age_s: int = 1) -> list[Observation]:
+    """Oldest first, one millisecond apart, all `age_s` old."""
+    start = NOW - age_s * 1000 - len(signals)
+    return [Observation(start + i, 0 if s == "ok" else 1, 5, s, "issue list") for i, s in
+            enumerate(signals)]  # type: ignore[arg-type]  # fmt: skip
+
+
+def test_h03_seven_signals_four_of_them_availability_failures() -> None:
+    assert SIGNALS == ("ok", "net", "server", "ratelimit", "auth", "notfound", "other")
+    assert frozenset({"net", "server", "ratelimit", "auth"}) == AVAILABILITY_FAILURES
+
+
+@pytest.mark.parametrize(
+    ("rc", "stderr", "signal"),
+    [
+        (0, "HTTP 503 anything", "ok"),
+        (1, "HTTP 403: API rate limit exceeded for user ID 1.", "ratelimit"),
+        (1, "HTTP 429: You have exceeded a secondary rate limit.", "ratelimit"),
+        (1, "You have triggered an abuse detection mechanism.", "ratelimit"),
+        (4, "", "auth"),
+        (1, "HTTP 401: Bad credentials", "auth"),
+        (1, "HTTP 403: Resource not accessible by integration", "auth"),
+        (1, "GraphQL: Could not resolve to an issue or pull request", "notfound"),
+        (1, "HTTP 404: Not Found (https://api.github.com/repos/a/b)", "notfound"),
+        (1, "Something went wrong while executing your query.", "server"),
+        (1, "HTTP 502: Bad gateway", "server"),
+        (1, "HTTP 504: Gateway Timeout", "server"),
+        (1, "error connecting to api.github.com", "net"),
+        (1, 'dial tcp: lookup api.github.com: no such host', "net"),
+        (1, "connect: connection refused", "net"),
+        (1, "read: connection reset by peer", "net"),
+        (1, "net/http: TLS handshake timeout", "net"),
+        (1, "unknown flag: --bogus", "other"),
+        (1, "HTTP 422: Validation Failed", "other"),
+    ],
+)
+def test_h04_signal_table(rc: int, stderr: str, signal: str) -> None:
+    assert classify_call(rc, stderr) == signal
+
+
+@pytest.mark.parametrize(
+    ("signals", "state"),
+    [
+        ((), "unknown"),
+        (("ok",) * 9 + ("notfound",), "operational"),
+        (("notfound",) * 10, "operational"),
+        (("other",) * 10, "unknown"),
+        (("server", "server", "server"), "degraded"),
+        (("net", "net", "server"), "unreachable"),
+        (("net", "server"), "degraded"),
+        (("server", "notfound"), "degraded"),
+        (("ok", "auth"), "degraded"),
+        (("server",) * 5 + ("ok",) * 10, "operational"),
+        (("ok", "other", "other"), "operational"),
+    ],
+)
+def test_h05_h07_rules_over_the_sample(signals: tuple[str, ...], state: str) -> None:
+    verdict = classify(obs(*signals), NOW, 300)
+    assert verdict.state == state
+    assert verdict.state in STATES
+
+
+def test_h07c_observations_older_than_the_window_are_ignored() -> None:
+    assert classify(obs("server", age_s=301), NOW, 300).state == "unknown"
+    assert classify(obs("server", age_s=299), NOW, 300).state == "degraded"
+
+
+def test_h07d_only_the_newest_ten_count_and_other_takes_no_slot() -> None:
+    verdict = classify(obs(*(["server"] * 5 + ["ok"] * 10 + ["other"] * 3)), NOW, 300)
+    assert (verdict.state, verdict.n, verdict.sample) == ("operational", 10, {"ok": 10})
+
+
+def test_h08_classify_is_pure(monkeypatch: pytest.MonkeyPatch) -> None:
+    def forbidden(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("classify did I/O")
+
+    sample = obs("ok", "server", "net")
+    monkeypatch.setattr(builtins, "open", forbidden)
+    monkeypatch.setattr(subprocess, "run", forbidden)
+    assert classify(sample, NOW, 300) == classify(sample, NOW, 300)
+
+
+def test_h09_h10_the_verdict_carries_its_evidence_and_names_auth() -> None:
+    verdict = classify(obs("ok", "auth"), NOW, 300).to_json()
+    assert set(verdict) == {"state", "reason", "sample", "window_s", "n", "computed_at", "probed"}
+    assert verdict["state"] == "degraded"
+    assert "auth" in str(verdict["reason"])
+    assert verdict["sample"] == {"ok": 1, "auth": 1}
+
+
+@pytest.mark.parametrize(
+    ("signal", "age", "expected"),
+    [
+        ("server", 45, readcache.Serve(45)),
+        ("net", 0, readcache.Serve(0)),
+        ("notfound", 45, readcache.PassThrough()),
+        ("other", 45, readcache.PassThrough()),
+        ("server", None, readcache.PassThrough()),
+    ],
+)
+def test_c04_c06_cache_decision(signal: str, age: int | None, expected: object) -> None:
+    assert readcache.decide(signal, age, 86_400) == expected
+
+
+def test_c07_a_stale_entry_is_reported_not_served() -> None:
+    decision = readcache.decide("server", 25 * 3600, 86_400)
+    assert isinstance(decision, readcache.PassThrough)
+    assert decision.note == "[forge-cache] not served: cached copy is 25h old (bound 24h)"
+
+
+def test_c04_marker_wording() -> None:
+    assert readcache.Serve(45).marker("server") == (
+        "[forge-cache] served from cache (age 45s) — the live call failed (server). "
+        "This is last-known state, not live."
+    )
+
+
+def entry(seq: int, kind: str, depends_on: list[str] | None = None, **extra: Any) -> QueueEntry:
+    return QueueEntry(
+        seq=seq, kind=kind, repo="acme/widget", host=None,
+        target=(depends_on or ["7"])[0] if kind != "create" else None,
+        handle=f"FORGE-Q{seq}" if kind == "create" else None, depends_on=depends_on or [],
+        idempotency_key="k", argv=["issue", kind, *(depends_on or ["7"])[:1]], title="t",
+        has_body=True, enqueued_at=NOW, project="/p", live_signal="server", live_stderr="",
+        **extra,
+    )  # fmt: skip
+
+
+def test_r05_r09_resolve_orders_dependents_behind_their_create() -> None:
+    comment = entry(2, "comment", ["FORGE-Q1"])
+    assert replay_plan.resolve(comment, {}, ["FORGE-Q1"]) == replay_plan.Wait(
+        "waits for FORGE-Q1, whose create has not landed yet"
+    )
+    step = replay_plan.resolve(comment, {"FORGE-Q1": 12}, [])
+    assert step == replay_plan.Deliver(["issue", "comment", "12", "-R", "acme/widget"], "12")
+    orphan = replay_plan.resolve(comment, {}, [])
+    assert orphan == replay_plan.SetAside("the create it depends on (FORGE-Q1) never landed")
+
+
+def test_r08_r10_judge() -> None:
+    assert replay_plan.judge("ok", "", 0, 3) == replay_plan.Delivered()
+    assert replay_plan.judge("server", "", 0, 3) == replay_plan.Stop("server")
+    assert isinstance(replay_plan.judge("notfound", "", 0, 3), replay_plan.SetAside)
+    assert replay_plan.judge("other", "HTTP 422: x\nmore", 0, 3) == replay_plan.Retry(1, "HTTP 422: x")
+    exhausted = replay_plan.judge("other", "HTTP 422: x", 2, 3)
+    assert exhausted == replay_plan.SetAside("attempts exhausted (3): HTTP 422: x")
+
+
+def test_r11_select_takes_a_batch_of_pending_in_seq_order() -> None:
+    entries = [entry(3, "edit"), entry(1, "edit"), entry(2, "edit", status="set_aside")]
+    assert [e.seq for e in replay_plan.select(entries, 0)] == [1, 3]
+    assert [e.seq for e in replay_plan.select(entries, 1)] == [1]
+
+
+def test_r06_content_match_only_since_enqueue_and_unclaimed() -> None:
+    old = {"url": "u0", "body": "same", "createdAt": "2020-01-01T00:00:00Z"}
+    new = {"url": "u1", "body": "same", "createdAt": "2027-01-15T08:00:00Z"}
+    since = 1_800_000_000_000  # 2027-01-15T08:00:00Z
+    assert replay_plan.landed_comment([old, new], "same", since, []) == "u1"
+    assert replay_plan.landed_comment([old, new], "same", since, ["u1"]) is None
+    issue = {"number": 5, "title": "t", "body": None, "createdAt": new["createdAt"]}
+    assert replay_plan.landed_issue([issue], "t", None, since, []) == 5
+    assert replay_plan.landed_issue([issue], "t", None, since, ["issue:5"]) is None
+
+
+def test_q04_argv_rewriting_moves_the_body_and_the_repo() -> None:
+    argv = ["issue", "comment", "FORGE-Q1", "-R", "o/r", "--body", "hi", "--edit-last"]
+    parsed = gh_args.parse_write(argv)
+    assert parsed.target == "FORGE-Q1"
+    assert parsed.value(gh_args.REPO_FLAGS) == "o/r"
+    assert gh_args.replayable_argv(parsed, "/b.md") == [
+        "issue", "comment", "FORGE-Q1", "--edit-last", "--body-file", "/b.md",
+    ]  # fmt: skip
+    assert gh_args.handles_in(argv) == ["FORGE-Q1"]
+    assert gh_args.substitute(argv, {"FORGE-Q1": 9})[2] == "9"
+    assert gh_args.handles_in(["FORGE-Q01", "FORGE-Qx", "xFORGE-Q1"]) == []
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("https://github.com/acme/widget.git", ("github.com", "acme/widget")),
+        ("git@github.com:acme/widget.git", ("github.com", "acme/widget")),
+        ("ssh://git@ghe.example/acme/widget", ("ghe.example", "acme/widget")),
+    ],
+)
+def test_c13_q14a_repo_from_remote(url: str, expected: tuple[str, str]) -> None:
+    assert gh_args.repo_from_remote(url) == expected
