@@ -1,0 +1,17 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.lab.kit import Kit, kill_all, marker_processes
+
+
+@pytest.fixture
+def kit(tmp_path: Path) -> Iterator[Kit]:
+    kit = Kit(tmp_path)
+    yield kit
+    leftovers = marker_processes(str(kit.ctl))
+    kill_all(leftovers)
+    assert leftovers == [], "a test left processes of its attempts running"
