@@ -58,12 +58,12 @@ async def serve(loaded: LoadedConfig, *, drills: bool = False) -> None:
     supervisor = Supervisor(loaded)
     if drills:
         drill_verbs.install(supervisor)
-    socket = SocketServer(supervisor)
-    await socket.start()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
+    socket = SocketServer(supervisor)
+    await socket.start()
     watcher = asyncio.create_task(
         watch_config(loaded.source, loaded, supervisor.apply_config, clock=supervisor.clock)
     )

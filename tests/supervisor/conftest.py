@@ -1,0 +1,43 @@
+"""The `supervise` fixture: a real `forge supervise` on a free port with its own forge.toml."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from .harness import Start, Supervised
+
+
+@pytest.fixture
+async def supervise(
+    forge_dirs: dict[str, Path], free_port: int, tmp_path: Path
+) -> AsyncIterator[Start]:
+    """`await supervise(toml)` starts a supervisor with drills on; all are stopped at the end."""
+    started: list[Supervised] = []
+
+    async def start(
+        toml: str = "", *, drills: bool = True, args: tuple[str, ...] = ()
+    ) -> Supervised:
+        config = tmp_path / "forge.toml"
+        config.write_text(toml, encoding="utf-8")
+        env = dict(os.environ, FORGE_SUPERVISOR_DRILLS="1" if drills else "0")
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "forge.cli", "supervise", "--config", str(config),
+            "--port", str(free_port), *args,
+            env=env, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        supervised = Supervised(
+            process, free_port, config, forge_dirs["state"] / "forge" / "forge.log"
+        )
+        started.append(supervised)
+        await supervised.record("socket_listening")
+        return supervised
+
+    yield start
+    for supervised in started:
+        await supervised.stop()
