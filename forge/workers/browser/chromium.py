@@ -59,6 +59,12 @@ class LaunchSettings:
     extra_args: tuple[str, ...] = ()
 
 
+def check_executable(executable: Path) -> None:
+    """Raise `BrowserMissing` unless `executable` can be run (before spawning a host for it)."""
+    if not os.access(executable, os.X_OK):
+        raise BrowserMissing(executable)
+
+
 def _high_fd(fd: int) -> int:
     """A close-on-exec copy above 9, so the spawn's dup2 onto 3 and 4 cannot clobber a source."""
     copy = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10)
@@ -107,8 +113,7 @@ class ChromiumProcess:
         cls, settings: LaunchSettings, on_event: EventHandler, clock: Clock = SYSTEM_CLOCK
     ) -> ChromiumProcess:
         """Spawn Chromium and wait until it answers; a missing binary raises `BrowserMissing`."""
-        if not os.access(settings.executable, os.X_OK):
-            raise BrowserMissing(settings.executable)
+        check_executable(settings.executable)
         settings.user_data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         log_path = settings.user_data_dir / "chromium.log"
         to_chromium_r, to_chromium_w = (_high_fd(fd) for fd in os.pipe())
