@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 import tomlkit
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from forge.config import AREAS, KEYS, ConfigError, key_for, parse_config
@@ -87,7 +87,7 @@ def load(text: str) -> Any:
         return parse_config(text.encode(), Path(folder) / "forge.toml")
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(config_files())
 def test_a_generated_file_loads_to_what_was_written(data: dict[str, Any]) -> None:
     loaded = load(tomlkit.dumps(data))
@@ -107,7 +107,7 @@ def test_a_generated_file_loads_to_what_was_written(data: dict[str, Any]) -> Non
         assert row["value"] == source.get(key.leaf, key.default)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(config_files(), st.sampled_from(KEYS), st.data())
 def test_a_wrong_value_is_refused_on_its_own_line(
     data: dict[str, Any], key: Key, draw: st.DataObject
