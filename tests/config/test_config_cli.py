@@ -65,3 +65,26 @@ def test_defaults_print_a_file_that_loads_as_the_defaults(tmp_path: Path) -> Non
     path.write_text(done.stdout)
     assert load_config(path).config == load_config(tmp_path / "absent.toml").config
     assert "[[projects]]" in done.stdout
+
+
+def test_supervise_refuses_a_config_that_does_not_load(
+    tmp_path: Path, forge_dirs: dict[str, Path]
+) -> None:
+    """Issue 2, item 2: refused at start with the loader's message naming line and key, exit 2."""
+    path = tmp_path / "forge.toml"
+    path.write_text('[[projects]]\norg = "acme"\nname = "forge"\npath = "/srv"\nshel = "sh"\n')
+    done = forge("supervise", "--config", str(path))
+    assert done.returncode == 2
+    assert done.stderr == (
+        f"forge: {path} line 5: projects[0].shel: unknown key; [projects] has browser_profile, "
+        "document_roots, name, org, path, shell\n"
+    )
+
+
+def test_supervise_refuses_a_bad_port_flag(forge_dirs: dict[str, Path]) -> None:
+    done = forge("supervise", "--port", "70000")
+    assert done.returncode == 2
+    assert done.stderr.endswith(
+        "forge.toml: server.port (from the command line): "
+        "expected an integer from 1 to 65535, got 70000\n"
+    )
