@@ -147,6 +147,8 @@ class WorkerHandle:
         self._spawned_at = 0.0
         self._last_seen = 0.0
         self._ready_at: float | None = None
+        self._hello: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        """Resolved by the current generation's accepted hello."""
         self._kill_reason: str | None = None
         self._state = WorkerState.STARTING
         self._restarts = 0
@@ -270,7 +272,7 @@ class WorkerHandle:
     async def _supervise(self) -> None:
         while True:
             process = self._spawn()
-            watchdog = asyncio.ensure_future(self._watchdog(process))
+            watchdog = asyncio.ensure_future(self._watchdog(process, self._hello))
             status = await process.exited
             watchdog.cancel()
             ready_for = self._on_exit(process, status)
@@ -305,6 +307,7 @@ class WorkerHandle:
         )
         self._identity = context.identity
         self._ready_at = None
+        self._hello = asyncio.get_running_loop().create_future()
         self._kill_reason = None
         self._spawned_at = self._clock.monotonic()
         env = {**os.environ, **self.spec.env, **context.to_environ()}
@@ -314,20 +317,15 @@ class WorkerHandle:
         self._set_state(WorkerState.STARTING)
         return self._process
 
-    async def _watchdog(self, process: WorkerProcess) -> None:
+    async def _watchdog(self, process: WorkerProcess, hello: asyncio.Future[None]) -> None:
         """SIGTERM then SIGKILL a worker that never says hello or stops sending heartbeats."""
         t = self._timings
-        while True:
-            now = self._clock.monotonic()
-            if self._state is WorkerState.READY:
-                deadline = self._last_seen + t.hang_after
-                why = f"hung: no heartbeat for {t.hang_after:g} s"
-            else:
-                deadline = self._spawned_at + t.hello_timeout
-                why = f"no hello within {t.hello_timeout:g} s"
-            if now >= deadline:
-                break
-            await self._clock.sleep(deadline - now)
+        if not await self._within(hello, t.hello_timeout):
+            why = f"no hello within {t.hello_timeout:g} s"
+        else:
+            while (wait := self._last_seen + t.hang_after - self._clock.monotonic()) > 0:
+                await self._clock.sleep(wait)
+            why = f"hung: no heartbeat for {t.hang_after:g} s"
         self._log.error("worker_hang", pid=process.pid, reason=why)
         await self._terminate(process, why)
 
@@ -394,6 +392,9 @@ class WorkerHandle:
                 self._on_event(envelope)
 
     def _on_hello(self, envelope: Envelope) -> None:
+        if self._hello.done():
+            self._log.warning("ipc_duplicate_hello", generation=self.generation)
+            return
         body = envelope.body if isinstance(envelope.body, dict) else {}
         reason = self._refusal(envelope.version, body)
         if reason is not None:
@@ -409,6 +410,7 @@ class WorkerHandle:
             return
         self.capabilities = tuple(str(c) for c in body.get("capabilities", ()))
         self._ready_at = self._clock.monotonic()
+        self._hello.set_result(None)
         self._log.info("worker_ready", pid=body.get("pid"), generation=self.generation)
         self._set_state(WorkerState.READY)
 

@@ -220,8 +220,15 @@ class Worker:
         loop = asyncio.get_running_loop()
         loop.add_signal_handler(signal.SIGTERM, self.request_stop)
         try:
+            setup = asyncio.ensure_future(self.setup())
+            stopping = asyncio.ensure_future(self._stopping.wait())
+            await asyncio.wait({setup, stopping}, return_when=asyncio.FIRST_COMPLETED)
+            stopping.cancel()
+            if not setup.done():  # SIGTERM while starting: nothing to tear down yet
+                setup.cancel()
+                return 0
             try:
-                await self.setup()
+                setup.result()
             except WorkerConfigError as error:
                 self.log.error("worker_config_error", reason=str(error))
                 return CONFIG_ERROR_EXIT

@@ -5,6 +5,7 @@ script what goes wrong later. Every later worker kind's tests can use it as the 
 
 config keys:
   crash_on_start    exit 3 before saying hello
+  silent_start      never finish setup, so never say hello
   config_error      raise WorkerConfigError in setup (exit CONFIG_ERROR_EXIT)
   crash_after       die by SIGKILL while handling request number N+1 (it is never answered)
   ignore_sigterm    SIG_IGN for SIGTERM, so only SIGKILL ends it
@@ -53,6 +54,8 @@ class MisbehavingWorker(Worker):
     async def setup(self) -> None:
         if self.config.get("crash_on_start"):
             os._exit(3)
+        if self.config.get("silent_start"):
+            await asyncio.Event().wait()
         if self.config.get("config_error"):
             raise WorkerConfigError("config_error was asked for")
         if self.config.get("ignore_sigterm"):

@@ -1,0 +1,41 @@
+"""A process that runs a `WorkerManager`, so a test can SIGKILL it and look for orphans.
+
+`python -m forge.testing.manager_host N` starts N misbehaving workers, each with a child that
+dies with it, prints one JSON line `{"manager": pid, "workers": [...], "children": [...]}` once
+all are ready, and then waits to be killed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+
+from forge.ipc.manager import WorkerManager, WorkerSpec
+
+
+async def host(count: int) -> None:
+    async with WorkerManager() as manager:
+        handles = [
+            manager.start(
+                WorkerSpec(
+                    f"orphan-{index}",
+                    "misbehaving",
+                    "forge.testing.misbehaving",
+                    config={"spawn_child": "pdeathsig"},
+                )
+            )
+            for index in range(count)
+        ]
+        workers = [(await handle.request("pid", within=30.0)).result for handle in handles]
+        children = [
+            pid for handle in handles for pid in (await handle.request("children")).result
+        ]
+        report = {"manager": os.getpid(), "workers": workers, "children": children}
+        print(json.dumps(report), flush=True)
+        await asyncio.Event().wait()
+
+
+if __name__ == "__main__":
+    asyncio.run(host(int(sys.argv[1]) if len(sys.argv) > 1 else 2))

@@ -1,0 +1,228 @@
+"""The lifecycle with real worker processes: requests, deaths, hangs, crash loops, stops."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import os
+import signal
+from pathlib import Path
+
+import psutil
+import pytest
+from structlog.testing import capture_logs
+
+from forge.ipc.errors import RequestFailed, RequestTimeout, WorkerCrashed, WorkerUnavailable
+from forge.ipc.exits import CONFIG_ERROR_EXIT
+from forge.ipc.manager import WorkerEvent, WorkerManager, WorkerRow, WorkerState
+from forge.ipc.messages import StreamFrame
+
+from .helpers import HANG_TIMINGS, TEST_TIMINGS, misbehaving, ready
+
+
+async def test_requests_carry_args_and_raw_payload_frames_both_ways(
+    manager: WorkerManager,
+) -> None:
+    worker = manager.start(misbehaving("echo"))
+    big = os.urandom(100_000)
+    reply = await worker.request("echo", {"n": [1, "two"]}, payloads=(b"small", big))
+    assert reply.result == {"n": [1, "two"]}
+    assert [bytes(p) for p in reply.payloads] == [b"small", big]
+    assert all(isinstance(p, memoryview) for p in reply.payloads)
+    assert worker.capabilities == ("echo", "flood")
+
+
+async def test_a_handler_refusal_arrives_with_its_code(manager: WorkerManager) -> None:
+    worker = manager.start(misbehaving("refuser"))
+    with pytest.raises(RequestFailed) as refused:
+        await worker.request("no_such_method")
+    assert refused.value.code == "unknown_method"
+    assert "misbehaving workers have no 'no_such_method'" in refused.value.message
+
+
+async def test_events_reach_every_listener(manager: WorkerManager) -> None:
+    worker = manager.start(misbehaving("emitter"))
+    events: list[WorkerEvent] = []
+    worker.on_event(events.append)
+    await worker.request("emit", {"event": "title", "data": {"t": "vim"}}, payloads=(b"raw",))
+    await worker.request("pid")  # same channel, so the event came first
+    assert [(e.worker, e.event, e.data, bytes(e.payloads[0])) for e in events] == [
+        ("emitter", "title", {"t": "vim"}, b"raw")
+    ]
+
+
+async def test_a_request_times_out_at_its_own_deadline_and_the_worker_lives_on(
+    manager: WorkerManager,
+) -> None:
+    worker = manager.start(misbehaving("slow"))
+    await ready(worker)
+    with pytest.raises(RequestTimeout) as late:
+        await worker.request("sleep", {"seconds": 30}, within=0.2)
+    assert late.value.code == "timeout"
+    assert (await worker.request("echo", "still here")).result == "still here"
+
+
+async def test_kill_9_fails_in_flight_requests_restarts_and_spares_the_other_worker(
+    manager: WorkerManager,
+) -> None:
+    victim = manager.start(misbehaving("victim"))
+    bystander = manager.start(misbehaving("bystander"))
+    await ready(victim)
+    await ready(bystander)
+    bystander_pid = bystander.pid
+    in_flight = [asyncio.ensure_future(victim.request("sleep", {"seconds": 30})) for _ in range(3)]
+    assert (await victim.request("echo", "sync")).result == "sync"  # the sleeps have arrived
+    assert victim.pid is not None
+    os.kill(victim.pid, signal.SIGKILL)
+    results = await asyncio.gather(*in_flight, return_exceptions=True)
+    assert all(isinstance(r, WorkerCrashed) and r.code == "worker_crashed" for r in results)
+    await ready(victim, restarts=1)
+    assert (await victim.request("echo", "back")).result == "back"
+    row = victim.row
+    assert (row.last_exit, row.last_reason) == ("SIGKILL", "killed by SIGKILL")
+    assert bystander.row == WorkerRow(
+        "bystander", "misbehaving", bystander_pid, WorkerState.READY, 0, None, None
+    )
+    assert (await bystander.request("pid")).result == bystander_pid
+
+
+async def test_a_crash_ends_every_stream_it_served(manager: WorkerManager) -> None:
+    worker = manager.start(misbehaving("streamer", crash_after=0))
+    ended: asyncio.Future[tuple[str, str]] = asyncio.get_running_loop().create_future()
+    worker.subscribe("pty", print, lambda stream, reason: ended.set_result((stream, reason)))
+    with pytest.raises(WorkerCrashed):
+        await worker.request("echo", "dies on the first request")
+    assert await ended == ("pty", "worker_crashed")
+
+
+async def test_stream_frames_arrive_whole_in_order_and_end_with_the_workers_reason(
+    manager: WorkerManager,
+) -> None:
+    worker = manager.start(misbehaving("bytes"))
+    frames: list[StreamFrame] = []
+    ended: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+    worker.subscribe("out", frames.append, lambda stream, reason: ended.set_result(reason))
+    chunks = [os.urandom(size) for size in (1, 16 * 1024, 1 << 20)]
+    assert (await worker.request("stream", {"stream": "out", "chunks": chunks})).result == 4
+    assert await ended == "finished"
+    assert [(f.seq, f.meta, bytes(f.payload)) for f in frames] == [
+        (i + 1, {"size": len(c)}, c) for i, c in enumerate(chunks)
+    ]
+    assert all(isinstance(f.payload, memoryview) for f in frames)
+
+
+async def test_sigstop_is_caught_by_missed_heartbeats_then_killed_and_restarted(
+    forge_dirs: dict[str, Path],
+) -> None:
+    async with WorkerManager(timings=HANG_TIMINGS) as manager:
+        worker = manager.start(misbehaving("stopped", ignore_sigterm=True))
+        await ready(worker)
+        assert worker.pid is not None
+        first_pid = worker.pid
+        os.kill(first_pid, signal.SIGSTOP)
+        await ready(worker, restarts=1)
+        assert worker.row.last_exit == "SIGKILL"
+        assert worker.row.last_reason == "hung: no heartbeat for 0.5 s; killed by SIGKILL"
+        assert not psutil.pid_exists(first_pid)
+        assert (await worker.request("echo", 1)).result == 1
+
+
+async def test_a_hung_worker_that_honours_sigterm_exits_on_it(
+    forge_dirs: dict[str, Path],
+) -> None:
+    async with WorkerManager(timings=HANG_TIMINGS) as manager:
+        worker = manager.start(misbehaving("paused"))
+        await ready(worker)
+        assert worker.pid is not None
+        os.kill(worker.pid, signal.SIGSTOP)
+        await ready(worker, restarts=1)
+        assert worker.row.last_reason == "hung: no heartbeat for 0.5 s; exit code 0"
+
+
+async def test_a_crash_loop_backs_off_longer_each_time_then_fails(
+    manager: WorkerManager,
+) -> None:
+    with capture_logs() as records:
+        worker = manager.start(misbehaving("looper", crash_on_start=True))
+        row = await worker.wait_for(lambda r: r.state == "failed", 60.0)
+    delays = [r["delay"] for r in records if r["event"] == "worker_restart_scheduled"]
+    assert delays == [0.02, 0.04, 0.08, 0.16, 0.2]
+    assert row.restarts == 5
+    assert row.last_exit == 3
+    assert row.last_reason == "6 crashes within 300 s (last: exit code 3)"
+    assert row.pid is None
+    with pytest.raises(WorkerUnavailable, match="failed: 6 crashes"):
+        await worker.request("echo", 1)
+
+
+async def test_a_configuration_error_exit_is_never_restarted(manager: WorkerManager) -> None:
+    changes: list[WorkerRow] = []
+    manager.on_change(changes.append)
+    worker = manager.start(misbehaving("misconfigured", config_error=True))
+    row = await worker.wait_for(lambda r: r.state == "failed", 60.0)
+    assert (row.restarts, row.last_exit) == (0, CONFIG_ERROR_EXIT)
+    assert row.last_reason == "configuration error (exit code 78); not restarting"
+    assert [c.state for c in changes] == ["starting", "failed"]
+
+
+async def test_a_protocol_mismatch_is_rejected_logged_and_not_restarted(
+    manager: WorkerManager,
+) -> None:
+    with capture_logs() as records:
+        worker = manager.start(misbehaving("future", protocol=99))
+        row = await worker.wait_for(lambda r: r.state == "failed", 60.0)
+    rejected = [r for r in records if r["event"] == "ipc_protocol_rejected"]
+    assert rejected[0]["reason"] == "protocol 99 (envelope 1) is not 1"
+    assert row.last_reason == (
+        "rejected: protocol 99 (envelope 1) is not 1; "
+        "configuration error (exit code 78); not restarting"
+    )
+
+
+async def test_stop_is_graceful_and_never_restarts(manager: WorkerManager) -> None:
+    worker = manager.start(misbehaving("polite"))
+    await ready(worker)
+    await worker.stop()
+    assert worker.row == WorkerRow(
+        "polite", "misbehaving", None, WorkerState.STOPPED, 0, 0, "exit code 0"
+    )
+    with pytest.raises(WorkerUnavailable):
+        await worker.request("echo", 1)
+
+
+async def test_stop_escalates_to_sigkill_for_a_worker_that_ignores_sigterm(
+    forge_dirs: dict[str, Path],
+) -> None:
+    timings = TEST_TIMINGS.scaled(0.1)
+    async with WorkerManager(timings=timings) as manager:
+        worker = manager.start(misbehaving("stubborn", ignore_sigterm=True))
+        await worker.wait_for(lambda r: r.state == "ready", 60.0)
+        blocked = asyncio.ensure_future(worker.request("block", {"seconds": 30}))
+        await asyncio.sleep(0)
+        await worker.stop()
+        assert worker.row.last_exit == "SIGKILL"
+        assert worker.row.last_reason == "did not stop when asked; killed by SIGKILL"
+        with pytest.raises(WorkerUnavailable):
+            await blocked
+
+
+async def test_children_left_in_the_group_die_with_the_worker(manager: WorkerManager) -> None:
+    worker = manager.start(misbehaving("parent", spawn_child="group"))
+    [child] = (await worker.request("children")).result
+    assert psutil.pid_exists(child)
+    assert worker.pid is not None
+    os.kill(worker.pid, signal.SIGKILL)
+    await ready(worker, restarts=1)
+    gone, alive = psutil.wait_procs([psutil.Process(child)], timeout=30)
+    assert (len(gone), alive) == (1, [])
+
+
+async def test_a_worker_that_never_says_hello_is_stopped_and_restarted(
+    forge_dirs: dict[str, Path],
+) -> None:
+    timings = dataclasses.replace(TEST_TIMINGS, hello_timeout=0.5)
+    async with WorkerManager(timings=timings) as manager:
+        worker = manager.start(misbehaving("mute", silent_start=True))
+        row = await worker.wait_for(lambda r: r.restarts == 1, 60.0)
+        assert row.state == "restarting"
+        assert row.last_reason == "no hello within 0.5 s; exit code 0"
