@@ -62,22 +62,36 @@ def syntax_error_line(text: str, message: str) -> int:
 
 
 def key_on_line(text: str, line: int) -> str | None:
-    """The dotted key a line assigns, under the table declared above it; None if it assigns none."""
+    """The key a line assigns, under the table declared above it (`projects[2].shell` in the
+    third [[projects]] entry), or the table a header line declares; None if the line has neither."""
     lines = text.splitlines()
     if not 1 <= line <= len(lines):
         return None
     assigned = _ASSIGNED_KEY.match(lines[line - 1])
-    header = _HEADER.match(lines[line - 1])
-    if header is not None and assigned is None:
-        return header.group(1)
     if assigned is None:
-        return None
-    table = next(
-        (found.group(1) for found in map(_HEADER.match, reversed(lines[: line - 1])) if found),
-        None,
-    )
+        return _table_at(lines, line) if _HEADER.match(lines[line - 1]) else None
+    table = _table_at(lines, line - 1)
     key = assigned.group(1)
     return key if table is None else f"{table}.{key}"
+
+
+def _table_at(lines: Sequence[str], line: int) -> str | None:
+    """The table the header nearest at or above `line` declares; an [[array]] entry by index."""
+    for number in range(line, 0, -1):
+        header = _HEADER.match(lines[number - 1])
+        if header is None:
+            continue
+        name = header.group(1)
+        if not lines[number - 1].lstrip().startswith("[["):
+            return name
+        entries = sum(1 for above in lines[:number] if _array_header(above) == name)
+        return f"{name}[{entries - 1}]"
+    return None
+
+
+def _array_header(line: str) -> str | None:
+    header = _HEADER.match(line)
+    return header.group(1) if header and line.lstrip().startswith("[[") else None
 
 
 def _holds(document: TomlValue, path: KeyPath) -> bool:

@@ -111,6 +111,17 @@ def test_a_syntax_error_on_a_header_names_the_line(write_config: Callable[[str],
     assert refused.value.line == 3
 
 
+def test_a_syntax_error_in_an_entry_names_the_entry(write_config: Callable[[str], Path]) -> None:
+    path = write_config(
+        '[[projects]]\norg = "a"\nname = "b"\npath = "/"\n\n'
+        '[[projects]]\norg = "a"\nname = "c"\npath = /srv\n'
+    )
+    with pytest.raises(ConfigError) as refused:
+        load_config(path)
+    assert (refused.value.line, refused.value.key) == (9, "projects[1].path")
+    assert str(refused.value).startswith(f"{path} line 9: projects[1].path: Invalid value")
+
+
 def test_a_syntax_error_at_the_end_names_the_last_line(write_config: Callable[[str], Path]) -> None:
     path = write_config('[client]\ntheme = "dusk\n')
     with pytest.raises(ConfigError) as refused:
