@@ -366,7 +366,7 @@ def _attempt_lines(record: dict[str, Any]) -> list[str]:
     if record.get("regressionFailedTests"):
         suffix = " (output truncated)" if record.get("regressionFailedTestsTruncated") else ""
         lines.append(f"  - regression failures{suffix}:")
-        by_test = {f["test"] if not f.get("package") else f"{f['test']}": f for f in failures}
+        by_test = {f"{f['package']}::{f['test']}": f for f in failures}
         for test in record["regressionFailedTests"]:
             lines.append(f"    - {test}{_base_mark(by_test.get(test))}")
     return lines

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.lab.kit import Kit, kill_all, marker_processes
+from .kit import Kit, kill_all, marker_processes
 
 
 @pytest.fixture
