@@ -166,10 +166,10 @@ class FramePump:
         try:
             await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
             while not asked.done():
-                left = self._settings.quiet_s - (self._clock.monotonic() - self._last_paint)
-                if left <= 0:
+                quiet_at = self._last_paint + self._settings.quiet_s
+                if self._clock.monotonic() >= quiet_at:
                     return
-                quiet = asyncio.ensure_future(self._clock.sleep(left))
+                quiet = asyncio.ensure_future(self._clock.sleep(quiet_at - self._clock.monotonic()))
                 waiters.append(quiet)
                 await asyncio.wait({asked, quiet}, return_when=asyncio.FIRST_COMPLETED)
         finally:
