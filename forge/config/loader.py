@@ -116,7 +116,7 @@ def parse_config(
         resolved = _resolve(data)
         _apply_overrides(resolved, overrides)
     except _Invalid as invalid:
-        raise _located(invalid, text, source, overrides) from None
+        raise _located(invalid, text, source) from None
     fingerprint = fingerprint_of(raw)
     document = build_document(
         resolved, version=build_stamp().short, source=str(source), fingerprint=fingerprint
@@ -134,12 +134,20 @@ def parse_config(
 class _Invalid(Exception):
     """A validation failure at a key path, before its line is looked up."""
 
-    def __init__(self, path: KeyPath, why: str, *, line_at: KeyPath | None = None) -> None:
+    def __init__(
+        self,
+        path: KeyPath,
+        why: str,
+        *,
+        line_at: KeyPath | None = None,
+        from_command_line: bool = False,
+    ) -> None:
         super().__init__(why)
         self.path = path
         self.why = why
         self.line_at = path if line_at is None else line_at
         """Where to look for the line: a missing key is reported on its entry's header."""
+        self.from_command_line = from_command_line
 
 
 def _decode(raw: bytes, source: Path) -> str:
@@ -151,11 +159,9 @@ def _decode(raw: bytes, source: Path) -> str:
         raise ConfigError(message, path=source, line=line, key=None) from None
 
 
-def _located(
-    invalid: _Invalid, text: str, source: Path, overrides: Mapping[str, TomlValue]
-) -> ConfigError:
+def _located(invalid: _Invalid, text: str, source: Path) -> ConfigError:
     key = _display(invalid.path)
-    if key in overrides:
+    if invalid.from_command_line:
         return ConfigError(
             f"{source}: {key} (from the command line): {invalid.why}",
             path=source,
@@ -257,7 +263,9 @@ def _apply_overrides(resolved: dict[str, Any], overrides: Mapping[str, TomlValue
             raise ValueError(f"{pattern} is a repeated key; only plain-table keys are overridden")
         if not key.rule.accepts(value):
             raise _Invalid(
-                (key.area.id, key.leaf), f"expected {key.rule.expected}, got {_render(value)}"
+                (key.area.id, key.leaf),
+                f"expected {key.rule.expected}, got {_render(value)}",
+                from_command_line=True,
             )
         resolved[key.area.id][key.leaf] = value
 

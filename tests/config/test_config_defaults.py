@@ -153,6 +153,17 @@ def test_a_bad_override_is_refused_naming_the_command_line(
     assert refused.value.line is None
 
 
+def test_a_bad_file_value_is_the_file_fault_even_when_overridden(
+    write_config: Callable[[str], Path],
+) -> None:
+    path = write_config('[server]\nport = "x"\n')
+    with pytest.raises(ConfigError) as refused:
+        load_config(path, overrides={"server.port": 9000})
+    assert str(refused.value) == (
+        f'{path} line 2: server.port: expected an integer from 1 to 65535, got "x"'
+    )
+
+
 def test_resolve_prefers_the_flag_then_the_environment_then_xdg(
     forge_dirs: dict[str, Path],
 ) -> None:
