@@ -98,6 +98,7 @@ class Forge:
         self.state = state
         self.cwd = cwd
         self.body: bytes | None = None
+        self.body_received: bytes | None = None
         self.stdin = b""
 
     def repo(self, flags: dict[str, list[str]]) -> dict[str, Any]:
@@ -290,6 +291,11 @@ def main(argv: list[str]) -> int:
         state = json.loads(state_path.read_text()) if state_path.exists() else {}
         forge = Forge(state, os.getcwd())
         forge.stdin = stdin
+        try:  # what the forge received, even when it then fails the call
+            forge.read_body(parse(argv[2:])[1])
+        except (Fail, OSError):
+            pass
+        forge.body_received, forge.body = forge.body, None
         rc, out, err = 0, "", ""
         if fault and fault.get("phase", "before") == "before":
             rc, err = FAULTS[fault["kind"]]
@@ -303,7 +309,8 @@ def main(argv: list[str]) -> int:
                 rc, out, err = FAULTS[fault["kind"]][0], "", FAULTS[fault["kind"]][1]
         record = {
             "t": time.time(), "argv": argv, "stdin": stdin.decode("utf-8", "replace"),
-            "body_b64": None if forge.body is None else base64.b64encode(forge.body).decode(),
+            "body_b64": None if forge.body_received is None
+            else base64.b64encode(forge.body_received).decode(),
             "fault": fault and fault["kind"], "rc": rc, "cwd": os.getcwd(),
         }  # fmt: skip
         if os.environ.get("FAKEGH_LOG"):

@@ -1,0 +1,202 @@
+"""The write queue through a raw gh call: spooled on availability failures, never otherwise."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from .conftest import ForgeEnv
+
+MARKER = re.compile(
+    r"^\[forge-queue\] not delivered yet — the live call failed \((net|server|ratelimit|auth)\)\. "
+    r"Spooled as q(\d{6}); it replays in order when the forge recovers \(queue depth (\d+)\)\.$"
+)
+
+
+def queue_dir(env: ForgeEnv) -> Path:
+    return env.project / ".forge" / "queue"
+
+
+def entries(env: ForgeEnv) -> list[dict[str, object]]:
+    return [json.loads(p.read_text()) for p in sorted(queue_dir(env).glob("*.json"))
+            if p.name[0].isdigit()]  # fmt: skip
+
+
+@pytest.fixture
+def down(forge_env: ForgeEnv) -> ForgeEnv:
+    """One open issue (#1), and every issue write failing with a 503."""
+    forge_env.fake.seed("first")
+    forge_env.fake.fail("issue *", "503", times=-1)
+    return forge_env
+
+
+def test_q09_q14_spooled_with_a_marker_and_rc_0(down: ForgeEnv) -> None:
+    result = down.gh("issue", "comment", "1", "--body", "hello", env={"FORGE_REPLAY": "0"})
+    assert result.returncode == 0
+    match = MARKER.match(result.stderr.decode().strip())
+    assert match is not None, result.stderr
+    assert match.groups() == ("server", "000001", "1")
+    [entry] = entries(down)
+    assert {"kind", "repo", "target", "handle", "idempotency_key", "argv", "enqueued_at",
+            "project", "attempts", "status", "live_stderr"} <= set(entry)  # fmt: skip
+    assert (entry["kind"], entry["repo"], entry["target"]) == ("comment", "acme/widget", "1")
+    assert (queue_dir(down) / "000001.seq").exists()
+    assert (down.state_dir / "replay-pending").read_text() == f"{down.project}\n"
+
+
+@pytest.mark.parametrize(
+    ("how", "body"),
+    [("--body", b"crlf\r\nline"), ("--body-file", "no newline é".encode()), ("-", b"\xe2\x9c\x93\n")],
+)
+def test_q04_q05_bodies_are_byte_identical(down: ForgeEnv, how: str, body: bytes) -> None:
+    stdin = b""
+    if how == "--body":
+        args = ["--body", body.decode()]
+    elif how == "--body-file":
+        path = down.root / "body.txt"
+        path.write_bytes(body)
+        args = ["--body-file", str(path)]
+    else:
+        args, stdin = ["--body-file", "-"], body
+    assert down.gh("issue", "comment", "1", *args, stdin=stdin).returncode == 0
+    live = down.fake.calls()[-1]
+    import base64
+
+    assert base64.b64decode(live["body_b64"]) == body  # the live call got the whole body
+    stored = (queue_dir(down) / "000001.d" / "body.md").read_bytes()
+    assert hashlib.sha256(stored).digest() == hashlib.sha256(body).digest()
+
+
+@pytest.mark.parametrize("verb", ["delete", "transfer", "lock"])
+def test_q02_destructive_writes_are_never_spooled(down: ForgeEnv, verb: str) -> None:
+    result = down.gh("issue", verb, "1")
+    assert result.returncode == 1
+    assert b"HTTP 503" in result.stderr
+    assert entries(down) == []
+
+
+def test_q03_reads_are_never_spooled(down: ForgeEnv) -> None:
+    assert down.gh("issue", "view", "1").returncode == 1
+    assert entries(down) == []
+
+
+@pytest.mark.parametrize("kind", ["404", "usage"])
+def test_q11_404_and_usage_errors_are_not_spooled(forge_env: ForgeEnv, kind: str) -> None:
+    forge_env.fake.seed("first")
+    forge_env.fake.fail("issue comment*", kind)
+    result = forge_env.gh("issue", "comment", "1", "--body", "x")
+    assert result.returncode == 1
+    assert b"[forge-queue]" not in result.stderr
+    assert not queue_dir(forge_env).exists() or entries(forge_env) == []
+
+
+def test_q06_a_bare_create_is_left_alone(down: ForgeEnv) -> None:
+    result = down.gh("issue", "create")
+    assert result.returncode == 1
+    assert entries(down) == []
+    assert down.observations() == []
+
+
+def test_q10_q08_a_queued_create_prints_its_handle_and_dependents_wait(down: ForgeEnv) -> None:
+    created = down.gh("issue", "create", "--title", "todo", "--body", "b")
+    assert created.returncode == 0
+    url = created.stdout.decode().strip()
+    assert url == "https://github.com/acme/widget/issues/FORGE-Q1"
+    handle = url.rsplit("/", 1)[1]
+    down.fake.clear_faults()
+    calls = len(down.fake.calls())
+    comment = down.gh("issue", "comment", handle, "--body", "see above")
+    assert comment.returncode == 0
+    assert b"waits for FORGE-Q1" in comment.stderr
+    assert len(down.fake.calls()) == calls  # the forge was not called at all
+    assert [(e["seq"], e["kind"], e["depends_on"]) for e in entries(down)] == [
+        (1, "create", []), (2, "comment", ["FORGE-Q1"]),
+    ]  # fmt: skip
+
+
+def test_q07_a_resolved_handle_is_substituted_and_goes_live(forge_env: ForgeEnv) -> None:
+    forge_env.fake.seed(*[f"i{n}" for n in range(7)])
+    queue = queue_dir(forge_env)
+    queue.mkdir(parents=True)
+    (queue / "handles.json").write_text('{"FORGE-Q1": 7}')
+    result = forge_env.gh("issue", "comment", "FORGE-Q1", "--body", "hi")
+    assert result.returncode == 0, result.stderr
+    assert forge_env.fake.argvs()[-1] == ["issue", "comment", "7", "--body", "hi"]
+
+
+def test_q12_the_bound_refuses_loudly(down: ForgeEnv) -> None:
+    bound = {"FORGE_QUEUE_MAX": "2"}
+    for n in range(2):
+        assert down.gh("issue", "comment", "1", "--body", str(n), env=bound).returncode == 0
+    third = down.gh("issue", "comment", "1", "--body", "3", env=bound)
+    assert third.returncode == 1
+    assert b"HTTP 503" in third.stderr
+    assert b"[forge-queue] NOT queued \xe2\x80\x94 spool full (2 pending)" in third.stderr
+    assert len(entries(down)) == 2
+
+
+def test_q13_disabled_entirely(down: ForgeEnv) -> None:
+    result = down.gh("issue", "comment", "1", "--body", "x", env={"FORGE_QUEUE": "0"})
+    assert result.returncode == 1
+    assert not queue_dir(down).exists()
+
+
+def test_q14_concurrent_enqueues_get_distinct_contiguous_seqs(down: ForgeEnv) -> None:
+    script = "; ".join(
+        f"{down.shim} issue comment 1 --body w{i} >/dev/null 2>&1" for i in range(5)
+    )
+    procs = [subprocess.Popen(["dash", "-c", script], env={**down.env, "FORGE_REPLAY": "0"},
+                              cwd=down.project) for _ in range(4)]  # fmt: skip
+    assert [p.wait(timeout=100) for p in procs] == [0] * 4
+    assert [e["seq"] for e in entries(down)] == list(range(1, 21))
+
+
+def test_q14b_seq_numbers_are_never_reused(down: ForgeEnv) -> None:
+    down.gh("issue", "comment", "1", "--body", "a", env={"FORGE_REPLAY": "0"})
+    down.fake.clear_faults()
+    assert down.forge("queue", "replay", "--apply").returncode == 0
+    down.fake.fail("issue *", "503")
+    result = down.gh("issue", "comment", "1", "--body", "b", env={"FORGE_REPLAY": "0"})
+    assert b"Spooled as q000002" in result.stderr
+
+
+def test_q15_q16_status_list_show_and_exit_codes(down: ForgeEnv) -> None:
+    assert down.forge("queue").returncode == 0
+    down.gh("issue", "create", "--title", "t", "--body", "the body", env={"FORGE_REPLAY": "0"})
+    down.gh("issue", "close", "1", env={"FORGE_REPLAY": "0"})
+    bare = down.forge("queue")
+    assert bare.returncode == 3
+    assert "2 pending (close 1, create 1)" in bare.stdout
+    assert "unresolved handles: FORGE-Q1" in bare.stdout
+    status = json.loads(down.forge("queue", "status", "--json").stdout)
+    assert status["pending"] == 2
+    listing = down.forge("queue", "list").stdout.splitlines()
+    assert [line.split()[0] for line in listing] == ["q000001", "q000002"]
+    shown = json.loads(down.forge("queue", "show", "1").stdout)
+    assert shown["body"] == "the body"
+    assert down.forge("queue", "show", "9").returncode == 2
+    console = subprocess.run([str(Path(sys.executable).parent / "forge-queue")], env=down.env,
+                             cwd=down.project, capture_output=True, check=False)  # fmt: skip
+    assert console.returncode == 3
+
+
+def test_q14a_replay_from_another_directory_targets_the_spooled_repo(
+    down: ForgeEnv, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name, value in down.env.items():
+        monkeypatch.setenv(name, value)
+    down.gh("issue", "comment", "1", "--body", "x", env={"FORGE_REPLAY": "0"})
+    down.fake.clear_faults()
+    from forge.clock import SYSTEM_CLOCK
+    from forge.health import replay
+
+    report = replay.replay(down.project, down.settings(), SYSTEM_CLOCK, apply=True, batch=0,
+                           gh=down.realbin / "gh")  # fmt: skip
+    assert report.clean
+    assert down.fake.argvs()[-1][-2:] == ["-R", "acme/widget"]
