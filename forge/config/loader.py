@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from forge import paths
-from forge.config.catalogue import AREAS, Area, Key, TomlValue, key_for, keys_of
+from forge.config.catalogue import AREAS, NAME, Area, Key, TomlValue, key_for, keys_of
 from forge.config.document import Document, build_document
 from forge.config.locate import KeyPath, key_on_line, line_of, syntax_error_line
 from forge.config.model import (
@@ -249,8 +249,8 @@ def _named(area: Area, section: object) -> dict[str, dict[str, TomlValue]]:
         raise _Invalid((area.id,), f"expected [{area.id}.<name>] tables, got {_render(section)}")
     entries = {}
     for name, entry in section.items():
-        if "/" in name or name != name.strip() or not name:
-            raise _Invalid((area.id, name), "expected a name without '/' or surrounding spaces")
+        if not NAME.accepts(name):
+            raise _Invalid((area.id, name), f"expected {NAME.expected}")
         entries[name] = _entry(area, (area.id, name), entry)
     return entries
 
