@@ -116,6 +116,17 @@ def test_a_deleted_file_is_the_defaults_again(
     assert applied[0].raw == b""
 
 
+def test_a_file_created_later_in_a_new_folder_is_picked_up(tmp_path: Path) -> None:
+    path = tmp_path / "not-yet" / "forge.toml"
+    applied: list[LoadedConfig] = []
+    watcher = ConfigWatcher(path, load_config(path), applied.append)
+    assert watcher.check() is False
+    path.parent.mkdir()
+    rewrite(path, FIRST)
+    assert watcher.check() is True
+    assert applied[0].config.server.port == 9001
+
+
 def test_an_unreadable_file_keeps_the_config(
     watched: tuple[ConfigWatcher, list[LoadedConfig]], log_file: Path
 ) -> None:
