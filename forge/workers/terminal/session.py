@@ -54,11 +54,22 @@ class ShellSpec:
     env: Mapping[str, str] | None = None
 
     @classmethod
-    def login_shell(cls, shell: str | None, cwd: Path, cols: int = 80, rows: int = 24) -> ShellSpec:
-        """`shell -l`, else `$SHELL -l`, else `/bin/sh -l` (O-TM8), with TERM=xterm-256color."""
+    def login_shell(
+        cls,
+        cwd: Path,
+        cols: int = 80,
+        rows: int = 24,
+        *,
+        shell: str | None = None,
+        argv: tuple[str, ...] | None = None,
+    ) -> ShellSpec:
+        """`shell -l`, else `$SHELL -l`, else `/bin/sh -l` (O-TM8), with TERM=xterm-256color.
+
+        `argv` replaces the login shell with an exact command (tests, benchmarks).
+        """
         program = shell or os.environ.get("SHELL") or "/bin/sh"
         env = {**os.environ, "TERM": "xterm-256color", "COLORTERM": "truecolor"}
-        return cls((program, "-l"), cwd, cols, rows, env)
+        return cls(argv or (program, "-l"), cwd, cols, rows, env)
 
 
 class PtySession:

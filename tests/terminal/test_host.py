@@ -1,0 +1,243 @@
+"""The terminal host as a real worker process: frames, views, summaries, close, crash."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pyte
+import pytest
+
+from forge.ipc.errors import RequestFailed
+from forge.ipc.manager import WorkerHandle, WorkerManager, WorkerSpec
+from forge.ipc.messages import StreamFrame
+from forge.ipc.policy import LifecycleTimings
+from forge.wire.binary import TERMINAL_OUTPUT_HEADER
+from forge.workers.terminal.host import INPUT_STREAM, OUTPUT_STREAM
+from forge.workers.terminal.screen import TerminalScreen
+
+pytestmark = pytest.mark.timeout(60)
+
+TIMINGS = LifecycleTimings(hello_timeout=30.0, request_timeout=30.0, kill_grace=0.5)
+BASH = ["/bin/bash", "--noprofile", "--norc", "-i"]
+
+
+@pytest.fixture
+async def manager(forge_dirs: dict[str, Path]) -> AsyncIterator[WorkerManager]:
+    async with WorkerManager(timings=TIMINGS) as running:
+        yield running
+
+
+class Viewer:
+    """What the supervisor receives from one host: output bytes by seq, and summaries."""
+
+    def __init__(self, handle: WorkerHandle) -> None:
+        self.seqs: list[int] = []
+        self.chunks: dict[int, bytes] = {}
+        self.summaries: list[dict[str, Any]] = []
+        self.ended: str | None = None
+        self._changed = asyncio.Event()
+        handle.subscribe(OUTPUT_STREAM, self.on_frame, self.on_end)
+
+    def on_frame(self, frame: StreamFrame) -> None:
+        if frame.meta is None:
+            _, _, seq = TERMINAL_OUTPUT_HEADER.unpack_from(frame.payload)
+            self.seqs.append(seq)
+            self.chunks[seq] = bytes(frame.payload[TERMINAL_OUTPUT_HEADER.size :])
+        else:
+            self.summaries.append(frame.meta["summary"])
+        self._changed.set()
+
+    def on_end(self, stream_id: str, reason: str) -> None:
+        self.ended = reason
+        self._changed.set()
+
+    @property
+    def data(self) -> bytes:
+        return b"".join(self.chunks[seq] for seq in self.seqs)
+
+    def after(self, seq: int) -> bytes:
+        return b"".join(self.chunks[s] for s in self.seqs if s > seq)
+
+    async def until(self, check: Any) -> None:
+        while not check():
+            self._changed.clear()
+            await self._changed.wait()
+
+    async def wait_for(self, text: bytes, count: int = 1) -> None:
+        await self.until(lambda: self.data.count(text) >= count)
+
+    async def wait_state(self, **fields: Any) -> dict[str, Any]:
+        def matches() -> bool:
+            return bool(self.summaries) and all(
+                self.summaries[-1].get(k) == v for k, v in fields.items()
+            )
+
+        await self.until(matches)
+        return self.summaries[-1]
+
+
+async def start_host(
+    manager: WorkerManager, tmp_path: Path, name: str = "terminal-1", **config: Any
+) -> tuple[WorkerHandle, Viewer]:
+    env = {"PS1": "$ ", "HOME": str(tmp_path)}
+    settings = {"terminal": 1, "cwd": str(tmp_path), "argv": BASH, **config}
+    spec = WorkerSpec(name, "terminal", "forge.workers.terminal", config=settings, env=env)
+    handle = manager.start(spec)
+    viewer = Viewer(handle)
+    await handle.wait_for(lambda row: row.state == "ready", 30.0)
+    return handle, viewer
+
+
+def gone(pid: int) -> bool:
+    """Exited (a zombie nobody reaped yet counts: it runs nothing)."""
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def type_in(handle: WorkerHandle, keys: bytes) -> None:
+    assert handle.send_bulk(INPUT_STREAM, keys)
+
+
+def screen_of(view: dict[str, Any], *after: bytes) -> TerminalScreen:
+    screen = TerminalScreen(view["cols"], view["rows"])
+    stream = pyte.ByteStream(screen)
+    stream.feed(view["screen"].encode())
+    for data in after:
+        stream.feed(data)
+    return screen
+
+
+async def test_output_frames_view_and_state_words(manager: WorkerManager, tmp_path: Path) -> None:
+    handle, viewer = await start_host(manager, tmp_path)
+    await viewer.wait_for(b"$ ")
+    await viewer.wait_state(state="idle", alive=True)
+    type_in(handle, b"printf 'hello %s\\n' world\r")
+    await viewer.wait_for(b"hello world")
+    view = (await handle.request("view")).result
+    assert view["seq"] <= viewer.seqs[-1]
+    screen = screen_of(view, viewer.after(view["seq"]))
+    assert "hello world" in "\n".join(screen.display)
+    assert viewer.seqs == list(range(1, len(viewer.seqs) + 1))
+
+    type_in(handle, b"sleep 1\r")
+    running = await viewer.wait_state(state="running")
+    assert running["source"] == "process"
+    await viewer.wait_state(state="idle")
+
+    type_in(handle, b"read -s -p 'Password: ' secret\r")
+    await viewer.wait_state(state="password", source="termios")
+    type_in(handle, b"hunter2\r")
+    await viewer.wait_state(state="idle")
+    assert b"hunter2" not in viewer.data
+
+    type_in(handle, b"printf '\\033]2;my title\\007'; cd /tmp\r")
+    summary = await viewer.wait_state(title="my title", cwd="/tmp")
+    assert summary["id"] == 1 and summary["held"] is False
+
+
+async def test_a_second_viewer_mid_stream_draws_the_same_screen(
+    manager: WorkerManager, tmp_path: Path
+) -> None:
+    handle, viewer = await start_host(manager, tmp_path, cols=40, rows=10)
+    await viewer.wait_for(b"$ ")
+    type_in(handle, b"seq 1 100000; echo DONE\r")
+    await viewer.wait_for(b"50000")
+    mid = (await handle.request("view")).result
+    await viewer.wait_for(b"DONE\r\n")
+    await viewer.wait_for(b"$ ", 2)
+    final = (await handle.request("view")).result
+    first = screen_of({"screen": "", "cols": 40, "rows": 10}, viewer.data)
+    late = screen_of(mid, viewer.after(mid["seq"]))
+    assert late.display == first.display
+    assert screen_of(final, viewer.after(final["seq"])).display == first.display
+    assert first.display[-2].strip() == "DONE"
+    stats = (await handle.request("stats")).result
+    assert stats["screen_skipped"] > 0
+
+
+async def test_alternate_screen_and_modes_in_the_view(
+    manager: WorkerManager, tmp_path: Path
+) -> None:
+    (tmp_path / "file.txt").write_text("".join(f"line {n}\n" for n in range(200)))
+    handle, viewer = await start_host(manager, tmp_path)
+    await viewer.wait_for(b"$ ")
+    type_in(handle, b"less file.txt\r")
+    await viewer.wait_for(b"line 20")
+    view = (await handle.request("view")).result
+    screen = screen_of(view, viewer.after(view["seq"]))
+    assert screen.in_alternate
+    assert screen.display[0].startswith("line 0")
+    type_in(handle, b"q")
+    await viewer.wait_for(b"$ ", 2)
+    view = (await handle.request("view")).result
+    screen = screen_of(view, viewer.after(view["seq"]))
+    assert not screen.in_alternate
+    assert "less file.txt" in screen.display[0]
+
+
+async def test_resize_applies_to_pty_and_screen(manager: WorkerManager, tmp_path: Path) -> None:
+    handle, viewer = await start_host(manager, tmp_path)
+    await viewer.wait_for(b"$ ")
+    assert (await handle.request("resize", {"cols": 100, "rows": 30})).result == {
+        "cols": 100,
+        "rows": 30,
+    }
+    type_in(handle, b"stty size\r")
+    await viewer.wait_for(b"30 100")
+    view = (await handle.request("view")).result
+    assert (view["cols"], view["rows"]) == (100, 30)
+    with pytest.raises(RequestFailed, match="cols must be 2..500"):
+        await handle.request("resize", {"cols": 501, "rows": 30})
+
+
+async def test_every_byte_before_exit_then_the_exit_summary(
+    manager: WorkerManager, tmp_path: Path
+) -> None:
+    handle, viewer = await start_host(manager, tmp_path)
+    await viewer.wait_for(b"$ ")
+    type_in(handle, b"head -c 500000 /dev/zero | tr '\\0' Q; exit 7\r")
+    summary = await viewer.wait_state(alive=False)
+    assert summary["state"] == "exited"
+    assert summary["exit_status"] == 7
+    assert viewer.data.count(b"Q") == 500000 + 1  # the echoed command holds one Q
+    assert (await handle.request("close")).result == {"exit_status": 7}
+
+
+async def test_close_kills_the_shell_and_its_jobs(manager: WorkerManager, tmp_path: Path) -> None:
+    handle, viewer = await start_host(manager, tmp_path)
+    await viewer.wait_for(b"$ ")
+    type_in(handle, b"sleep 999 & echo JOB=$!\r")
+    await viewer.wait_for(b"$ ", 2)
+    job = int(viewer.data.split(b"JOB=")[-1].split()[0])
+    result = (await handle.request("close")).result
+    assert result["exit_status"] > 128
+    assert viewer.summaries[-1]["alive"] is False
+    assert gone(job)
+    await handle.stop()
+
+
+async def test_a_killed_host_ends_the_stream_and_takes_only_its_shell(
+    manager: WorkerManager, tmp_path: Path
+) -> None:
+    first, first_viewer = await start_host(manager, tmp_path, "terminal-1")
+    second, second_viewer = await start_host(manager, tmp_path, "terminal-2", terminal=2)
+    await first_viewer.wait_for(b"$ ")
+    await second_viewer.wait_for(b"$ ")
+    shell = first_viewer.summaries[-1]["pid"]
+    assert first.pid is not None
+    os.kill(first.pid, signal.SIGKILL)
+    await first_viewer.until(lambda: first_viewer.ended is not None)
+    assert first_viewer.ended == "worker_crashed"
+    await first.stop()
+    type_in(second, b"echo still here\r")
+    await second_viewer.wait_for(b"still here\r\n")
+    while not gone(shell):  # noqa: ASYNC110 - the shell is not our child: no event to await
+        await asyncio.sleep(0.01)
