@@ -140,7 +140,8 @@ async def test_output_frames_view_and_state_words(manager: WorkerManager, tmp_pa
 
     type_in(handle, b"printf '\\033]2;my title\\007'; cd /tmp\r")
     summary = await viewer.wait_state(title="my title", cwd="/tmp")
-    assert summary["id"] == 1 and summary["held"] is False
+    assert summary["id"] == 1
+    assert summary["held"] is False
 
 
 async def test_a_second_viewer_mid_stream_draws_the_same_screen(
@@ -194,7 +195,7 @@ async def test_resize_applies_to_pty_and_screen(manager: WorkerManager, tmp_path
     await viewer.wait_for(b"30 100")
     view = (await handle.request("view")).result
     assert (view["cols"], view["rows"]) == (100, 30)
-    with pytest.raises(RequestFailed, match="cols must be 2..500"):
+    with pytest.raises(RequestFailed, match=r"cols must be 2\.\.500"):
         await handle.request("resize", {"cols": 501, "rows": 30})
 
 
