@@ -193,7 +193,7 @@ async def test_stop_is_graceful_and_never_restarts(manager: WorkerManager) -> No
 async def test_stop_escalates_to_sigkill_for_a_worker_that_ignores_sigterm(
     forge_dirs: dict[str, Path],
 ) -> None:
-    timings = TEST_TIMINGS.scaled(0.1)
+    timings = dataclasses.replace(TEST_TIMINGS, stop_timeout=0.2, kill_grace=0.2)
     async with WorkerManager(timings=timings) as manager:
         worker = manager.start(misbehaving("stubborn", ignore_sigterm=True))
         await worker.wait_for(lambda r: r.state == "ready", 60.0)
@@ -225,4 +225,5 @@ async def test_a_worker_that_never_says_hello_is_stopped_and_restarted(
         worker = manager.start(misbehaving("mute", silent_start=True))
         row = await worker.wait_for(lambda r: r.restarts == 1, 60.0)
         assert row.state == "restarting"
-        assert row.last_reason == "no hello within 0.5 s; exit code 0"
+        assert row.last_reason is not None
+        assert row.last_reason.startswith("no hello within 0.5 s; ")
