@@ -12,6 +12,7 @@ import json
 import os
 import sys
 
+from forge import logs
 from forge.ipc.manager import WorkerManager, WorkerSpec
 
 
@@ -29,13 +30,12 @@ async def host(count: int) -> None:
             for index in range(count)
         ]
         workers = [(await handle.request("pid", within=30.0)).result for handle in handles]
-        children = [
-            pid for handle in handles for pid in (await handle.request("children")).result
-        ]
+        children = [pid for handle in handles for pid in (await handle.request("children")).result]
         report = {"manager": os.getpid(), "workers": workers, "children": children}
         print(json.dumps(report), flush=True)
         await asyncio.Event().wait()
 
 
 if __name__ == "__main__":
+    logs.configure(None, to_stderr=True, process="manager_host")
     asyncio.run(host(int(sys.argv[1]) if len(sys.argv) > 1 else 2))
