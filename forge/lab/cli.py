@@ -15,16 +15,16 @@ import shlex
 import signal
 import sys
 from pathlib import Path
-from typing import Any
 
 from forge.clock import SYSTEM_CLOCK, epoch_ms
+from forge.ipc.manager import WorkerManager
 from forge.lab.activation import OutState, activate, check_out, read_activation, review_text
-from forge.lab.attempt import AttemptSpec, run_attempt
 from forge.lab.cohort import load_cohort
 from forge.lab.digest import activation_digest, canonical_out
 from forge.lab.errors import LabRefusal
 from forge.lab.git import has_commit, inspect_source
 from forge.lab.progress import ProgressDisplay
+from forge.lab.runners import RunnerPool
 from forge.lab.scheduler import CohortRun, RunConfig, exit_code
 from forge.lab.settings import settings_from_env
 from forge.logs import configure
@@ -153,21 +153,19 @@ async def evaluate(args: argparse.Namespace) -> int:
         runs_note={"resume": state is OutState.RESUME, "executor": args.executor},
     )
     display = ProgressDisplay(sys.stderr, SYSTEM_CLOCK, live=sys.stderr.isatty())
-
-    async def local(spec: AttemptSpec) -> dict[str, Any]:
-        return await run_attempt(spec, clock=SYSTEM_CLOCK)
-
-    cohort_run = CohortRun(config, local, SYSTEM_CLOCK, progress=display)
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(signum, cohort_run.interrupt, signal.Signals(signum).name)
-    display.start()
-    try:
-        final = await cohort_run.run()
-    finally:
-        await display.stop()
+    async with WorkerManager() as manager:
+        pool = RunnerPool(manager, parallel, out)
+        cohort_run = CohortRun(config, pool, SYSTEM_CLOCK, progress=display)
+        loop = asyncio.get_running_loop()
         for signum in (signal.SIGINT, signal.SIGTERM):
-            loop.remove_signal_handler(signum)
+            loop.add_signal_handler(signum, cohort_run.interrupt, signal.Signals(signum).name)
+        display.start()
+        try:
+            final = await cohort_run.run()
+        finally:
+            await display.stop()
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                loop.remove_signal_handler(signum)
     sys.stdout.write(f"{final.status}: report in {out / 'report.md'}\n")
     if final.status == "aborted" and final.abort_reason:
         sys.stderr.write(f"forge: run aborted: {final.abort_reason}\n")

@@ -1,6 +1,7 @@
 """Run one attempt command (harness, setup, check) as a watched, killable process tree.
 
-Each command starts in its own session. A walker samples its tree for peak RSS and CPU seconds.
+Each command starts in its own session and dies with the process that started it (a runner
+killed mid-attempt takes its commands along). A walker samples its tree for peak RSS and CPU.
 On timeout, cancellation or an output flood the whole tree gets SIGTERM, then SIGKILL after a grace;
 after every command, whatever is left in its group or carries the attempt's marker variable (a
 double-forked child in a session of its own) is killed and counted as a stray.
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from forge.clock import Clock
+from forge.ipc.orphans import die_with_parent
 from forge.logs import get_logger
 from forge.procs import ProcessWalker, find_by_environ, group_pids, is_live, kill_processes
 
@@ -83,6 +85,7 @@ async def run_command(
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
             start_new_session=True,
+            preexec_fn=die_with_parent,
         )
     except OSError as error:
         return CommandResult(None, False, False, b"", str(error).encode(), 0, 0, 0.0, 0, str(error))

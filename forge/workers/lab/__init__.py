@@ -1,1 +1,1 @@
-"""workers/lab"""
+"""The Lab's attempt-runner worker (`python -m forge.workers.lab`)."""

@@ -1,0 +1,77 @@
+"""The local executor: a pool of attempt-runner workers under the shared worker manager.
+
+Each runner holds one attempt at a time; `--parallel N` starts N runners. Cancelling an attempt
+asks its runner to cancel (which kills and discards it) and waits for the answer. A runner that
+dies mid-attempt aborts the run: its attempt's strays are killed here by their marker variable and
+its directory removed, so a resume re-runs that coordinate.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import shutil
+from pathlib import Path
+from typing import Any
+
+from forge.ipc.errors import RequestFailed, WorkerCrashed, WorkerError
+from forge.ipc.manager import WorkerHandle, WorkerManager, WorkerSpec
+from forge.lab.attempt import AttemptSpec
+from forge.lab.command import MARKER_ENV
+from forge.lab.errors import RunAborted
+from forge.lab.spec_wire import spec_to_wire
+from forge.procs import find_by_environ, kill_processes
+from forge.workers.lab.runner import KIND
+
+ATTEMPT_DEADLINE_S = 7 * 24 * 3600.0
+"""Attempts bound themselves (atom, check and re-run timeouts); this only catches a lost reply."""
+CANCEL_DEADLINE_S = 60.0
+
+
+class RunnerPool:
+    """An `Executor` backed by `size` attempt-runner workers."""
+
+    def __init__(self, manager: WorkerManager, size: int, out: Path) -> None:
+        self.out = out
+        self.idle: asyncio.Queue[WorkerHandle] = asyncio.Queue()
+        for index in range(size):
+            handle = manager.start(
+                WorkerSpec(f"lab-attempt-{index + 1}", KIND, "forge.workers.lab")
+            )
+            self.idle.put_nowait(handle)
+
+    async def __call__(self, spec: AttemptSpec) -> dict[str, Any]:
+        handle = await self.idle.get()
+        try:
+            reply = await handle.request(
+                "run", spec_to_wire(spec, self.out), within=ATTEMPT_DEADLINE_S
+            )
+        except asyncio.CancelledError:
+            with contextlib.suppress(WorkerError, RequestFailed):
+                await asyncio.shield(
+                    handle.request(
+                        "cancel", {"attemptId": spec.attempt_id}, within=CANCEL_DEADLINE_S
+                    )
+                )
+            raise
+        except RequestFailed as refusal:
+            raise RunAborted(
+                refusal.message
+                if refusal.code == "aborted"
+                else f"{spec.coordinate.label}: {refusal.message}"
+            ) from None
+        except WorkerCrashed as crash:
+            await _discard(spec)
+            raise RunAborted(
+                f"attempt runner crashed during {spec.coordinate.label}: {crash}"
+            ) from None
+        finally:
+            self.idle.put_nowait(handle)
+        record: dict[str, Any] = reply.result
+        return record
+
+
+async def _discard(spec: AttemptSpec) -> None:
+    strays = await asyncio.to_thread(find_by_environ, MARKER_ENV, spec.attempt_id)
+    await kill_processes(strays)
+    await asyncio.to_thread(shutil.rmtree, spec.attempt_dir, True)

@@ -1,0 +1,68 @@
+"""The attempt-runner worker: runs one cohort attempt at a time under the shared worker lifecycle.
+
+It is a thin wrapper: `run` rebuilds the spec from the run's frozen inputs and awaits
+`forge.lab.attempt.run_attempt`; `cancel` cancels that coroutine, which kills the attempt's
+process trees and discards its directory before the reply goes back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+from forge.ipc.errors import RequestFailed
+from forge.ipc.messages import Request
+from forge.ipc.worker import Worker, handles
+from forge.lab.attempt import run_attempt
+from forge.lab.errors import LabRefusal, RunAborted
+from forge.lab.spec_wire import spec_from_wire
+
+KIND = "lab-attempt"
+
+
+class AttemptRunner(Worker):
+    kind = KIND
+
+    async def setup(self) -> None:
+        self.running: dict[str, asyncio.Task[Any]] = {}
+
+    @handles("run")
+    async def run(self, request: Request) -> dict[str, Any]:
+        try:
+            spec = spec_from_wire(request.args)
+        except LabRefusal as refusal:
+            raise RequestFailed("aborted", f"input changed: {refusal}") from None
+        attempt = asyncio.create_task(run_attempt(spec, clock=self.clock))
+        self.running[spec.attempt_id] = attempt
+        try:
+            return await asyncio.shield(attempt)
+        except asyncio.CancelledError:
+            if attempt.done():
+                raise RequestFailed(
+                    "cancelled", f"attempt {spec.attempt_id} was cancelled"
+                ) from None
+            attempt.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await attempt
+            raise
+        except RunAborted as abort:
+            raise RequestFailed("aborted", abort.reason) from None
+        finally:
+            self.running.pop(spec.attempt_id, None)
+
+    @handles("cancel")
+    async def cancel(self, request: Request) -> dict[str, bool]:
+        """Cancel the named attempt and answer once it has discarded itself."""
+        attempt = self.running.get(request.args["attemptId"])
+        if attempt is None:
+            return {"cancelled": False}
+        attempt.cancel()
+        await asyncio.wait({attempt})
+        return {"cancelled": True}
+
+    async def teardown(self) -> None:
+        for attempt in self.running.values():
+            attempt.cancel()
+        if self.running:
+            await asyncio.wait(set(self.running.values()))
