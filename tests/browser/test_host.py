@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from forge.wire.binary import FORMAT_JPEG, FORMAT_WEBP
+from forge.wire.client import Key, Press, Text
 from forge.workers.browser.files import ChosenFile
-from forge.workers.browser.gestures import Key, Mods, Press, Text
 from forge.workers.browser.host import (
     BrowserHost,
     BrowserRequestRefused,
@@ -34,8 +34,8 @@ async def open_viewed(hosted: Hosted, url: str, *, jpeg: bool = False) -> int:
 
 
 def tap(host: BrowserHost, tab: int, x: float, y: float) -> None:
-    host.input(tab, Press(x, y, "left", True, 1, Mods()))
-    host.input(tab, Press(x, y, "left", False, 1, Mods()))
+    host.input(tab, Press(x, y, "left", True))
+    host.input(tab, Press(x, y, "left", False))
 
 
 def row_of(recorder: Recorder, tab: int) -> object:
@@ -111,10 +111,10 @@ async def test_inserted_text_lands_in_the_focused_input(hosted: Hosted, site: st
     host, recorder = hosted
     tab = await open_viewed(hosted, f"{site}/input")
     tap(host, tab, 100, 50)
-    host.input(tab, Text("hunter2", Mods()))
+    host.input(tab, Text("hunter2"))
     await until_title(recorder, tab, "typed:hunter2")
-    host.input(tab, Key("Backspace", "Backspace", True, Mods()))
-    host.input(tab, Key("Backspace", "Backspace", False, Mods()))
+    host.input(tab, Key("Backspace", "Backspace", True))
+    host.input(tab, Key("Backspace", "Backspace", False))
     await until_title(recorder, tab, "typed:hunter")
     await host.view(tab, webp=False, jpeg=False)
 
@@ -130,7 +130,7 @@ async def test_dialogs_show_on_the_row_and_are_answered(hosted: Hosted, site: st
     await recorder.until(
         lambda: getattr(row_of(recorder, tab), "dialog", None) == Dialog("confirm", "sure?")
     )
-    host.input(tab, Key("Escape", "Escape", True, Mods()))
+    host.input(tab, Key("Escape", "Escape", True))
     await until_title(recorder, tab, "no")
     assert getattr(row_of(recorder, tab), "dialog", "?") is None
     with pytest.raises(BrowserRequestRefused, match="no dialog open"):

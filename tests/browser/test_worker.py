@@ -72,8 +72,8 @@ async def test_frames_input_and_a_chromium_crash_through_the_worker(
     tab = await open_and_view(handle, listener, f"{site}/button")
     first = listener.tab_frames(tab)[0]
     assert (first.profile, first.tab, first.key) == (9, tab, True)
-    down = {"press": {"x": 200, "y": 150, "button": 0, "down": True, "clicks": 1}}
-    up = {"press": {"x": 200, "y": 150, "button": 0, "down": False, "clicks": 1}}
+    down = {"press": {"x": 200, "y": 150, "button": "left", "down": True, "clicks": 1}}
+    up = {"press": {"x": 200, "y": 150, "button": "left", "down": False, "clicks": 1}}
     await handle.request("input", {"tab": tab, "event": down}, within=WAIT_S)
     await handle.request("input", {"tab": tab, "event": up}, within=WAIT_S)
 

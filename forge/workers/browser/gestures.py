@@ -2,143 +2,47 @@
 
 The wire carries gestures, not Chromium's protocol: `{"press": {...}}`, `{"move": {...}}`,
 `{"wheel": {...}}`, `{"key": {...}}`, `{"text": {...}}`, each with `mods{alt,ctrl,meta,shift}`,
-x and y in the page viewport's CSS pixels (the kind-1 header's page width and height).
-Everything here is pure: the host sends what `to_cdp` returns, and `PointerStream` decides when.
+x and y in the page viewport's CSS pixels (the kind-1 header's page width and height). The shapes
+are `forge.wire.client`'s; everything here is pure: the host sends what `to_cdp` returns, and
+`PointerStream` decides when.
 """
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, replace
 from typing import Any
 
+import msgspec
+
 from forge.errors import PeerError
+from forge.wire.client import BrowserInput, Gesture, Key, Modifiers, Move, Press, Text, Wheel
 from forge.workers.browser.cdp import JsonObject
 
 
 class GestureInvalid(PeerError):
-    """A browser_input event that is not one of O-BR1's shapes; the message says what is wrong."""
+    """A gesture the host cannot perform (an unknown button); the message says what is wrong."""
 
 
-@dataclass(frozen=True)
-class Mods:
-    alt: bool = False
-    ctrl: bool = False
-    meta: bool = False
-    shift: bool = False
-
-    @property
-    def cdp(self) -> int:
-        """CDP's modifier bit set: Alt=1, Ctrl=2, Meta=4, Shift=8."""
-        return self.alt * 1 | self.ctrl * 2 | self.meta * 4 | self.shift * 8
-
-
-@dataclass(frozen=True)
-class Press:
-    x: float
-    y: float
-    button: str
-    down: bool
-    clicks: int
-    mods: Mods
-
-
-@dataclass(frozen=True)
-class Move:
-    x: float
-    y: float
-    buttons: int
-    mods: Mods
-
-
-@dataclass(frozen=True)
-class Wheel:
-    x: float
-    y: float
-    dx: float
-    dy: float
-    mods: Mods
-
-
-@dataclass(frozen=True)
-class Key:
-    key: str
-    code: str
-    down: bool
-    mods: Mods
-
-
-@dataclass(frozen=True)
-class Text:
-    text: str
-    mods: Mods
-
-
-Gesture = Press | Move | Wheel | Key | Text
-
-_BUTTONS = {
-    0: "left",
-    1: "middle",
-    2: "right",
-    "left": "left",
-    "middle": "middle",
-    "right": "right",
-}
+_BUTTONS = {"left": "left", "middle": "middle", "right": "right", "0": "left", "1": "middle",
+            "2": "right"}  # fmt: skip
+"""O-BR1 leaves the button's spelling open: names, or the DOM's MouseEvent.button numbers."""
 _BUTTON_BITS = {"left": 1, "right": 2, "middle": 4}
 
 
-def _number(body: dict[str, Any], name: str, kind: str, default: float | None = None) -> float:
-    value = body.get(name, default)
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise GestureInvalid(f"{kind}.{name} must be a finite number")
-    return float(value)
+def decode_gesture(event: Any) -> Gesture:
+    """One O-BR1 event, decoded by the wire's own rules (a refusal names browser_input)."""
+    return BrowserInput(seq=0, event=event if isinstance(event, dict) else {}).gesture()
 
 
-def _mods(body: dict[str, Any], kind: str) -> Mods:
-    raw = body.get("mods") or {}
-    if not isinstance(raw, dict):
-        raise GestureInvalid(f"{kind}.mods must be an object")
-    return Mods(*(bool(raw.get(name, False)) for name in ("alt", "ctrl", "meta", "shift")))
+def _button(press: Press) -> str:
+    button = _BUTTONS.get(press.button)
+    if button is None:
+        raise GestureInvalid(f"press.button {press.button!r} is not left, middle or right")
+    return button
 
 
-def parse_gesture(event: object) -> Gesture:
-    """One O-BR1 event, checked; anything else raises `GestureInvalid`."""
-    if not isinstance(event, dict) or len(event) != 1:
-        raise GestureInvalid(
-            "an input event is an object with one key: press, move, wheel, key or text"
-        )
-    ((kind, body),) = event.items()
-    if not isinstance(body, dict):
-        raise GestureInvalid(f"{kind} must be an object")
-    mods = _mods(body, kind)
-    if kind == "press":
-        button = _BUTTONS.get(body.get("button", 0))
-        if button is None:
-            raise GestureInvalid("press.button must be 0, 1, 2, left, middle or right")
-        clicks = int(_number(body, "clicks", kind, 1))
-        return Press(
-            _number(body, "x", kind), _number(body, "y", kind), button,
-            bool(body.get("down", True)), max(1, clicks), mods,
-        )  # fmt: skip
-    if kind == "move":
-        buttons = int(_number(body, "buttons", kind, 0))
-        return Move(_number(body, "x", kind), _number(body, "y", kind), buttons, mods)
-    if kind == "wheel":
-        return Wheel(
-            _number(body, "x", kind), _number(body, "y", kind),
-            _number(body, "dx", kind, 0), _number(body, "dy", kind, 0), mods,
-        )  # fmt: skip
-    if kind == "key":
-        key, code = body.get("key"), body.get("code", "")
-        if not isinstance(key, str) or not key or not isinstance(code, str):
-            raise GestureInvalid("key.key must be a non-empty string and key.code a string")
-        return Key(key, code, bool(body.get("down", True)), mods)
-    if kind == "text":
-        text = body.get("text")
-        if not isinstance(text, str):
-            raise GestureInvalid("text.text must be a string")
-        return Text(text, mods)
-    raise GestureInvalid(f"unknown input event {kind!r}: press, move, wheel, key or text")
+def _modifiers(mods: Modifiers) -> int:
+    """CDP's modifier bit set: Alt=1, Ctrl=2, Meta=4, Shift=8."""
+    return mods.alt * 1 | mods.ctrl * 2 | mods.meta * 4 | mods.shift * 8
 
 
 def gesture_kind(gesture: Gesture) -> str:
@@ -179,7 +83,8 @@ Call = tuple[str, JsonObject]
 def to_cdp(gesture: Gesture, touch: bool) -> list[Call]:
     """The CDP `Input.*` calls for one gesture; `touch` turns presses and drags into touches."""
     if isinstance(gesture, Press):
-        if touch and gesture.button == "left":
+        button = _button(gesture)
+        if touch and button == "left":
             points = [{"x": gesture.x, "y": gesture.y}] if gesture.down else []
             kind = "touchStart" if gesture.down else "touchEnd"
             return [("Input.dispatchTouchEvent", {"type": kind, "touchPoints": points})]
@@ -190,10 +95,10 @@ def to_cdp(gesture: Gesture, touch: bool) -> list[Call]:
                     "type": "mousePressed" if gesture.down else "mouseReleased",
                     "x": gesture.x,
                     "y": gesture.y,
-                    "button": gesture.button,
-                    "buttons": _BUTTON_BITS[gesture.button] if gesture.down else 0,
-                    "clickCount": gesture.clicks,
-                    "modifiers": gesture.mods.cdp,
+                    "button": button,
+                    "buttons": _BUTTON_BITS[button] if gesture.down else 0,
+                    "clickCount": max(1, gesture.clicks),
+                    "modifiers": _modifiers(gesture.mods),
                 },
             )
         ]
@@ -213,7 +118,7 @@ def to_cdp(gesture: Gesture, touch: bool) -> list[Call]:
                     "y": gesture.y,
                     "button": pressed or "none",
                     "buttons": gesture.buttons,
-                    "modifiers": gesture.mods.cdp,
+                    "modifiers": _modifiers(gesture.mods),
                 },
             )
         ]
@@ -227,7 +132,7 @@ def to_cdp(gesture: Gesture, touch: bool) -> list[Call]:
                     "y": gesture.y,
                     "deltaX": gesture.dx,
                     "deltaY": gesture.dy,
-                    "modifiers": gesture.mods.cdp,
+                    "modifiers": _modifiers(gesture.mods),
                 },
             )
         ]
@@ -236,7 +141,7 @@ def to_cdp(gesture: Gesture, touch: bool) -> list[Call]:
             "key": gesture.key,
             "code": gesture.code,
             "windowsVirtualKeyCode": _virtual_key(gesture.key),
-            "modifiers": gesture.mods.cdp,
+            "modifiers": _modifiers(gesture.mods),
         }
         typed = "\r" if gesture.key == "Enter" else gesture.key
         plain = not (gesture.mods.ctrl or gesture.mods.meta or gesture.mods.alt)
@@ -268,7 +173,9 @@ class PointerStream:
             return True
         waiting = self._waiting
         if isinstance(gesture, Wheel) and isinstance(waiting, Wheel):
-            gesture = replace(gesture, dx=waiting.dx + gesture.dx, dy=waiting.dy + gesture.dy)
+            gesture = msgspec.structs.replace(
+                gesture, dx=waiting.dx + gesture.dx, dy=waiting.dy + gesture.dy
+            )
         self._waiting = gesture
         return False
 

@@ -26,11 +26,12 @@ from urllib.parse import urlsplit
 from forge.clock import SYSTEM_CLOCK, Clock
 from forge.errors import UserError
 from forge.logs import get_logger
+from forge.wire.client import Gesture, Key, Move, Wheel
 from forge.workers.browser.cdp import CdpEvent, JsonObject
 from forge.workers.browser.chromium import DEFAULT_EXECUTABLE, ChromiumProcess, LaunchSettings
 from forge.workers.browser.errors import BrowserGone, CdpCommandFailed
 from forge.workers.browser.files import ChosenFile, check_file_name, download_refusal
-from forge.workers.browser.gestures import Gesture, Key, Move, PointerStream, Wheel, to_cdp
+from forge.workers.browser.gestures import PointerStream, to_cdp
 from forge.workers.browser.pump import FramePump, FrameSink, PumpSettings
 
 log = get_logger(__name__)

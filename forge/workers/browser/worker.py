@@ -22,10 +22,11 @@ from forge.ipc.errors import RequestFailed, WorkerConfigError
 from forge.ipc.messages import Reply, Request
 from forge.ipc.worker import BulkStream, Worker, handles
 from forge.wire.binary import BROWSER_FRAME_HEADER
+from forge.wire.errors import ClientRefusal
 from forge.workers.browser.chromium import DEFAULT_EXECUTABLE
 from forge.workers.browser.errors import BrowserGone, BrowserMissing, CdpCommandFailed
 from forge.workers.browser.files import ChosenFile, FileAnswerRefused, check_file_name
-from forge.workers.browser.gestures import GestureInvalid, parse_gesture
+from forge.workers.browser.gestures import GestureInvalid, decode_gesture
 from forge.workers.browser.host import (
     BrowserHost,
     BrowserRequestRefused,
@@ -213,13 +214,11 @@ class BrowserWorker(Worker):
     @handles("input")
     async def input(self, request: Request) -> None:
         """Sent on at once; the reply says it was handed to Chromium, not that it landed."""
-        try:
-            gesture = parse_gesture(request.args.get("event"))
-        except GestureInvalid as invalid:
-            raise RequestFailed("bad_gesture", str(invalid)) from None
         tab = _int(request.args, "tab")
         try:
-            self.host.input(tab, gesture)
+            self.host.input(tab, decode_gesture(request.args.get("event")))
+        except (ClientRefusal, GestureInvalid) as invalid:
+            raise RequestFailed("bad_gesture", str(invalid)) from None
         except BrowserRequestRefused as refused:
             raise RequestFailed("refused", str(refused)) from None
 
