@@ -1,4 +1,4 @@
-"""A real coding harness for tests: behaviour chosen by FAKE_* variables in the Formula argv.
+"""A real coding harness for tests: behaviour chosen by FAKE_* variables (Formula argv or issue).
 
 It honours the harness contract (task JSON on stdin, one JSON report on stdout) unless told to
 misbehave. See tests/lab/kit.py for the knobs.
@@ -14,9 +14,16 @@ import sys
 import time
 from pathlib import Path
 
-env = os.environ
+env = dict(os.environ)
 cwd = Path.cwd()
 stdin = sys.stdin.read()
+# Per-task knobs ride in the issue body (pinned like the Formula's): lines `FAKE_X=value`.
+for line in json.loads(stdin)["body"].splitlines():
+    if line.startswith("FAKE_") and "=" in line:
+        name, value = line.split("=", 1)
+        env[name] = value
+if env.get("FAKE_TRANSIENT_FILE") and Path(env["FAKE_TRANSIENT_FILE"]).exists():
+    env["FAKE_TRANSIENT"] = Path(env["FAKE_TRANSIENT_FILE"]).read_text().strip()
 started = time.time_ns()
 parts = cwd.parts
 coordinate = "/".join(parts[-5:-2]) if parts[-1] == "workspace" else str(cwd)
@@ -35,6 +42,7 @@ if ctl is not None and env.get("FAKE_GATE") == "1":
 
 if env.get("FAKE_STRAY") == "1":
     # Double fork into a session of its own: the classic escape from a process group.
+    os.environ.update(env)
     if os.fork() == 0:
         os.setsid()
         if os.fork() == 0:

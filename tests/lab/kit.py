@@ -146,12 +146,19 @@ class Kit:
         allowed: tuple[str, ...] = ("calc.py",),
         candidate_test_files: tuple[str, ...] = (),
         acceptance: str = ACCEPTANCE,
+        knobs: dict[str, str] | None = None,
     ) -> str:
         """A task directory `<name>/` with plan.json, issue.json and acceptance.sh."""
         folder = self.cohort_dir / name
         folder.mkdir(exist_ok=True)
         (folder / "issue.json").write_text(
-            json.dumps({"title": f"Fix add ({name})", "body": "add subtracts"})
+            json.dumps(
+                {
+                    "title": f"Fix add ({name})",
+                    "body": "add subtracts\n"
+                    + "".join(f"{k}={v}\n" for k, v in (knobs or {}).items()),
+                }
+            )
         )
         (folder / "acceptance.sh").write_text(acceptance)
         plan: dict[str, Any] = {

@@ -103,7 +103,8 @@ def test_model_mismatch() -> None:
 def test_redaction() -> None:
     redactor = Redactor({"MY_API_TOKEN": "s3cr3tvalue", "SHORT_KEY": "abc", "HOME": "/home/x"})
     text = redactor.text(
-        "v=s3cr3tvalue k=abc ghp_abcdefghijklmnopqrstuvwxyz Bearer xyz.abc sk-ant-api03-xyz AKIAABCDEFGHIJKLMNOP /home/x"
+        "v=s3cr3tvalue k=abc ghp_abcdefghijklmnopqrstuvwxyz Bearer xyz.abc "
+        "sk-ant-api03-xyz AKIAABCDEFGHIJKLMNOP /home/x"
     )
     assert "[REDACTED:MY_API_TOKEN]" in text
     assert "k=abc" in text
