@@ -1,0 +1,81 @@
+"""Keepalive, the write bound and the watchdog (T11, T14, T15), with their durations scaled down."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from websockets.exceptions import ConnectionClosed
+from websockets.frames import Close, Opcode
+
+from forge.config import load_config
+
+from .harness import Start, ask, quiet
+from .rawclient import RawClient
+
+KEEPALIVE = "[server]\nping_interval_s = 0.15\nping_timeout_s = 0.6\n"
+BOUNDS = "[server]\nwrite_timeout_s = 0.5\nwatchdog_s = 2.0\n"
+
+
+def test_the_production_durations(tmp_path: Path) -> None:
+    """O-T7: the defaults are the seed's 15/60/60/240 s; tests only scale them through config."""
+    server = load_config(tmp_path / "absent.toml").config.server
+    assert (server.ping_interval_s, server.ping_timeout_s) == (15, 60)
+    assert (server.write_timeout_s, server.watchdog_s) == (60, 240)
+
+
+async def test_a_peer_that_never_pongs_is_closed(supervise: Start) -> None:
+    supervised = await supervise(KEEPALIVE)
+    async with RawClient(answer_pings=False) as silent:
+        await silent.open(supervised.port)
+        pings = 0
+        while (frame := await silent.next_frame()).opcode is not Opcode.CLOSE:
+            pings += frame.opcode is Opcode.PING
+        assert pings >= 1
+        assert Close.parse(frame.data).code == 1011
+        await silent.read_to_eof()
+
+
+async def test_a_peer_that_pongs_survives_ten_intervals(supervise: Start) -> None:
+    supervised = await supervise(KEEPALIVE)
+    async with RawClient(answer_pings=True) as answering:
+        await answering.open(supervised.port)
+        pings = 0
+        while pings < 10:
+            frame = await answering.next_frame()
+            assert frame.opcode is not Opcode.CLOSE
+            pings += frame.opcode is Opcode.PING
+        answering.send_json({"kind": "ping"})
+        while (message := await answering.next_json())["kind"] != "pong":
+            assert message["kind"] in {"greeting", "settings"}
+
+
+async def test_a_peer_that_stops_reading_mid_frame_is_aborted(supervise: Start) -> None:
+    supervised = await supervise(BOUNDS)
+    async with RawClient() as stalled:
+        await stalled.open(supervised.port, receive_buffer=4096)
+        assert (await stalled.next_json())["kind"] == "greeting"
+        assert (await stalled.next_json())["kind"] == "settings"
+        stalled.send_json({"kind": "drill_blob", "size": 4 * 1024 * 1024})
+        record = await supervised.record("socket_write_timeout")
+        assert record["bound_s"] == 0.5
+        closed = await supervised.record("socket_closed", reason="write_timeout")
+        assert closed["peer"] == record["peer"]
+        received = await stalled.read_to_eof()
+        assert len(received) < 4 * 1024 * 1024
+
+
+async def test_the_watchdog_ends_a_stalled_connection_and_spares_others(supervise: Start) -> None:
+    supervised = await supervise(BOUNDS)
+    idle = await supervised.greeted()
+    slow = await supervised.greeted()
+    assert await ask(slow, {"kind": "drill_stall", "seconds": 1.5}) == {"kind": "drill_done"}
+    stuck = await supervised.greeted()
+    await stuck.send(json.dumps({"kind": "drill_stall", "seconds": 30}))
+    with pytest.raises(ConnectionClosed):
+        await stuck.recv()
+    record = await supervised.record("socket_closed", reason="watchdog")
+    assert record["peer"] == (await supervised.record("socket_watchdog"))["peer"]
+    await quiet(idle)
+    await quiet(slow)
