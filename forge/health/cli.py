@@ -204,9 +204,13 @@ def _cache_status(args: argparse.Namespace) -> int:
 
     root = _require_project()
     now_ms = epoch_ms(clock_from_env())
-    rows = [
-        {"key": e.key, "argv": e.argv, "age_s": max(0, (now_ms - e.stored_ms) // 1000),
-         "bytes": e.size}  # fmt: skip
+    rows: list[dict[str, Any]] = [
+        {
+            "key": e.key,
+            "argv": e.argv,
+            "age_s": max(0, (now_ms - e.stored_ms) // 1000),
+            "bytes": e.size,
+        }
         for e in readcache.entries(root)
     ]
     if args.json:

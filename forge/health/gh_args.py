@@ -17,13 +17,38 @@ against a forge that moved on, they would be damage, not resilience."""
 
 VALUE_FLAGS: Final[frozenset[str]] = frozenset(
     {
-        "-b", "--body", "-F", "--body-file", "-R", "--repo", "-t", "--title", "-a",
-        "--assignee", "-l", "--label", "-m", "--milestone", "-p", "--project", "-T",
-        "--template", "--recover", "--add-label", "--remove-label", "--add-assignee",
-        "--remove-assignee", "--add-project", "--remove-project", "-c", "--comment", "-r",
-        "--reason", "--type",
+        "-b",
+        "--body",
+        "-F",
+        "--body-file",
+        "-R",
+        "--repo",
+        "-t",
+        "--title",
+        "-a",
+        "--assignee",
+        "-l",
+        "--label",
+        "-m",
+        "--milestone",
+        "-p",
+        "--project",
+        "-T",
+        "--template",
+        "--recover",
+        "--add-label",
+        "--remove-label",
+        "--add-assignee",
+        "--remove-assignee",
+        "--add-project",
+        "--remove-project",
+        "-c",
+        "--comment",
+        "-r",
+        "--reason",
+        "--type",
     }
-)  # fmt: skip
+)
 BODY_FLAGS: Final = ("-b", "--body")
 BODY_FILE_FLAGS: Final = ("-F", "--body-file")
 REPO_FLAGS: Final = ("-R", "--repo")

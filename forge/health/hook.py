@@ -7,6 +7,7 @@ exit code (or, before a live call, a plain exec of the real gh): the shim must n
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections.abc import Sequence
@@ -28,8 +29,10 @@ def _read(path: str | None) -> bytes:
 
 def _live_outcome() -> tuple[int, bytes, bytes]:
     env = os.environ
-    return int(env.get("FORGE_SHIM_RC", "1")), _read(env.get("FORGE_SHIM_OUT")), _read(
-        env.get("FORGE_SHIM_ERR")
+    return (
+        int(env.get("FORGE_SHIM_RC", "1")),
+        _read(env.get("FORGE_SHIM_OUT")),
+        _read(env.get("FORGE_SHIM_ERR")),
     )
 
 
@@ -112,10 +115,8 @@ def replay_auto() -> int:
     """Detached from the gh call that found the breadcrumb; drains one batch per project."""
     from forge.health import replay
 
-    try:
+    with contextlib.suppress(OSError):  # already a session leader
         os.setsid()
-    except OSError:
-        pass
     settings, clock = Settings.from_env(), clock_from_env()
     for root in spool.breadcrumb_roots(settings.state_dir):
         if not spool.queue_dir(root).is_dir():

@@ -17,7 +17,6 @@ from forge.clock import Clock, epoch_ms
 from forge.health import gh_args, spool
 from forge.health.spool import QueueEntry
 
-
 DEFAULT_HOST = "github.com"
 """Left implicit in `-R`, as gh does; any other host is passed as HOST/OWNER/REPO."""
 

@@ -50,15 +50,21 @@ def project_summary(root: Path, now_ms: int) -> dict[str, Any]:
         "last_replay": (
             None
             if not last
-            else {"ts_ms": int(last[-1][0]), "entry": f"q{int(last[-1][1]):06d}",
-                  "outcome": last[-1][3], "reason": last[-1][4]}  # fmt: skip
+            else {
+                "ts_ms": int(last[-1][0]),
+                "entry": f"q{int(last[-1][1]):06d}",
+                "outcome": last[-1][3],
+                "reason": last[-1][4],
+            }
         ),
     }
 
 
 def block(state_dir: Path, project: Path | None, now_ms: int) -> dict[str, Any]:
     """Totals over this project and every project the breadcrumb names."""
-    roots = list(dict.fromkeys([*([project] if project else []), *spool.breadcrumb_roots(state_dir)]))
+    roots = list(
+        dict.fromkeys([*([project] if project else []), *spool.breadcrumb_roots(state_dir)])
+    )
     projects = [project_summary(root, now_ms) for root in roots if spool.queue_dir(root).is_dir()]
     return {
         "pending": sum(p["pending"] for p in projects),
@@ -85,7 +91,9 @@ def render(summary: dict[str, Any]) -> list[str]:
         for item in summary["set_aside_entries"]
     )
     if summary["crashed_slots"]:
-        lines.append(f"  crashed allocations (no entry written): {', '.join(summary['crashed_slots'])}")
+        lines.append(
+            f"  crashed allocations (no entry written): {', '.join(summary['crashed_slots'])}"
+        )
     last = summary["last_replay"]
     if last:
         lines.append(f"  last replay: {last['entry']} {last['outcome']} {last['reason']}".rstrip())

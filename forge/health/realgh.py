@@ -58,7 +58,7 @@ class CallResult:
 
 
 def subcommand_of(argv: Sequence[str]) -> str:
-    """Column 5 of observations.log, the same words the shim writes: `issue list`, `api rate_limit`."""
+    """Column 5 of observations.log, the words the shim writes: `issue list`, `api rate_limit`."""
     words = [word for word in argv[:2] if _clean_word(word)]
     if not words or words[0] != argv[0]:
         return "?"

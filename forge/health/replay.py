@@ -133,15 +133,28 @@ class _Drain:
         repo_args = step.argv[step.argv.index("-R") :] if "-R" in step.argv else []
         body = self._body(entry)
         if entry.kind == "create":
-            argv = ["issue", "list", "--state", "all", "--limit", "100", "--json",
-                    "number,title,body,createdAt", *repo_args]  # fmt: skip
+            argv = [
+                "issue",
+                "list",
+                "--state",
+                "all",
+                "--limit",
+                "100",
+                "--json",
+                "number,title,body,createdAt",
+                *repo_args,
+            ]
         elif entry.kind == "comment":
             argv = ["issue", "view", str(step.target), "--json", "comments", *repo_args]
         else:
             argv = ["issue", "view", str(step.target), "--json", "state", *repo_args]
         result = self.call(argv)
-        verdict = judge(result.signal, result.stderr.decode(errors="replace"), entry.attempts,
-                        self.settings.queue_attempts)  # fmt: skip
+        verdict = judge(
+            result.signal,
+            result.stderr.decode(errors="replace"),
+            entry.attempts,
+            self.settings.queue_attempts,
+        )
         if not isinstance(verdict, Delivered):
             return None, verdict
         data = json.loads(result.stdout or b"null")

@@ -1,4 +1,4 @@
-"""The write-ahead spool in `<project>/.forge/queue/`: one directory per project, one file per write.
+"""The write-ahead spool in `<project>/.forge/queue/`: one directory per project, a file per write.
 
 `NNNNNN.seq` is created O_EXCL: that one syscall is the whole concurrency story, so racing gh
 processes each get a distinct slot in a stable order. `NNNNNN.json` is written temp-then-rename,

@@ -81,7 +81,7 @@ def classify(
     """Same observations, same verdict, no I/O."""
     sample = sample_of(observations, now_ms, window_s)
     counts = Counter(obs.signal for obs in sample)
-    sample_counts = {signal: counts[signal] for signal in SIGNALS if counts[signal]}
+    sample_counts: dict[str, int] = {signal: counts[signal] for signal in SIGNALS if counts[signal]}
     failures = sum(counts[signal] for signal in AVAILABILITY_FAILURES)
     successes = sum(counts[signal] for signal in SUCCESSES)
     state, reason = _rule(counts, failures, successes, len(sample), window_s)
@@ -124,7 +124,7 @@ def parse_line(line: str) -> Observation | None:
     if len(fields) != 5 or fields[3] not in SIGNALS:
         return None
     try:
-        return Observation(int(fields[0]), int(fields[1]), int(fields[2]), fields[3], fields[4])  # type: ignore[arg-type]
+        return Observation(int(fields[0]), int(fields[1]), int(fields[2]), fields[3], fields[4])
     except ValueError:
         return None
 

@@ -1,4 +1,4 @@
-"""The forge-health harness: the real shim in `shimbin/` ahead of the stateful fake gh in `realbin/`.
+"""The forge-health harness: the real shim in `home/bin` ahead of the stateful fake gh in `realbin`.
 
 Tests call gh exactly as production does (PATH walk, marker skip, exec), in a git project whose
 origin is acme/widget, with FORGE_HOME, the fake's state, faults and call log all under tmp_path.
@@ -48,9 +48,7 @@ class Fake:
         self, match: str, kind: str, times: int = 1, phase: str = "before", delay: float = 0
     ) -> None:
         rules = json.loads(self.faults.read_text()) if self.faults.exists() else []
-        rules.append(
-            {"match": match, "kind": kind, "times": times, "phase": phase, "delay": delay}
-        )
+        rules.append({"match": match, "kind": kind, "times": times, "phase": phase, "delay": delay})
         self.faults.write_text(json.dumps(rules))
 
     def clear_faults(self) -> None:
@@ -80,9 +78,14 @@ class Fake:
             number = target["next"]
             target["next"] += 1
             target["issues"][str(number)] = {
-                "number": number, "title": title, "body": f"body of {title}", "state": "OPEN",
-                "labels": [], "comments": [], "createdAt": "2020-01-01T00:00:00Z",
-            }  # fmt: skip
+                "number": number,
+                "title": title,
+                "body": f"body of {title}",
+                "state": "OPEN",
+                "labels": [],
+                "comments": [],
+                "createdAt": "2020-01-01T00:00:00Z",
+            }
         self.state.write_text(json.dumps(data))
 
 
@@ -190,15 +193,13 @@ def build_env(tmp_path: Path, shell: str) -> ForgeEnv:
     }
     settings = Settings.from_env(env)
     shim = install(settings)
-    fake = Fake(
-        Path(env["FAKEGH_STATE"]), Path(env["FAKEGH_FAULTS"]), Path(env["FAKEGH_LOG"])
-    )
+    fake = Fake(Path(env["FAKEGH_STATE"]), Path(env["FAKEGH_FAULTS"]), Path(env["FAKEGH_LOG"]))
     project = make_project(tmp_path / "project")
     return ForgeEnv(tmp_path, project, shim, realbin, settings.state_dir, env, fake, shell)
 
 
 def wait_until(predicate: Callable[[], bool], timeout: float = 30.0) -> None:
-    """For the detached replay: poll a file-visible condition, with a deadline, never a fixed sleep."""
+    """For the detached replay: poll a condition on disk, with a deadline, not a fixed sleep."""
     deadline = time.monotonic() + timeout
     while not predicate():
         if time.monotonic() > deadline:

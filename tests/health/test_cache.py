@@ -1,4 +1,4 @@
-"""The read cache through a raw gh call: stored on the way past, served only on availability failures."""
+"""The read cache through a raw gh call: stored on the way past, served on availability failures."""
 
 from __future__ import annotations
 
@@ -35,8 +35,12 @@ def test_c01_c02_a_live_read_is_stored_on_the_way_past(seeded: ForgeEnv) -> None
     [entry] = cache_files(seeded.project)
     assert entry.read_bytes() == live.stdout
     assert (seeded.project / ".forge" / ".gitignore").read_text() == "*\n"
-    ignored = subprocess.run(["git", "-C", str(seeded.project), "status", "--porcelain"],
-                             capture_output=True, text=True, check=True)  # fmt: skip
+    ignored = subprocess.run(
+        ["git", "-C", str(seeded.project), "status", "--porcelain"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert ignored.stdout == ""
 
 
@@ -54,10 +58,18 @@ def test_c12_a_served_read_still_pipes_into_a_parser(seeded: ForgeEnv) -> None:
     seeded.gh("issue", "list", "--json", "number")
     seeded.fake.fail("issue list*", "503")
     piped = subprocess.run(
-        ["sh", "-c", f"{seeded.shim} issue list --json number | python3 -c "
-                     "'import json,sys; print(len(json.load(sys.stdin)))'"],
-        env=seeded.env, cwd=seeded.project, capture_output=True, text=True, check=False,
-    )  # fmt: skip
+        [
+            "sh",
+            "-c",
+            f"{seeded.shim} issue list --json number | python3 -c "
+            "'import json,sys; print(len(json.load(sys.stdin)))'",
+        ],
+        env=seeded.env,
+        cwd=seeded.project,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert piped.stdout == "2\n"
 
 

@@ -19,8 +19,10 @@ NOW = 1_800_000_000_000
 def obs(*signals: str, age_s: int = 1) -> list[Observation]:
     """Oldest first, one millisecond apart, all `age_s` old."""
     start = NOW - age_s * 1000 - len(signals)
-    return [Observation(start + i, 0 if s == "ok" else 1, 5, s, "issue list") for i, s in
-            enumerate(signals)]  # type: ignore[arg-type]  # fmt: skip
+    return [
+        Observation(start + i, 0 if s == "ok" else 1, 5, s, "issue list")
+        for i, s in enumerate(signals)
+    ]  # type: ignore[arg-type]
 
 
 def test_h03_seven_signals_four_of_them_availability_failures() -> None:
@@ -44,7 +46,7 @@ def test_h03_seven_signals_four_of_them_availability_failures() -> None:
         (1, "HTTP 502: Bad gateway", "server"),
         (1, "HTTP 504: Gateway Timeout", "server"),
         (1, "error connecting to api.github.com", "net"),
-        (1, 'dial tcp: lookup api.github.com: no such host', "net"),
+        (1, "dial tcp: lookup api.github.com: no such host", "net"),
         (1, "connect: connection refused", "net"),
         (1, "read: connection reset by peer", "net"),
         (1, "net/http: TLS handshake timeout", "net"),
@@ -135,13 +137,23 @@ def test_c04_marker_wording() -> None:
 
 def entry(seq: int, kind: str, depends_on: list[str] | None = None, **extra: Any) -> QueueEntry:
     return QueueEntry(
-        seq=seq, kind=kind, repo="acme/widget", host=None,
+        seq=seq,
+        kind=kind,
+        repo="acme/widget",
+        host=None,
         target=(depends_on or ["7"])[0] if kind != "create" else None,
-        handle=f"FORGE-Q{seq}" if kind == "create" else None, depends_on=depends_on or [],
-        idempotency_key="k", argv=["issue", kind, *(depends_on or ["7"])[:1]], title="t",
-        has_body=True, enqueued_at=NOW, project="/p", live_signal="server", live_stderr="",
+        handle=f"FORGE-Q{seq}" if kind == "create" else None,
+        depends_on=depends_on or [],
+        idempotency_key="k",
+        argv=["issue", kind, *(depends_on or ["7"])[:1]],
+        title="t",
+        has_body=True,
+        enqueued_at=NOW,
+        project="/p",
+        live_signal="server",
+        live_stderr="",
         **extra,
-    )  # fmt: skip
+    )
 
 
 def test_r05_r09_resolve_orders_dependents_behind_their_create() -> None:
@@ -159,7 +171,9 @@ def test_r08_r10_judge() -> None:
     assert replay_plan.judge("ok", "", 0, 3) == replay_plan.Delivered()
     assert replay_plan.judge("server", "", 0, 3) == replay_plan.Stop("server")
     assert isinstance(replay_plan.judge("notfound", "", 0, 3), replay_plan.SetAside)
-    assert replay_plan.judge("other", "HTTP 422: x\nmore", 0, 3) == replay_plan.Retry(1, "HTTP 422: x")
+    assert replay_plan.judge("other", "HTTP 422: x\nmore", 0, 3) == replay_plan.Retry(
+        1, "HTTP 422: x"
+    )
     exhausted = replay_plan.judge("other", "HTTP 422: x", 2, 3)
     assert exhausted == replay_plan.SetAside("attempts exhausted (3): HTTP 422: x")
 
@@ -187,8 +201,13 @@ def test_q04_argv_rewriting_moves_the_body_and_the_repo() -> None:
     assert parsed.target == "FORGE-Q1"
     assert parsed.value(gh_args.REPO_FLAGS) == "o/r"
     assert gh_args.replayable_argv(parsed, "/b.md") == [
-        "issue", "comment", "FORGE-Q1", "--edit-last", "--body-file", "/b.md",
-    ]  # fmt: skip
+        "issue",
+        "comment",
+        "FORGE-Q1",
+        "--edit-last",
+        "--body-file",
+        "/b.md",
+    ]
     assert gh_args.handles_in(argv) == ["FORGE-Q1"]
     assert gh_args.substitute(argv, {"FORGE-Q1": 9})[2] == "9"
     assert gh_args.handles_in(["FORGE-Q01", "FORGE-Qx", "xFORGE-Q1"]) == []

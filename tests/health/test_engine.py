@@ -16,8 +16,9 @@ NOW = 1_800_000_000_000
 
 def record(env: ForgeEnv, *signals: str, now_ms: int = NOW) -> None:
     for signal in signals:
-        result = env.forge("health", "record", "--rc", "1", "--signal", signal,
-                           env={"FORGE_NOW_MS": str(now_ms)})  # fmt: skip
+        result = env.forge(
+            "health", "record", "--rc", "1", "--signal", signal, env={"FORGE_NOW_MS": str(now_ms)}
+        )
         assert result.returncode == 0, result.stderr
 
 
@@ -38,13 +39,24 @@ def test_h02_h09_exit_codes_and_json(
     assert result.returncode == rc, result.stderr
     verdict = json.loads(result.stdout)
     assert verdict["state"] == state
-    assert {"state", "reason", "sample", "window_s", "n", "computed_at", "probed", "cache",
-            "queue"} <= set(verdict)  # fmt: skip
+    assert {
+        "state",
+        "reason",
+        "sample",
+        "window_s",
+        "n",
+        "computed_at",
+        "probed",
+        "cache",
+        "queue",
+    } <= set(verdict)
     console = subprocess.run(
         [str(Path(sys.executable).parent / "forge-health"), "status", "--no-probe"],
-        env={**forge_env.env, "FORGE_NOW_MS": str(NOW)}, capture_output=True, text=True,
+        env={**forge_env.env, "FORGE_NOW_MS": str(NOW)},
+        capture_output=True,
+        text=True,
         check=False,
-    )  # fmt: skip
+    )
     assert console.returncode == rc
     assert state in console.stdout
 
@@ -77,8 +89,11 @@ def test_h12_h12a_h14_one_probe_recorded_once_then_cached(forge_env: ForgeEnv) -
 
 def test_h14_concurrent_status_calls_make_one_probe(forge_env: ForgeEnv) -> None:
     procs = [
-        subprocess.Popen([sys.executable, "-m", "forge.cli", "health"], env=forge_env.env,
-                         stdout=subprocess.DEVNULL)  # fmt: skip
+        subprocess.Popen(
+            [sys.executable, "-m", "forge.cli", "health"],
+            env=forge_env.env,
+            stdout=subprocess.DEVNULL,
+        )
         for _ in range(6)
     ]
     assert [p.wait(timeout=60) for p in procs] == [0] * 6
@@ -91,9 +106,13 @@ def test_h12b_the_probe_is_bounded_and_a_timeout_is_net(forge_env: ForgeEnv) -> 
 
     forge_env.fake.fail("api rate_limit", "503", delay=30)
     result = realgh.run(
-        forge_env.realbin / "gh", ["api", "rate_limit"], state_dir=forge_env.state_dir,
-        clock=SYSTEM_CLOCK, timeout_s=0.5, env=forge_env.env,
-    )  # fmt: skip
+        forge_env.realbin / "gh",
+        ["api", "rate_limit"],
+        state_dir=forge_env.state_dir,
+        clock=SYSTEM_CLOCK,
+        timeout_s=0.5,
+        env=forge_env.env,
+    )
     assert (result.signal, result.rc) == ("net", 124)
     assert engine.PROBE_TIMEOUT_S == 10.0
 
@@ -112,8 +131,10 @@ def test_h07c_h16_window_and_ttl_flags_and_env(forge_env: ForgeEnv) -> None:
     at_now = {"FORGE_NOW_MS": str(NOW)}
     assert forge_env.forge("health", "--no-probe", env=at_now).returncode == 5
     assert forge_env.forge("health", "--no-probe", "--window", "400", env=at_now).returncode == 3
-    assert forge_env.forge("health", "--no-probe", env={**at_now, "FORGE_WINDOW": "400"}
-                           ).returncode == 3  # fmt: skip
+    assert (
+        forge_env.forge("health", "--no-probe", env={**at_now, "FORGE_WINDOW": "400"}).returncode
+        == 3
+    )
     for bad in (["--ttl", "-1"], ["--window", "abc"]):
         result = forge_env.forge("health", *bad)
         assert result.returncode == 2

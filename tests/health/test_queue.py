@@ -24,8 +24,11 @@ def queue_dir(env: ForgeEnv) -> Path:
 
 
 def entries(env: ForgeEnv) -> list[dict[str, object]]:
-    return [json.loads(p.read_text()) for p in sorted(queue_dir(env).glob("*.json"))
-            if p.name[0].isdigit()]  # fmt: skip
+    return [
+        json.loads(p.read_text())
+        for p in sorted(queue_dir(env).glob("*.json"))
+        if p.name[0].isdigit()
+    ]
 
 
 @pytest.fixture
@@ -43,8 +46,19 @@ def test_q09_q14_spooled_with_a_marker_and_rc_0(down: ForgeEnv) -> None:
     assert match is not None, result.stderr
     assert match.groups() == ("server", "000001", "1")
     [entry] = entries(down)
-    assert {"kind", "repo", "target", "handle", "idempotency_key", "argv", "enqueued_at",
-            "project", "attempts", "status", "live_stderr"} <= set(entry)  # fmt: skip
+    assert {
+        "kind",
+        "repo",
+        "target",
+        "handle",
+        "idempotency_key",
+        "argv",
+        "enqueued_at",
+        "project",
+        "attempts",
+        "status",
+        "live_stderr",
+    } <= set(entry)
     assert (entry["kind"], entry["repo"], entry["target"]) == ("comment", "acme/widget", "1")
     assert (queue_dir(down) / "000001.seq").exists()
     assert (down.state_dir / "replay-pending").read_text() == f"{down.project}\n"
@@ -52,7 +66,11 @@ def test_q09_q14_spooled_with_a_marker_and_rc_0(down: ForgeEnv) -> None:
 
 @pytest.mark.parametrize(
     ("how", "body"),
-    [("--body", b"crlf\r\nline"), ("--body-file", "no newline é".encode()), ("-", b"\xe2\x9c\x93\n")],
+    [
+        ("--body", b"crlf\r\nline"),
+        ("--body-file", "no newline é".encode()),
+        ("-", b"\xe2\x9c\x93\n"),
+    ],
 )
 def test_q04_q05_bodies_are_byte_identical(down: ForgeEnv, how: str, body: bytes) -> None:
     stdin = b""
@@ -116,8 +134,9 @@ def test_q10_q08_a_queued_create_prints_its_handle_and_dependents_wait(down: For
     assert b"waits for FORGE-Q1" in comment.stderr
     assert len(down.fake.calls()) == calls  # the forge was not called at all
     assert [(e["seq"], e["kind"], e["depends_on"]) for e in entries(down)] == [
-        (1, "create", []), (2, "comment", ["FORGE-Q1"]),
-    ]  # fmt: skip
+        (1, "create", []),
+        (2, "comment", ["FORGE-Q1"]),
+    ]
 
 
 def test_q07_a_resolved_handle_is_substituted_and_goes_live(forge_env: ForgeEnv) -> None:
@@ -148,11 +167,13 @@ def test_q13_disabled_entirely(down: ForgeEnv) -> None:
 
 
 def test_q14_concurrent_enqueues_get_distinct_contiguous_seqs(down: ForgeEnv) -> None:
-    script = "; ".join(
-        f"{down.shim} issue comment 1 --body w{i} >/dev/null 2>&1" for i in range(5)
-    )
-    procs = [subprocess.Popen(["dash", "-c", script], env={**down.env, "FORGE_REPLAY": "0"},
-                              cwd=down.project) for _ in range(4)]  # fmt: skip
+    script = "; ".join(f"{down.shim} issue comment 1 --body w{i} >/dev/null 2>&1" for i in range(5))
+    procs = [
+        subprocess.Popen(
+            ["dash", "-c", script], env={**down.env, "FORGE_REPLAY": "0"}, cwd=down.project
+        )
+        for _ in range(4)
+    ]
     assert [p.wait(timeout=100) for p in procs] == [0] * 4
     assert [e["seq"] for e in entries(down)] == list(range(1, 21))
 
@@ -181,8 +202,13 @@ def test_q15_q16_status_list_show_and_exit_codes(down: ForgeEnv) -> None:
     shown = json.loads(down.forge("queue", "show", "1").stdout)
     assert shown["body"] == "the body"
     assert down.forge("queue", "show", "9").returncode == 2
-    console = subprocess.run([str(Path(sys.executable).parent / "forge-queue")], env=down.env,
-                             cwd=down.project, capture_output=True, check=False)  # fmt: skip
+    console = subprocess.run(
+        [str(Path(sys.executable).parent / "forge-queue")],
+        env=down.env,
+        cwd=down.project,
+        capture_output=True,
+        check=False,
+    )
     assert console.returncode == 3
 
 
@@ -196,7 +222,8 @@ def test_q14a_replay_from_another_directory_targets_the_spooled_repo(
     from forge.clock import SYSTEM_CLOCK
     from forge.health import replay
 
-    report = replay.replay(down.project, down.settings(), SYSTEM_CLOCK, apply=True, batch=0,
-                           gh=down.realbin / "gh")  # fmt: skip
+    report = replay.replay(
+        down.project, down.settings(), SYSTEM_CLOCK, apply=True, batch=0, gh=down.realbin / "gh"
+    )
     assert report.clean
     assert down.fake.argvs()[-1][-2:] == ["-R", "acme/widget"]

@@ -33,8 +33,12 @@ def replay_log(env: ForgeEnv) -> list[list[str]]:
 
 def delivery_calls(env: ForgeEnv) -> list[list[str]]:
     """The fake's log minus verification reads and the triggering call."""
-    return [a for a in env.fake.argvs() if a[:2] in (["issue", "create"], ["issue", "comment"],
-                                                    ["issue", "close"], ["issue", "reopen"])]  # fmt: skip
+    return [
+        a
+        for a in env.fake.argvs()
+        if a[:2]
+        in (["issue", "create"], ["issue", "comment"], ["issue", "close"], ["issue", "reopen"])
+    ]
 
 
 def test_scenario1_r01_r02_r05_the_first_success_drains_in_seq_order(forge_env: ForgeEnv) -> None:
@@ -122,11 +126,14 @@ def test_scenario5_r08_the_forge_still_down_stops_everything(forge_env: ForgeEnv
     assert result.returncode == 3
     assert "1 delivered" in result.stdout
     assert "stopped at q000002" in result.stdout
-    entries = [json.loads(p.read_text())
-               for p in sorted((forge_env.project / ".forge" / "queue").glob("0*.json"))]  # fmt: skip
+    entries = [
+        json.loads(p.read_text())
+        for p in sorted((forge_env.project / ".forge" / "queue").glob("0*.json"))
+    ]
     assert [(e["seq"], e["attempts"], e["status"]) for e in entries] == [
-        (2, 0, "pending"), (3, 0, "pending"),
-    ]  # fmt: skip
+        (2, 0, "pending"),
+        (3, 0, "pending"),
+    ]
     assert forge_env.forge("queue", "replay", "--apply").returncode == 0
 
 
@@ -136,10 +143,14 @@ def test_scenario6_r16_concurrent_drains_deliver_each_entry_once(forge_env: Forg
     for n in range(4):
         forge_env.gh("issue", "comment", "1", "--body", f"c{n}", env=NO_AUTO)
     procs = [
-        subprocess.Popen([sys.executable, "-m", "forge.cli", "queue", "replay", "--apply"],
-                         env=forge_env.env, cwd=forge_env.project, stdout=subprocess.DEVNULL)
+        subprocess.Popen(
+            [sys.executable, "-m", "forge.cli", "queue", "replay", "--apply"],
+            env=forge_env.env,
+            cwd=forge_env.project,
+            stdout=subprocess.DEVNULL,
+        )
         for _ in range(2)
-    ]  # fmt: skip
+    ]
     [p.wait(timeout=60) for p in procs]
     while forge_env.forge("queue").returncode != 0:
         assert forge_env.forge("queue", "replay", "--apply").returncode in (0, 3)
@@ -151,8 +162,10 @@ def test_scenario7_q12_the_bound(forge_env: ForgeEnv) -> None:
     forge_env.fake.seed("first")
     forge_env.fake.fail("issue *", "503", times=-1)
     env = {**NO_AUTO, "FORGE_QUEUE_MAX": "2"}
-    rcs = [forge_env.gh("issue", "comment", "1", "--body", str(n), env=env).returncode
-           for n in range(3)]  # fmt: skip
+    rcs = [
+        forge_env.gh("issue", "comment", "1", "--body", str(n), env=env).returncode
+        for n in range(3)
+    ]
     assert rcs == [0, 0, 1]
 
 
@@ -235,8 +248,14 @@ def test_service_status_reads_without_probing(forge_env: ForgeEnv) -> None:
         "import json; from forge.health.service import service_status; "
         "print(json.dumps(service_status()))"
     )
-    out = subprocess.run([sys.executable, "-c", code], env=forge_env.env, cwd=Path("/"),
-                         capture_output=True, text=True, check=True)  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        env=forge_env.env,
+        cwd=Path("/"),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     status = json.loads(out.stdout)
     assert set(status) == {"state", "reason", "sample", "cache", "queue"}
     assert status["state"] == "degraded"

@@ -20,8 +20,11 @@ from .conftest import ForgeEnv, python_gh, tools_dir, write_exec
 # Golden corpus: the gh stderr shapes (cli/cli, go-gh) with their exit codes.
 CORPUS = [
     (1, "HTTP 503: 503 Service Unavailable (https://api.github.com/graphql)\n", "server"),
-    (1, "Something went wrong while executing your query. This may be the result of a timeout\n",
-     "server"),
+    (
+        1,
+        "Something went wrong while executing your query. This may be the result of a timeout\n",
+        "server",
+    ),
     (1, "HTTP 500 (https://api.github.com/repos/acme/widget/issues)\n", "server"),
     (1, "HTTP 502: Bad gateway\n", "server"),
     (1, "HTTP 429: You have exceeded a secondary rate limit.\n", "ratelimit"),
@@ -29,15 +32,18 @@ CORPUS = [
     (1, "You have triggered an abuse detection mechanism.\n", "ratelimit"),
     (1, "HTTP 401: Bad credentials\nTry authenticating with:  gh auth login\n", "auth"),
     (4, "To get started with GitHub CLI, please run:  gh auth login\n", "auth"),
-    (1, "GraphQL: Could not resolve to an issue or pull request with the number of 9.\n",
-     "notfound"),
+    (
+        1,
+        "GraphQL: Could not resolve to an issue or pull request with the number of 9.\n",
+        "notfound",
+    ),
     (1, "error connecting to api.github.com\ncheck your internet connection\n", "net"),
     (1, 'Post "https://api.github.com/graphql": net/http: TLS handshake timeout\n', "net"),
     (1, "dial tcp: lookup api.github.com: no such host\n", "net"),
     (1, "unknown flag: --bogus\n\nUsage:  gh issue list [flags]\n", "other"),
     (1, "HTTP 422: Validation Failed\n", "other"),
     (0, "HTTP 503 but it worked\n", "ok"),
-]  # fmt: skip
+]
 
 
 @pytest.fixture
@@ -72,19 +78,33 @@ def test_s03_transparent_byte_for_byte(echo_env: ForgeEnv, argv: list[str]) -> N
         env = {"ECHOGH_RC": str(rc), "ECHOGH_STDERR": "err \x01 bytes\n"}
         through = echo_env.gh(*argv, stdin=stdin, env=env)
         direct = subprocess.run(
-            [str(echo_env.realbin / "gh"), *argv], input=stdin, capture_output=True,
-            env={**echo_env.env, **env}, check=False,
-        )  # fmt: skip
+            [str(echo_env.realbin / "gh"), *argv],
+            input=stdin,
+            capture_output=True,
+            env={**echo_env.env, **env},
+            check=False,
+        )
         assert (through.returncode, through.stdout, through.stderr) == (
-            direct.returncode, direct.stdout, direct.stderr,
-        )  # fmt: skip
+            direct.returncode,
+            direct.stdout,
+            direct.stderr,
+        )
         assert json.loads(through.stdout)["argv"] == argv
         assert base64.b64decode(json.loads(through.stdout)["stdin_b64"]) == stdin
 
 
 def test_s04_s13_offline_subcommands_are_not_recorded(echo_env: ForgeEnv) -> None:
-    for argv in (["--version"], ["help"], ["completion"], ["alias"], ["config"], ["extension"],
-                 [], ["-h"], ["--help"]):  # fmt: skip
+    for argv in (
+        ["--version"],
+        ["help"],
+        ["completion"],
+        ["alias"],
+        ["config"],
+        ["extension"],
+        [],
+        ["-h"],
+        ["--help"],
+    ):
         assert echo_env.gh(*argv).returncode == 0
     assert echo_env.observations() == []
     echo_env.gh("frobnicate", env={"ECHOGH_RC": "1", "ECHOGH_STDERR": "unknown command\n"})
@@ -121,9 +141,12 @@ def test_s06_tty_stderr_is_not_diverted(echo_env: ForgeEnv) -> None:
     env = {**echo_env.env, "ECHOGH_RC": "4", "ECHOGH_STDERR": "? prompt> ", "ECHOGH_STDIN": "0"}
     proc = subprocess.Popen(
         [*echo_env.shell.split(), str(echo_env.shim), "auth", "login"],
-        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=follower, env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=follower,
+        env=env,
         cwd=echo_env.project,
-    )  # fmt: skip
+    )
     os.close(follower)
     seen = b""
     while b"prompt>" not in seen:
@@ -170,12 +193,17 @@ def test_s09_perl_clock_when_date_lacks_milliseconds(echo_env: ForgeEnv) -> None
 
 
 def test_s10_bypass_by_path_and_disable_by_deleting(echo_env: ForgeEnv) -> None:
-    subprocess.run([str(echo_env.realbin / "gh"), "api", "x"], env=echo_env.env, check=True,
-                   capture_output=True)  # fmt: skip
+    subprocess.run(
+        [str(echo_env.realbin / "gh"), "api", "x"],
+        env=echo_env.env,
+        check=True,
+        capture_output=True,
+    )
     assert echo_env.observations() == []
     echo_env.shim.unlink()
-    found = subprocess.run(["sh", "-c", "command -v gh"], env=echo_env.env, capture_output=True,
-                           text=True, check=True)  # fmt: skip
+    found = subprocess.run(
+        ["sh", "-c", "command -v gh"], env=echo_env.env, capture_output=True, text=True, check=True
+    )
     assert found.stdout.strip() == str(echo_env.realbin / "gh")
 
 
@@ -184,9 +212,12 @@ def test_s12_death_by_signal_and_pipes(echo_env: ForgeEnv) -> None:
     assert result.returncode == 128 + signal.SIGINT
     piped = subprocess.run(
         ["sh", "-c", f"{echo_env.shell} {echo_env.shim} api x | head -c 1"],
-        env={**echo_env.env, "ECHOGH_STDIN": "0"}, capture_output=True, timeout=30, check=False,
+        env={**echo_env.env, "ECHOGH_STDIN": "0"},
+        capture_output=True,
+        timeout=30,
+        check=False,
         stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+    )
     assert piped.stdout == b"{"
 
 
@@ -195,8 +226,13 @@ def test_s02_install_puts_the_shim_first_on_path(forge_env: ForgeEnv) -> None:
     result = forge_env.forge("shim", "install", "--dir", str(target))
     assert result.returncode == 0, result.stderr
     env = {"PATH": f"{target}:{forge_env.env['PATH']}"}
-    found = subprocess.run(["sh", "-c", "command -v gh"], env={**forge_env.env, **env},
-                           capture_output=True, text=True, check=True)  # fmt: skip
+    found = subprocess.run(
+        ["sh", "-c", "command -v gh"],
+        env={**forge_env.env, **env},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert Path(found.stdout.strip()) == target / "gh"
     assert b"forge-gh-shim:v1" in (target / "gh").read_bytes()[:512]
 

@@ -11,6 +11,7 @@ Clock: $FAKEGH_NOW (epoch seconds) pins createdAt; otherwise the real time.
 from __future__ import annotations
 
 import base64
+import contextlib
 import datetime as dt
 import fcntl
 import fnmatch
@@ -23,29 +24,73 @@ from typing import Any
 
 FAULTS: dict[str, tuple[int, str]] = {
     "503": (1, "HTTP 503: 503 Service Unavailable (https://api.github.com/graphql)\n"),
-    "502": (1, "Something went wrong while executing your query. This may be the result of a "
-               "timeout, or it could be a GitHub bug.\n"),
+    "502": (
+        1,
+        "Something went wrong while executing your query. This may be the result of a "
+        "timeout, or it could be a GitHub bug.\n",
+    ),
     "500bare": (1, "HTTP 500 (https://api.github.com/repos/acme/widget/issues)\n"),
-    "429": (1, "HTTP 429: You have exceeded a secondary rate limit. (https://api.github.com/graphql)\n"),
-    "403rl": (1, "HTTP 403: API rate limit exceeded for user ID 1. (https://api.github.com/graphql)\n"),
-    "401": (1, "HTTP 401: Bad credentials (https://api.github.com/graphql)\n"
-               "Try authenticating with:  gh auth login\n"),
-    "noauth": (4, "To get started with GitHub CLI, please run:  gh auth login\n"
-                  "Alternatively, populate the GH_TOKEN environment variable.\n"),
-    "404": (1, "GraphQL: Could not resolve to an issue or pull request with the number of 99. "
-               "(repository.issue)\n"),
-    "net": (1, "error connecting to api.github.com\n"
-               "check your internet connection or https://githubstatus.com\n"),
-    "timeout": (1, "Post \"https://api.github.com/graphql\": net/http: TLS handshake timeout\n"),
+    "429": (
+        1,
+        "HTTP 429: You have exceeded a secondary rate limit. (https://api.github.com/graphql)\n",
+    ),
+    "403rl": (
+        1,
+        "HTTP 403: API rate limit exceeded for user ID 1. (https://api.github.com/graphql)\n",
+    ),
+    "401": (
+        1,
+        "HTTP 401: Bad credentials (https://api.github.com/graphql)\n"
+        "Try authenticating with:  gh auth login\n",
+    ),
+    "noauth": (
+        4,
+        "To get started with GitHub CLI, please run:  gh auth login\n"
+        "Alternatively, populate the GH_TOKEN environment variable.\n",
+    ),
+    "404": (
+        1,
+        "GraphQL: Could not resolve to an issue or pull request with the number of 99. "
+        "(repository.issue)\n",
+    ),
+    "net": (
+        1,
+        "error connecting to api.github.com\n"
+        "check your internet connection or https://githubstatus.com\n",
+    ),
+    "timeout": (1, 'Post "https://api.github.com/graphql": net/http: TLS handshake timeout\n'),
     "usage": (1, "unknown flag: --bogus\n\nUsage:  gh issue list [flags]\n"),
     "422": (1, "HTTP 422: Validation Failed (https://api.github.com/repos/acme/widget/issues)\n"),
-}  # fmt: skip
+}
 
 VALUE_FLAGS = {
-    "-b", "--body", "-F", "--body-file", "-R", "--repo", "-t", "--title", "-l", "--label",
-    "--add-label", "--remove-label", "-s", "--state", "-L", "--limit", "--json", "-c",
-    "--comment", "-r", "--reason", "-a", "--assignee", "-q", "--jq", "--search",
-}  # fmt: skip
+    "-b",
+    "--body",
+    "-F",
+    "--body-file",
+    "-R",
+    "--repo",
+    "-t",
+    "--title",
+    "-l",
+    "--label",
+    "--add-label",
+    "--remove-label",
+    "-s",
+    "--state",
+    "-L",
+    "--limit",
+    "--json",
+    "-c",
+    "--comment",
+    "-r",
+    "--reason",
+    "-a",
+    "--assignee",
+    "-q",
+    "--jq",
+    "--search",
+}
 MUTATIONS = {"create", "comment", "edit", "close", "reopen", "delete", "transfer", "lock"}
 
 
@@ -112,8 +157,10 @@ class Forge:
 
         url = subprocess.run(
             ["git", "-C", self.cwd, "remote", "get-url", "origin"],
-            capture_output=True, text=True, check=False,
-        ).stdout.strip()  # fmt: skip
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout.strip()
         if not url:
             raise Fail(1, "no git remotes found\n")
         tail = url.rstrip("/").removesuffix(".git").replace(":", "/").split("/")
@@ -133,7 +180,7 @@ class Forge:
     def issue(self, repo: dict[str, Any], ref: str) -> dict[str, Any]:
         number = ref.rstrip("/").rsplit("/", 1)[-1]
         if not number.isdigit():
-            raise Fail(1, f"invalid issue format: \"{ref}\"\n")
+            raise Fail(1, f'invalid issue format: "{ref}"\n')
         issue = repo["issues"].get(number)
         if issue is None:
             raise Fail(1, FAULTS["404"][1].replace("99", number))
@@ -154,17 +201,19 @@ class Forge:
             hits = [i for i in repo["issues"].values() if query in i["title"]]
             return "".join(f"{i['number']}\t{i['title']}\n" for i in hits)
         if argv[:1] != ["issue"] or len(argv) < 2:
-            raise Fail(1, f"unknown command \"{argv[0] if argv else ''}\" for \"gh\"\n")
+            raise Fail(1, f'unknown command "{argv[0] if argv else ""}" for "gh"\n')
         verb = argv[1]
         positionals, flags = parse(argv[2:])
         repo = self.repo(flags)
         handler = getattr(self, f"issue_{verb}", None)
         if handler is None:
-            raise Fail(1, f"unknown command \"{verb}\" for \"gh issue\"\n")
+            raise Fail(1, f'unknown command "{verb}" for "gh issue"\n')
         result: str = handler(repo, positionals, flags)
         return result
 
-    def issue_create(self, repo: dict[str, Any], pos: list[str], flags: dict[str, list[str]]) -> str:
+    def issue_create(
+        self, repo: dict[str, Any], pos: list[str], flags: dict[str, list[str]]
+    ) -> str:
         title = one(flags, "-t", "--title")
         if title is None:
             raise Fail(1, "must provide `--title` and `--body` when not running interactively\n")
@@ -172,22 +221,31 @@ class Forge:
         number = repo["next"]
         repo["next"] += 1
         repo["issues"][str(number)] = {
-            "number": number, "title": title,
+            "number": number,
+            "title": title,
             "body": (body or b"").decode("utf-8", "surrogateescape"),
-            "state": "OPEN", "labels": flags.get("-l", []) + flags.get("--label", []),
-            "comments": [], "createdAt": iso(now()),
-        }  # fmt: skip
+            "state": "OPEN",
+            "labels": flags.get("-l", []) + flags.get("--label", []),
+            "comments": [],
+            "createdAt": iso(now()),
+        }
         return self.url(repo, number) + "\n"
 
-    def issue_comment(self, repo: dict[str, Any], pos: list[str], flags: dict[str, list[str]]) -> str:
+    def issue_comment(
+        self, repo: dict[str, Any], pos: list[str], flags: dict[str, list[str]]
+    ) -> str:
         issue = self.issue(repo, pos[0])
         body = self.read_body(flags) or b""
         cid = self.state.get("next_comment", 1)
         self.state["next_comment"] = cid + 1
         url = f"{self.url(repo, issue['number'])}#issuecomment-{cid}"
         issue["comments"].append(
-            {"id": cid, "url": url, "body": body.decode("utf-8", "surrogateescape"),
-             "createdAt": iso(now())}  # fmt: skip
+            {
+                "id": cid,
+                "url": url,
+                "body": body.decode("utf-8", "surrogateescape"),
+                "createdAt": iso(now()),
+            }
         )
         return url + "\n"
 
@@ -210,8 +268,9 @@ class Forge:
     def _set_state(self, repo: dict[str, Any], ref: str, state: str, verb: str) -> str:
         issue = self.issue(repo, ref)
         if issue["state"] == state:
-            sys.stderr.write(f"! Issue {repo['name']}#{issue['number']} ({issue['title']}) "
-                             f"is already {verb}\n")  # fmt: skip
+            sys.stderr.write(
+                f"! Issue {repo['name']}#{issue['number']} ({issue['title']}) is already {verb}\n"
+            )
             return ""
         issue["state"] = state
         return ""
@@ -219,15 +278,21 @@ class Forge:
     def issue_close(self, repo: dict[str, Any], pos: list[str], flags: dict[str, list[str]]) -> str:
         return self._set_state(repo, pos[0], "CLOSED", "closed")
 
-    def issue_reopen(self, repo: dict[str, Any], pos: list[str], flags: dict[str, list[str]]) -> str:
+    def issue_reopen(
+        self, repo: dict[str, Any], pos: list[str], flags: dict[str, list[str]]
+    ) -> str:
         return self._set_state(repo, pos[0], "OPEN", "open")
 
-    def issue_delete(self, repo: dict[str, Any], pos: list[str], flags: dict[str, list[str]]) -> str:
+    def issue_delete(
+        self, repo: dict[str, Any], pos: list[str], flags: dict[str, list[str]]
+    ) -> str:
         issue = self.issue(repo, pos[0])
         del repo["issues"][str(issue["number"])]
         return ""
 
-    def issue_transfer(self, repo: dict[str, Any], pos: list[str], flags: dict[str, list[str]]) -> str:
+    def issue_transfer(
+        self, repo: dict[str, Any], pos: list[str], flags: dict[str, list[str]]
+    ) -> str:
         self.issue(repo, pos[0])
         return ""
 
@@ -291,10 +356,8 @@ def main(argv: list[str]) -> int:
         state = json.loads(state_path.read_text()) if state_path.exists() else {}
         forge = Forge(state, os.getcwd())
         forge.stdin = stdin
-        try:  # what the forge received, even when it then fails the call
+        with contextlib.suppress(Fail, OSError):  # received, even if the call then fails
             forge.read_body(parse(argv[2:])[1])
-        except (Fail, OSError):
-            pass
         forge.body_received, forge.body = forge.body, None
         rc, out, err = 0, "", ""
         if fault and fault.get("phase", "before") == "before":
@@ -308,11 +371,16 @@ def main(argv: list[str]) -> int:
             if fault:
                 rc, out, err = FAULTS[fault["kind"]][0], "", FAULTS[fault["kind"]][1]
         record = {
-            "t": time.time(), "argv": argv, "stdin": stdin.decode("utf-8", "replace"),
-            "body_b64": None if forge.body_received is None
+            "t": time.time(),
+            "argv": argv,
+            "stdin": stdin.decode("utf-8", "replace"),
+            "body_b64": None
+            if forge.body_received is None
             else base64.b64encode(forge.body_received).decode(),
-            "fault": fault and fault["kind"], "rc": rc, "cwd": os.getcwd(),
-        }  # fmt: skip
+            "fault": fault and fault["kind"],
+            "rc": rc,
+            "cwd": os.getcwd(),
+        }
         if os.environ.get("FAKEGH_LOG"):
             with open(os.environ["FAKEGH_LOG"], "a") as log:
                 log.write(json.dumps(record) + "\n")
