@@ -25,15 +25,15 @@ async def supervise(
     ) -> Supervised:
         config = tmp_path / "forge.toml"
         config.write_text(toml, encoding="utf-8")
+        log = forge_dirs["state"] / "forge" / "forge.log"
+        since = log.stat().st_size if log.exists() else 0
         env = dict(os.environ, FORGE_SUPERVISOR_DRILLS="1" if drills else "0")
         process = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "forge.cli", "supervise", "--config", str(config),
             "--port", str(free_port), *args,
             env=env, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
         )  # fmt: skip
-        supervised = Supervised(
-            process, free_port, config, forge_dirs["state"] / "forge" / "forge.log"
-        )
+        supervised = Supervised(process, free_port, config, log, since)
         started.append(supervised)
         await supervised.record("socket_listening")
         return supervised

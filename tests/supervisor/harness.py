@@ -27,6 +27,8 @@ class Supervised:
     port: int
     config: Path
     log: Path
+    since: int = 0
+    """Where this run's records begin in the log (another run may have written before it)."""
     stderr: bytes = b""
     clients: list[ClientConnection] = field(default_factory=list)
 
@@ -37,7 +39,9 @@ class Supervised:
     def records(self, name: str) -> list[dict[str, Any]]:
         if not self.log.exists():
             return []
-        lines = self.log.read_text(encoding="utf-8").splitlines()
+        with self.log.open("rb") as log:
+            log.seek(self.since)
+            lines = log.read().decode("utf-8").splitlines()
         return [r for r in map(json.loads, lines) if r.get("record") == name]
 
     async def record(self, name: str, **match: Any) -> dict[str, Any]:
