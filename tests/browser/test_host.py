@@ -198,6 +198,7 @@ async def test_history_back_and_forward(hosted: Hosted, site: str) -> None:
     assert await host.nav(tab, back=True) == NavState(tab, False, False)
     await host.navigate(tab, f"{site}/b")
     await recorder.until(lambda: NavState(tab, True, False) in recorder.events)
+    assert await host.view(tab, webp=True, jpeg=False) == NavState(tab, True, False)
     assert await host.nav(tab, back=True) == NavState(tab, False, True)
     await until_title(recorder, tab, "page a")
     assert await host.nav(tab, back=False) == NavState(tab, True, False)

@@ -317,15 +317,16 @@ class BrowserHost:
     async def close_tab(self, number: int) -> None:
         await self._cdp.call("Target.closeTarget", {"targetId": self._tab(number).target})
 
-    async def view(self, number: int, *, webp: bool, jpeg: bool) -> None:
-        """Which formats the tab's viewers read now; neither stops its screencast."""
+    async def view(self, number: int, *, webp: bool, jpeg: bool) -> NavState:
+        """Which formats the tab's viewers read now (neither stops its screencast); answers
+        where its history sits, which an attach shows before the first frame."""
         tab = self._tab(number)
         if not (webp or jpeg):
             if tab.pump is not None:
                 pump, tab.pump = tab.pump, None
                 await pump.stop()
-                self._cdp.send("Page.stopScreencast", None, tab.session)
-            return
+                self._cdp.send("Page.stopScreencast", None, tab.session).add_done_callback(_quietly)
+            return await self._nav_state(tab)
         started = tab.pump is None
         if tab.pump is None:
             tab.pump = FramePump(
@@ -339,10 +340,11 @@ class BrowserHost:
             tab.pump.page_size = tab.viewport.css
             tab.pump.start()
         tab.pump.wants_webp, tab.pump.wants_jpeg = webp, jpeg
+        tab.pump.ask_key_frame()
         if started:
-            tab.pump.ask_key_frame()
             await self._start_screencast(tab)
-            await self._push_nav_state(tab, always=True)
+        tab.nav_state = await self._nav_state(tab)
+        return tab.nav_state
 
     async def resize(self, number: int, viewport: Viewport) -> None:
         """Lay the page out at a viewer's size; the next frame is a key frame at it."""
@@ -500,16 +502,19 @@ class BrowserHost:
         )
         await self._cdp.call("Emulation.setTouchEmulationEnabled", {"enabled": touch}, tab.session)
 
-    async def _push_nav_state(self, tab: _Tab, *, always: bool = False) -> None:
-        """Tell viewers where history sits: on attach (`always`), and when it moved."""
+    async def _nav_state(self, tab: _Tab) -> NavState:
+        history = await self._cdp.call("Page.getNavigationHistory", None, tab.session)
+        index, count = history["currentIndex"], len(history["entries"])
+        return NavState(tab.number, index > 0, index < count - 1)
+
+    async def _push_nav_state(self, tab: _Tab) -> None:
+        """Tell viewers where history sits when the page moved on its own."""
         try:
-            history = await self._cdp.call("Page.getNavigationHistory", None, tab.session)
+            state = await self._nav_state(tab)
         except CdpCommandFailed as error:  # mid-commit; the load event asks again
             log.debug("browser_nav_state_deferred", tab=tab.number, error=str(error))
             return
-        index, count = history["currentIndex"], len(history["entries"])
-        state = NavState(tab.number, index > 0, index < count - 1)
-        if always or state != tab.nav_state:
+        if state != tab.nav_state:
             tab.nav_state = state
             self._on_event(state)
 

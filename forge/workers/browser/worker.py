@@ -196,11 +196,13 @@ class BrowserWorker(Worker):
         await self._call(self.host.close_tab(_int(request.args, "tab")))
 
     @handles("view")
-    async def view(self, request: Request) -> None:
-        """Which formats the tab's viewers read (`webp`, `jpeg`); both false stops its frames."""
+    async def view(self, request: Request) -> dict[str, Any]:
+        """Which formats the tab's viewers read (`webp`, `jpeg`); both false stops its frames.
+        Answers the tab's nav state, and a key frame follows on the tab's stream."""
         args = request.args
         webp, jpeg = bool(args.get("webp")), bool(args.get("jpeg"))
-        await self._call(self.host.view(_int(args, "tab"), webp=webp, jpeg=jpeg))
+        state = await self._call(self.host.view(_int(args, "tab"), webp=webp, jpeg=jpeg))
+        return dataclasses.asdict(state)
 
     @handles("resize")
     async def resize(self, request: Request) -> None:
