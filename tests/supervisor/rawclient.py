@@ -39,8 +39,12 @@ class RawClient:
         self._protocol = ClientProtocol(parse_uri(f"ws://127.0.0.1:{port}/socket"), max_size=None)
         self._protocol.send_request(self._protocol.connect())
         self._flush()
-        while not any(isinstance(e, Response) for e in await self._events()):
-            pass
+        answered = False
+        while not answered:
+            for event in await self._events():
+                answered = answered or isinstance(event, Response)
+                if isinstance(event, Frame):
+                    self.frames.append(event)
 
     async def next_frame(self) -> Frame:
         """The next data or control frame; raises EOFError when the server closed the TCP."""
