@@ -1,0 +1,760 @@
+"""The browser verbs on the socket, served over one browser host worker per profile.
+
+The supervisor owns every client-facing fact (viewers, the controller role, seq windows, file
+asks, download offers) in `RoleTable` and here; hosts are restartable executors that know tabs,
+not viewers. A tab's frames arrive ready-made on the host's `tab:<n>` stream and are handed,
+the same bytes, to each viewer's newest-wins queue (B06, B07): format 2 (JPEG) only to
+connections that declared `formats=webp,jpeg`, which then skip the WebP motion frames; key
+frames (format 1) to everyone (D3).
+
+`install(supervisor, manager)` registers the verbs; `forge supervise` calls it with its worker
+manager. Profiles come from forge.toml (project, else org, else `default`), keyed `<org>/<name>`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import itertools
+from collections import deque
+from collections.abc import Awaitable, Callable, Hashable
+from dataclasses import dataclass, field
+from typing import Any
+
+from forge.clock import epoch_ms
+from forge.ipc.errors import RequestFailed, WorkerError
+from forge.ipc.manager import WorkerEvent, WorkerHandle, WorkerManager, WorkerSpec, WorkerState
+from forge.ipc.messages import StreamFrame
+from forge.logs import get_logger
+from forge.supervisor.browser_roles import RoleTable, Size, Surface, Verdict, Viewer, check_size
+from forge.supervisor.connection import Connection
+from forge.supervisor.core import Supervisor
+from forge.supervisor.seats import UnknownProject
+from forge.wire import server
+from forge.wire.binary import BROWSER_FRAME_HEADER, FORMAT_JPEG
+from forge.wire.client import (
+    BrowserControl,
+    BrowserDetach,
+    BrowserFileAnswer,
+    BrowserInput,
+    BrowserNav,
+    BrowserNavigate,
+    BrowserOpen,
+    BrowserResize,
+    BrowserTabs,
+    BrowserView,
+    BrowserViewPage,
+    ReplyTo,
+)
+from forge.wire.errors import ClientRefusal
+from forge.wire.seats import Seat
+from forge.workers.browser.chromium import check_executable
+from forge.workers.browser.errors import BrowserMissing
+from forge.workers.browser.files import FileAnswerRefused, decode_file_answer
+from forge.workers.browser.gestures import is_discrete, record_fields
+from forge.workers.browser.worker import KIND, profile_dir_for
+
+log = get_logger(__name__)
+
+HOST_READY_S = 30.0
+"""How long an attach waits for a profile's host to start (Chromium starts in ~0.5 s)."""
+REQUEST_S = 15.0
+"""The deadline of one host request (a navigation waits for the page to commit)."""
+DOWNLOAD_BACKLOG = 8
+"""O-BR9: offers waiting for a controller, per profile; past it the oldest is dropped."""
+REFUSED_MOVE_EVERY_S = 1.0
+"""O-BR3: a watcher's refused moves are answered at most once a second per connection."""
+
+
+@dataclass
+class _Ask:
+    profile: str
+    host_ask: int
+    tab: int
+    multiple: bool
+    sent_to: int | None = None
+    """The viewer id of the controller it went to (asked once per controller)."""
+
+
+@dataclass
+class _Profile:
+    key: str
+    wire_id: int
+    generation: int = 0
+    handle: WorkerHandle | None = None
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    owners: dict[int, Seat] = field(default_factory=dict)
+    kept: dict[int, bytes] = field(default_factory=dict)
+    kept_webp: dict[int, bytes] = field(default_factory=dict)
+    layout: dict[int, Size] = field(default_factory=dict)
+    followers: set[Connection] = field(default_factory=set)
+    offers: deque[dict[str, Any]] = field(default_factory=deque)
+    lost: int = 0
+    last_use: float = 0.0
+    idle: asyncio.Task[None] | None = None
+    starting: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+    @property
+    def up(self) -> bool:
+        return self.handle is not None and self.handle.row.state is WorkerState.READY
+
+
+class BrowserService:
+    """Every browser verb, the profiles' hosts, and the fan-out of their frames and events."""
+
+    def __init__(self, supervisor: Supervisor, manager: WorkerManager) -> None:
+        self.supervisor = supervisor
+        self.manager = manager
+        self.clock = supervisor.clock
+        self.table = RoleTable()
+        self.profiles: dict[str, _Profile] = {}
+        self._wire_ids = itertools.count(1)
+        self._ask_ids = itertools.count(1)
+        self._asks: dict[int, _Ask] = {}
+        self._seat_tabs: dict[Seat, Surface] = {}
+        self._warming: set[Hashable] = set()
+        """Connections attached whose browser_view and nav state are not sent yet: no frames."""
+        self._refused_move_at: dict[Hashable, float] = {}
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    def install(self) -> None:
+        verbs: list[tuple[type[Any], Callable[[Connection, Any], Awaitable[None]]]] = [
+            (BrowserView, self._view),
+            (BrowserViewPage, self._view_page),
+            (BrowserDetach, self._detach),
+            (BrowserResize, self._resize),
+            (BrowserInput, self._input),
+            (BrowserControl, self._control),
+            (BrowserNav, self._nav),
+            (BrowserNavigate, self._navigate),
+            (BrowserFileAnswer, self._file_answer),
+            (BrowserTabs, self._tabs),
+            (BrowserOpen, self._open),
+        ]
+        for message_type, handler in verbs:
+            self.supervisor.register_verb(message_type, handler)
+        self.supervisor.on_disconnect(self._disconnected)
+
+    # --- profiles and hosts ---------------------------------------------------------------
+
+    def _profile_for(self, what: str, seat: Seat) -> _Profile:
+        config = self.supervisor.loaded.config
+        project = config.project(seat.org, seat.project)
+        if project is None:
+            raise ClientRefusal(what, f"no project {seat.org}/{seat.project} is configured", seat)
+        key = f"{seat.org}/{config.browser_profile_for(project)}"
+        profile = self.profiles.get(key)
+        if profile is None:
+            profile = self.profiles[key] = _Profile(key, next(self._wire_ids))
+        return profile
+
+    async def _host(self, what: str, seat: Seat) -> _Profile:
+        """The seat's profile with its host up, started on first use (O-BR5)."""
+        try:
+            await self.supervisor.start_seat(seat)
+        except UnknownProject as unknown:
+            raise ClientRefusal(what, str(unknown), seat) from None
+        profile = self._profile_for(what, seat)
+        async with profile.starting:
+            if profile.handle is None or profile.handle.row.state in {
+                WorkerState.STOPPED,
+                WorkerState.FAILED,
+            }:
+                self._start_host(what, seat, profile)
+            assert profile.handle is not None
+            row = await profile.handle.wait_for(
+                lambda r: r.state in {WorkerState.READY, WorkerState.FAILED}, within=HOST_READY_S
+            )
+        if row.state is WorkerState.FAILED:
+            raise ClientRefusal(what, f"the browser host failed: {row.last_reason}", seat)
+        self._touch(profile)
+        return profile
+
+    def _start_host(self, what: str, seat: Seat, profile: _Profile) -> None:
+        browser = self.supervisor.loaded.config.browser
+        try:
+            check_executable(browser.chromium_path)
+        except BrowserMissing as missing:
+            raise ClientRefusal(what, str(missing), seat) from None
+        profile.generation += 1
+        org, _, name = profile.key.partition("/")
+        spec = WorkerSpec(
+            name=f"browser-{org}-{name}-{profile.generation}",
+            kind=KIND,
+            module="forge.workers.browser",
+            config={
+                "profile_id": profile.wire_id,
+                "profile_key": profile.key,
+                "profile_dir": str(profile_dir_for(profile.key)),
+                "executable": str(browser.chromium_path),
+                "home_url": browser.home_url,
+            },
+        )
+        handle = self.manager.start(spec)
+        profile.handle = handle
+        handle.subscribe(
+            None, lambda f: self._frame(profile, f), lambda s, r: self._end(profile, s, r)
+        )
+        handle.on_event(lambda e: self._event(profile, e))
+        log.info("browser_host_starting", profile=profile.key, worker=spec.name)
+
+    async def _ask(self, what: str, profile: _Profile, method: str, args: Any) -> Any:
+        """One host request; its refusal is the verb's, in the host's words."""
+        if profile.handle is None:
+            raise ClientRefusal(what, f"the browser of {profile.key} is not running")
+        try:
+            reply = await profile.handle.request(method, args, within=REQUEST_S)
+        except RequestFailed as refused:
+            raise ClientRefusal(what, refused.message) from None
+        except WorkerError as error:
+            raise ClientRefusal(what, str(error)) from None
+        self._touch(profile)
+        return reply.result
+
+    # --- the idle clock (O-BR13) ----------------------------------------------------------
+
+    def _touch(self, profile: _Profile) -> None:
+        profile.last_use = self.clock.monotonic()
+        if profile.idle is None or profile.idle.done():
+            profile.idle = self._spawn(self._idle_close(profile))
+
+    def _closing_at_ms(self, profile: _Profile) -> int | None:
+        if not profile.up:
+            return None
+        idle_s = self.supervisor.loaded.config.browser.idle_close_s
+        viewed = bool(self.table.surfaces(profile.key))
+        since = 0.0 if viewed else self.clock.monotonic() - profile.last_use
+        return epoch_ms(self.clock) + int((idle_s - since) * 1000)
+
+    async def _idle_close(self, profile: _Profile) -> None:
+        idle_s = self.supervisor.loaded.config.browser.idle_close_s
+        while profile.up:
+            if self.table.surfaces(profile.key):
+                profile.last_use = self.clock.monotonic()
+            left = profile.last_use + idle_s - self.clock.monotonic()
+            if left <= 0:
+                break
+            await self.clock.sleep(left)
+        if profile.handle is not None and profile.up:
+            log.info("browser_host_idle_closed", profile=profile.key, idle_s=idle_s)
+            await profile.handle.stop()
+            self._host_gone(profile)
+            self._push_tabs(profile)
+
+    # --- frames and events from hosts -----------------------------------------------------
+
+    def _frame(self, profile: _Profile, frame: StreamFrame) -> None:
+        data = bytes(frame.payload)
+        _, wire_id, tab, _, _, _, image_format, key, _, _ = BROWSER_FRAME_HEADER.unpack_from(data)
+        profile.kept[tab] = data
+        if image_format != FORMAT_JPEG:
+            profile.kept_webp[tab] = data
+        for viewer in self.table.viewers((profile.key, tab)):
+            if viewer.connection in self._warming:
+                continue
+            if image_format == FORMAT_JPEG and not viewer.jpeg:
+                continue
+            if image_format != FORMAT_JPEG and not key and viewer.jpeg:
+                continue
+            _connection(viewer).send_latest((wire_id, tab), data)
+
+    def _end(self, profile: _Profile, stream: str, reason: str) -> None:
+        tab = int(stream.removeprefix("tab:"))
+        self._surface_failed(profile, [tab], reason)
+
+    def _event(self, profile: _Profile, event: WorkerEvent) -> None:
+        data = event.data if isinstance(event.data, dict) else {}
+        if event.event == "tabs":
+            self._rows_changed(profile, data["rows"])
+        elif event.event == "nav_state":
+            self._send_nav_state(profile, data)
+        elif event.event == "file_dialog":
+            ask_id = next(self._ask_ids)
+            self._asks[ask_id] = _Ask(profile.key, data["ask"], data["tab"], data["multiple"])
+            self._offer_asks(profile)
+        elif event.event == "file_dialog_gone":
+            for ask_id, ask in list(self._asks.items()):
+                if ask.profile == profile.key and ask.host_ask == data["ask"]:
+                    del self._asks[ask_id]
+        elif event.event == "download":
+            self._download(profile, data, event.payloads)
+        elif event.event == "surface_failed":
+            self._surface_failed(profile, data["tabs"], data["reason"])
+            self._host_gone(profile)
+
+    def _rows_changed(self, profile: _Profile, rows: list[dict[str, Any]]) -> None:
+        profile.rows = rows
+        open_now = {row["number"] for row in rows}
+        gone = [s[1] for s in self.table.surfaces(profile.key) if s[1] not in open_now]
+        if gone:
+            self._surface_failed(profile, gone, "the tab closed")
+        self._push_tabs(profile)
+
+    def _surface_failed(self, profile: _Profile, tabs: list[int], reason: str) -> None:
+        """BR21: said out loud to every viewer of those tabs, who are then detached."""
+        for tab in tabs:
+            for viewer in self.table.viewers((profile.key, tab)):
+                _connection(viewer).send(
+                    {
+                        "kind": "browser_surface_failed",
+                        "id": profile.wire_id,
+                        "tab": tab,
+                        "reason": reason,
+                    }
+                )
+                self.table.detach(viewer.connection)
+            profile.kept.pop(tab, None)
+            profile.kept_webp.pop(tab, None)
+            profile.layout.pop(tab, None)
+
+    def _host_gone(self, profile: _Profile) -> None:
+        """The host restarts (or closed): numbers and asks of its tabs mean nothing any more."""
+        profile.rows, profile.owners = [], {}
+        profile.kept.clear()
+        profile.kept_webp.clear()
+        profile.layout.clear()
+        for ask_id, ask in list(self._asks.items()):
+            if ask.profile == profile.key:
+                del self._asks[ask_id]
+        for seat, surface in list(self._seat_tabs.items()):
+            if surface[0] == profile.key:
+                del self._seat_tabs[seat]
+        self.table.forget_profile(profile.key)
+
+    def _send_nav_state(self, profile: _Profile, state: dict[str, Any]) -> None:
+        message = {"kind": "browser_nav_state", "id": profile.wire_id, **state}
+        for viewer in self.table.viewers((profile.key, state["tab"])):
+            _connection(viewer).send(message)
+
+    # --- tab rows (BR19, BR20) ------------------------------------------------------------
+
+    def _tabs_body(self, profile: _Profile) -> dict[str, Any]:
+        rows = []
+        for row in profile.rows:
+            owner = profile.owners.get(row["number"])
+            rows.append(
+                {
+                    "number": row["number"],
+                    "title": row["title"],
+                    "url": row["url"],
+                    "owner": owner,
+                    "opener": row["opener"],
+                    "state": "idle",
+                    "dialog": row["dialog"],
+                }
+            )
+        return {
+            "profile": profile.key,
+            "id": profile.wire_id,
+            "up": profile.up,
+            "connected": False,
+            "closing_at_ms": self._closing_at_ms(profile),
+            "rows": rows,
+        }
+
+    def _push_tabs(self, profile: _Profile) -> None:
+        if not profile.followers:
+            return
+        frame = server.JsonFrame.encode({"kind": "browser_tabs", **self._tabs_body(profile)})
+        for connection in profile.followers:
+            connection.send_frame(frame)
+
+    async def _tabs(self, connection: Connection, message: BrowserTabs) -> None:
+        try:
+            profile = self._profile_for("browser_tabs", message.seat)
+        except ClientRefusal as refusal:
+            if message.reply_to is None:
+                raise
+            connection.send(server.reply(message.reply_to, {"ok": False, "why": refusal.why}))
+            return
+        profile.followers.add(connection)
+        if message.reply_to is not None:
+            body = {"ok": True, "tabs": self._tabs_body(profile)}
+            connection.send(server.reply(message.reply_to, body))
+
+    # --- attach, detach (BR01-BR07) -------------------------------------------------------
+
+    async def _view(self, connection: Connection, message: BrowserView) -> None:
+        async def resolve(profile: _Profile) -> int:
+            if message.tab is not None:
+                return message.tab
+            current = self._seat_tabs.get(message.seat)
+            if current is not None and current[0] == profile.key:
+                return current[1]
+            if not profile.rows:
+                profile.rows = (await self._ask("browser_view", profile, "tabs", None))["rows"]
+            if not profile.rows:
+                raise ClientRefusal("browser_view", "the browser has no tab open", message.seat)
+            return int(min(row["number"] for row in profile.rows))
+
+        await self._attach(connection, "browser_view", message.seat, message.reply_to, resolve)
+
+    async def _view_page(self, connection: Connection, message: BrowserViewPage) -> None:
+        async def resolve(profile: _Profile) -> int:
+            try:
+                found = await self._ask(
+                    "browser_view_page", profile, "page", {"target": message.target}
+                )
+            except ClientRefusal as refusal:
+                rows = self._tabs_body(profile)["rows"]
+                raise _PageGone(refusal.why, message.target, rows) from None
+            return int(found["tab"])
+
+        await self._attach(connection, "browser_view_page", message.seat, message.reply_to, resolve)
+
+    async def _attach(
+        self,
+        connection: Connection,
+        what: str,
+        seat: Seat,
+        reply_to: ReplyTo | None,
+        resolve: Callable[[_Profile], Awaitable[int]],
+    ) -> None:
+        asked: int | None = None
+        try:
+            profile = await self._host(what, seat)
+            asked = await resolve(profile)
+            rows = (await self._ask(what, profile, "tabs", None))["rows"]
+            if asked not in {row["number"] for row in rows}:
+                open_now = ", ".join(str(row["number"]) for row in rows) or "none"
+                raise ClientRefusal(what, f"tab {asked} is not open (open tabs: {open_now})", seat)
+        except ClientRefusal as refusal:
+            extra = refusal.extra if isinstance(refusal, _PageGone) else {}
+            self._refuse_attach(connection, what, asked, refusal, reply_to, extra)
+            return
+        surface = (profile.key, asked)
+        attached = self.table.attach(connection, surface, jpeg="jpeg" in connection.formats)
+        viewer = attached.viewer
+        log.info(
+            "browser_attach",
+            profile=profile.key,
+            tab=asked,
+            from_profile=attached.left[0] if attached.left else None,
+            from_tab=attached.left[1] if attached.left else None,
+            same_surface=attached.same_surface,
+        )
+        if attached.left is not None:
+            await self._surface_changed(attached.left, released_by=attached.released)
+        self._seat_tabs[seat] = surface
+        self._warming.add(connection)
+        try:
+            webp, jpeg = self.table.formats(surface)
+            nav = await self._ask(what, profile, "view", {"tab": asked, "webp": webp, "jpeg": jpeg})
+            await self._apply_layout(profile, surface)
+        except ClientRefusal as refusal:
+            self._warming.discard(connection)
+            self.table.detach(connection)
+            self._refuse_attach(connection, what, asked, refusal, reply_to, {})
+            return
+        if reply_to is not None:
+            body = {"ok": True, "profile": profile.key, "tab": asked}
+            connection.send(server.reply(reply_to, body))
+        self._push_view(profile, surface)
+        connection.send({"kind": "browser_nav_state", "id": profile.wire_id, **nav})
+        kept = (profile.kept if viewer.jpeg else profile.kept_webp).get(asked)
+        if kept is not None:
+            connection.send_latest((profile.wire_id, asked), kept)
+        self._warming.discard(connection)
+        self._offer_asks(profile)
+
+    def _refuse_attach(
+        self,
+        connection: Connection,
+        what: str,
+        asked: int | None,
+        refusal: ClientRefusal,
+        reply_to: ReplyTo | None,
+        extra: dict[str, Any],
+    ) -> None:
+        """BR04: a refused attach drops what the connection viewed, and says why."""
+        left = self.table.viewer_of(connection)
+        left_surface = left.surface if left is not None else None
+        if left_surface is not None:
+            released = self.table.detach(connection)
+            self._spawn(self._surface_changed(left_surface, released_by=released))
+        log.info(
+            "browser_attach_refused",
+            tab=asked,
+            left_profile=left_surface[0] if left_surface else None,
+            left_tab=left_surface[1] if left_surface else None,
+            why=refusal.why,
+        )
+        if reply_to is not None:
+            connection.send(server.reply(reply_to, {"ok": False, "why": refusal.why, **extra}))
+        else:
+            connection.send(server.error(what, refusal.why, refusal.seat))
+
+    async def _detach(self, connection: Connection, message: BrowserDetach) -> None:
+        viewer = self.table.viewer_of(connection)
+        if viewer is None:
+            return
+        released = self.table.detach(connection)
+        await self._surface_changed(viewer.surface, released_by=released)
+
+    def _disconnected(self, connection: Connection) -> None:
+        for profile in self.profiles.values():
+            profile.followers.discard(connection)
+        self._refused_move_at.pop(connection, None)
+        viewer = self.table.viewer_of(connection)
+        if viewer is not None:
+            released = self.table.detach(connection)
+            self._spawn(self._surface_changed(viewer.surface, released_by=released))
+
+    async def _surface_changed(self, surface: Surface, *, released_by: bool) -> None:
+        """A viewer left `surface`: tell the others, and fit the host's work to who is left."""
+        profile = self.profiles[surface[0]]
+        if released_by:
+            log.info("browser_role_released", profile=surface[0], tab=surface[1])
+        self._push_view(profile, surface)
+        self._touch(profile)
+        if not profile.up:
+            return
+        webp, jpeg = self.table.formats(surface)
+        try:
+            args = {"tab": surface[1], "webp": webp, "jpeg": jpeg}
+            await self._ask("browser_detach", profile, "view", args)
+            await self._apply_layout(profile, surface)
+        except ClientRefusal as refusal:
+            log.debug("browser_view_update_failed", profile=surface[0], why=refusal.why)
+
+    def _push_view(self, profile: _Profile, surface: Surface) -> None:
+        """BR07: every viewer of the tab draws the same truth about who drives."""
+        for viewer in self.table.viewers(surface):
+            state = self.table.view_state(viewer, profile.wire_id)
+            _connection(viewer).send({"kind": "browser_view", **state})
+
+    # --- layout (BR08) --------------------------------------------------------------------
+
+    async def _resize(self, connection: Connection, message: BrowserResize) -> None:
+        size = Size(message.width, message.height, message.scale)
+        wrong = check_size(size)
+        if wrong is not None:
+            raise ClientRefusal("browser_resize", wrong)
+        viewer = self.table.viewer_of(connection)
+        if viewer is None:
+            raise ClientRefusal("browser_resize", "this connection is not viewing a browser tab")
+        viewer.size = size
+        await self._apply_layout(self.profiles[viewer.surface[0]], viewer.surface)
+
+    async def _apply_layout(self, profile: _Profile, surface: Surface) -> None:
+        """Give the tab its layout owner's size; a size already in place asks nothing."""
+        size = self.table.layout(surface)
+        if size is None or profile.layout.get(surface[1]) == size:
+            return
+        profile.layout[surface[1]] = size
+        args = {"tab": surface[1], "width": size.width, "height": size.height, "scale": size.scale}
+        await self._ask("browser_resize", profile, "resize", args)
+
+    # --- input, control, history (BR09-BR16) ----------------------------------------------
+
+    async def _input(self, connection: Connection, message: BrowserInput) -> None:
+        gesture = message.gesture()
+        verdict = self.table.input(connection, message.seq)
+        discrete = is_discrete(gesture)
+        if verdict is Verdict.STALE:
+            return
+        if verdict is Verdict.UNATTACHED:
+            if discrete:
+                log.info("browser_input_unattached", **record_fields(gesture))
+                raise ClientRefusal("browser_input", "this connection is not viewing a browser tab")
+            return
+        if verdict is Verdict.NOT_CONTROLLER:
+            why = "only the tab's controller's input lands; take control first"
+            if discrete:
+                log.info("browser_input_refused", **record_fields(gesture))
+                raise ClientRefusal("browser_input", why)
+            now = self.clock.monotonic()
+            if now - self._refused_move_at.get(connection, -REFUSED_MOVE_EVERY_S) >= (
+                REFUSED_MOVE_EVERY_S
+            ):
+                self._refused_move_at[connection] = now
+                raise ClientRefusal("browser_input", why)
+            return
+        viewer = self.table.viewer_of(connection)
+        assert viewer is not None
+        profile = self.profiles[viewer.surface[0]]
+        args = {"tab": viewer.surface[1], "event": message.event}
+        await self._ask("browser_input", profile, "input", args)
+
+    async def _control(self, connection: Connection, message: BrowserControl) -> None:
+        viewer = self.table.viewer_of(connection)
+        if not message.take:
+            if viewer is not None and self.table.release(connection):
+                profile = self.profiles[viewer.surface[0]]
+                log.info("browser_role_released", profile=profile.key, tab=viewer.surface[1])
+                self._push_view(profile, viewer.surface)
+                await self._apply_layout(profile, viewer.surface)
+            return
+        if viewer is None:
+            reason = "this connection is not viewing a browser tab"
+            has_browser = any(p.up for p in self.profiles.values())
+            log.info(
+                "browser_control_unattached", take=True, has_browser=has_browser, reason=reason
+            )
+            raise ClientRefusal("browser_control", reason)
+        profile = self.profiles[viewer.surface[0]]
+        open_now = {row["number"] for row in profile.rows}
+        if not profile.up or viewer.surface[1] not in open_now:
+            log.info("browser_control", landed=False, profile=profile.key, tab=viewer.surface[1])
+            raise ClientRefusal("browser_control", f"tab {viewer.surface[1]} is no longer open")
+        self.table.take(connection)
+        log.info("browser_control", landed=True, profile=profile.key, tab=viewer.surface[1])
+        self._push_view(profile, viewer.surface)
+        await self._apply_layout(profile, viewer.surface)
+        self._offer_asks(profile)
+        self._deliver_offers(profile)
+
+    def _controlling(self, connection: Connection, what: str) -> tuple[_Profile, Viewer]:
+        viewer = self.table.viewer_of(connection)
+        if viewer is None:
+            raise ClientRefusal(what, "this connection is not viewing a browser tab")
+        if self.table.controller(viewer.surface) is not viewer:
+            raise ClientRefusal(what, "only the tab's controller may do this; take control first")
+        return self.profiles[viewer.surface[0]], viewer
+
+    async def _nav(self, connection: Connection, message: BrowserNav) -> None:
+        profile, viewer = self._controlling(connection, "browser_nav")
+        state = await self._ask(
+            "browser_nav", profile, "nav", {"tab": viewer.surface[1], "back": message.back}
+        )
+        self._send_nav_state(profile, state)
+
+    async def _navigate(self, connection: Connection, message: BrowserNavigate) -> None:
+        profile, viewer = self._controlling(connection, "browser_navigate")
+        args = {"tab": viewer.surface[1], "url": message.url}
+        await self._ask("browser_navigate", profile, "navigate", args)
+
+    async def _open(self, connection: Connection, message: BrowserOpen) -> None:
+        try:
+            profile = await self._host("browser_open", message.seat)
+            opened = await self._ask("browser_open", profile, "open", {"url": message.url})
+        except ClientRefusal as refusal:
+            connection.send(server.reply(message.reply_to, {"ok": False, "why": refusal.why}))
+            return
+        tab = int(opened["tab"])
+        profile.owners[tab] = message.seat
+        self._seat_tabs[message.seat] = (profile.key, tab)
+        connection.send(server.reply(message.reply_to, {"ok": True, "tab": tab}))
+        self._push_tabs(profile)
+
+    # --- file choosers (BR17, BR18, O-BR10) -----------------------------------------------
+
+    def _offer_asks(self, profile: _Profile) -> None:
+        """Each outstanding ask goes to its tab's controller, once per controller."""
+        for ask_id, ask in self._asks.items():
+            if ask.profile != profile.key:
+                continue
+            controller = self.table.controller((profile.key, ask.tab))
+            if controller is None or ask.sent_to == controller.id:
+                continue
+            ask.sent_to = controller.id
+            _connection(controller).send(
+                {
+                    "kind": "browser_file_dialog",
+                    "id": ask_id,
+                    "tab": ask.tab,
+                    "multiple": ask.multiple,
+                }
+            )
+
+    async def _file_answer(self, connection: Connection, message: BrowserFileAnswer) -> None:
+        what = "browser_file_answer"
+        ask = self._asks.get(message.id)
+        viewer = self.table.viewer_of(connection)
+        if ask is None:
+            raise ClientRefusal(what, f"no file chooser is waiting under id {message.id}")
+        if viewer is None or self.table.controller((ask.profile, ask.tab)) is not viewer:
+            raise ClientRefusal(what, "only the controller of the asking tab may answer")
+        try:
+            files = decode_file_answer([{"name": f.name, "data": f.data} for f in message.files])
+        except FileAnswerRefused as refused:
+            raise ClientRefusal(what, str(refused)) from None
+        del self._asks[message.id]
+        profile = self.profiles[ask.profile]
+        chosen = files or []
+        if profile.handle is None:
+            raise ClientRefusal(what, "the browser host is not running")
+        try:
+            await profile.handle.request(
+                "file_answer",
+                {"ask": ask.host_ask, "names": [f.name for f in chosen]},
+                payloads=tuple(f.data for f in chosen),
+                within=REQUEST_S,
+            )
+        except (RequestFailed, WorkerError) as error:
+            raise ClientRefusal(what, str(error)) from None
+
+    # --- downloads (BR22, O-BR9) ----------------------------------------------------------
+
+    def _download(
+        self, profile: _Profile, data: dict[str, Any], payloads: tuple[memoryview, ...]
+    ) -> None:
+        offer = {
+            "kind": "browser_download",
+            "tab": data["tab"],
+            "name": data["name"],
+            "data": base64.b64encode(payloads[0]).decode() if payloads else None,
+            "error": data["error"],
+            "dropped": False,
+        }
+        profile.offers.append(offer)
+        while len(profile.offers) > DOWNLOAD_BACKLOG:
+            profile.offers.popleft()
+            profile.lost += 1
+        self._deliver_offers(profile)
+
+    def _deliver_offers(self, profile: _Profile) -> None:
+        """Each offer to its tab's controller (then forgotten); a loss notice to any controller."""
+        waiting: deque[dict[str, Any]] = deque()
+        for offer in profile.offers:
+            controller = self.table.controller((profile.key, offer["tab"]))
+            if controller is None:
+                waiting.append(offer)
+            else:
+                _connection(controller).send(offer)
+        profile.offers = waiting
+        if profile.lost:
+            surfaces = sorted(self.table.surfaces(profile.key))
+            controllers = [self.table.controller(s) for s in surfaces]
+            holder = next((c for c in controllers if c is not None), None)
+            if holder is not None:
+                _connection(holder).send(
+                    {
+                        "kind": "browser_download",
+                        "name": None,
+                        "data": None,
+                        "error": None,
+                        "dropped": True,
+                        "lost": profile.lost,
+                    }
+                )
+                profile.lost = 0
+
+    # --- helpers --------------------------------------------------------------------------
+
+    def _spawn(self, work: Awaitable[Any]) -> asyncio.Task[Any]:
+        task = asyncio.ensure_future(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+
+class _PageGone(ClientRefusal):
+    """O-BR4: a page id no tab carries; the refusal lists the tabs open now."""
+
+    def __init__(self, why: str, target: str, rows: list[dict[str, Any]]) -> None:
+        super().__init__("browser_view_page", why)
+        self.extra = {"target": target, "tabs": rows}
+
+
+def _connection(viewer: Viewer) -> Connection:
+    connection = viewer.connection
+    assert isinstance(connection, Connection)
+    return connection
+
+
+def install(supervisor: Supervisor, manager: WorkerManager) -> BrowserService:
+    """Serve the browser verbs on `supervisor`, starting hosts through `manager`."""
+    service = BrowserService(supervisor, manager)
+    service.install()
+    return service
