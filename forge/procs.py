@@ -12,6 +12,7 @@ marker variable the caller put in the environment of everything it started.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import signal
@@ -206,6 +207,31 @@ def is_live(pid: int) -> bool:
     except (OSError, IndexError):
         return False
     return state not in (b"Z", b"X")
+
+
+async def wait_for_exit(pid: int) -> None:
+    """Return once `pid` has exited (zombie or reaped), without reaping it.
+
+    A pidfd on the event loop: unlike `asyncio.subprocess.Process.wait()`, which also waits for
+    the child's pipes to close, this returns even while an escaped grandchild holds them open.
+    """
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return
+    loop = asyncio.get_running_loop()
+    exited: asyncio.Future[None] = loop.create_future()
+    loop.add_reader(fd, _settle, exited)
+    try:
+        await exited
+    finally:
+        loop.remove_reader(fd)
+        os.close(fd)
+
+
+def _settle(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
 
 
 async def kill_processes(

@@ -20,7 +20,14 @@ from pathlib import Path
 from forge.clock import Clock
 from forge.ipc.orphans import die_with_parent
 from forge.logs import get_logger
-from forge.procs import ProcessWalker, find_by_environ, group_pids, is_live, kill_processes
+from forge.procs import (
+    ProcessWalker,
+    find_by_environ,
+    group_pids,
+    is_live,
+    kill_processes,
+    wait_for_exit,
+)
 
 KILL_GRACE_S = 2.0
 """SIGTERM, then SIGKILL this long after (acceptance table A5)."""
@@ -100,6 +107,7 @@ async def run_command(
     ]
     feeder = asyncio.create_task(_feed(proc, stdin))
     sampler = asyncio.create_task(_sample(proc.pid, usage, clock))
+    reaped = asyncio.create_task(proc.wait())
     timed_out = False
     strays = 0
     try:
@@ -107,18 +115,17 @@ async def run_command(
         if timed_out or flooded.is_set():
             await _kill_tree(proc.pid, clock)
         strays = await _kill_leftovers(proc.pid, marker, clock)
-        await proc.wait()
         # A process that escaped every kill may still hold a pipe: keep what was read by then.
-        await asyncio.wait(readers, timeout=KILL_GRACE_S)
+        await asyncio.wait([*readers, reaped], timeout=KILL_GRACE_S)
     except BaseException:
         with contextlib.suppress(Exception):
             await asyncio.shield(_kill_tree(proc.pid, clock))
             await asyncio.shield(_kill_leftovers(proc.pid, marker, clock))
         raise
     finally:
-        for task in (sampler, feeder, *readers):
+        for task in (sampler, feeder, reaped, *readers):
             task.cancel()
-        await asyncio.gather(sampler, feeder, *readers, return_exceptions=True)
+        await asyncio.gather(sampler, feeder, reaped, *readers, return_exceptions=True)
     killed = timed_out or flooded.is_set()
     return CommandResult(
         exit_code=None if killed else proc.returncode,
@@ -137,7 +144,7 @@ async def _wait(
     proc: asyncio.subprocess.Process, timeout_s: float, flooded: asyncio.Event, clock: Clock
 ) -> bool:
     """Wait for exit, a flood or the deadline; True when the deadline came first."""
-    exited = asyncio.create_task(proc.wait())
+    exited = asyncio.create_task(wait_for_exit(proc.pid))
     flood = asyncio.create_task(flooded.wait())
     deadline = asyncio.create_task(clock.sleep(timeout_s))
     try:
