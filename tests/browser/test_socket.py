@@ -1,0 +1,256 @@
+"""The browser verbs over a real socket: a supervisor in this process, real hosts and Chromium."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+from websockets.asyncio.client import ClientConnection, connect
+
+from forge.config import load_config
+from forge.ipc.manager import WorkerManager
+from forge.logs import configure
+from forge.supervisor import browsers
+from forge.supervisor.core import Supervisor
+from forge.supervisor.server import SocketServer
+from forge.wire.binary import FORMAT_JPEG, FORMAT_WEBP
+
+from .harness import WAIT_S, Frame
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+SEAT = {"org": "acme", "project": "proj", "label": "lead"}
+
+
+class Client:
+    """One socket: every JSON message and every kind-1 frame it received, awaitable."""
+
+    def __init__(self, ws: ClientConnection) -> None:
+        self.ws = ws
+        self.messages: list[dict[str, Any]] = []
+        self.frames: list[Frame] = []
+        self._changed = asyncio.Event()
+        self._reader = asyncio.ensure_future(self._read())
+        self._asks = 0
+
+    async def _read(self) -> None:
+        async for message in self.ws:
+            if isinstance(message, str):
+                self.messages.append(json.loads(message))
+            else:
+                self.frames.append(Frame.parse(message))
+            self._changed.set()
+
+    async def until(self, found: Any) -> Any:
+        async def poll() -> Any:
+            while not (result := found()):
+                self._changed.clear()
+                await self._changed.wait()
+            return result
+
+        return await asyncio.wait_for(poll(), WAIT_S)
+
+    def kinds(self, kind: str) -> list[dict[str, Any]]:
+        return [m for m in self.messages if m["kind"] == kind]
+
+    async def send(self, message: dict[str, Any]) -> None:
+        await self.ws.send(json.dumps(message))
+
+    async def ask(self, message: dict[str, Any]) -> Any:
+        self._asks += 1
+        reply_to = f"r{self._asks}"
+        await self.send({**message, "reply_to": reply_to})
+        reply = await self.until(
+            lambda: next((m for m in self.kinds("reply") if m["reply_to"] == reply_to), None)
+        )
+        return reply["body"]
+
+    async def error(self, what: str) -> dict[str, Any]:
+        return await self.until(
+            lambda: next((m for m in self.kinds("error") if m["what"] == what), None)
+        )
+
+    async def close(self) -> None:
+        await self.ws.close()
+        self._reader.cancel()
+
+
+@pytest_asyncio.fixture(loop_scope="module", scope="module")
+async def served(
+    tmp_path_factory: pytest.TempPathFactory, site: str
+) -> AsyncIterator[tuple[str, Path]]:
+    """A supervisor serving the browser verbs on a free port; yields its URL and its log."""
+    root = tmp_path_factory.mktemp("served")
+    project = root / "proj"
+    project.mkdir()
+    toml = root / "forge.toml"
+    toml.write_text(f'[[projects]]\norg = "acme"\nname = "proj"\npath = "{project}"\n')
+    log = root / "forge.log"
+    configure(log, to_stderr=False)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("XDG_STATE_HOME", str(root / "state"))
+        patch.setenv("XDG_RUNTIME_DIR", str(root / "run"))
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        loaded = load_config(toml, overrides={"server.port": port})
+        supervisor = Supervisor(loaded)
+        async with WorkerManager(runtime_dir=root / "run") as manager:
+            browsers.install(supervisor, manager)
+            server = SocketServer(supervisor)
+            await server.start()
+            yield f"ws://127.0.0.1:{port}/socket", log
+            await server.close()
+            await supervisor.shutdown()
+    configure(None, to_stderr=False)
+
+
+async def client(served: tuple[str, Path], query: str = "") -> Client:
+    ws = await connect(served[0] + query, max_size=None)
+    return Client(ws)
+
+
+def records(served: tuple[str, Path], name: str) -> list[dict[str, Any]]:
+    lines = served[1].read_text().splitlines()
+    return [r for r in map(json.loads, lines) if r.get("record") == name]
+
+
+async def test_attach_answers_view_then_nav_state_then_a_key_frame(
+    served: tuple[str, Path], site: str
+) -> None:
+    a = await client(served)
+    opened = await a.ask({"kind": "browser_open", "seat": SEAT, "url": f"{site}/button"})
+    assert opened["ok"]
+    tab = opened["tab"]
+    assert await a.ask({"kind": "browser_view", "seat": SEAT}) == {
+        "ok": True, "profile": "acme/default", "tab": tab,
+    }  # fmt: skip
+    frame = await a.until(lambda: a.frames[:1] and a.frames[0])
+    assert (frame.tab, frame.key, frame.image_format) == (tab, True, FORMAT_WEBP)
+    order = [m["kind"] for m in a.messages if m["kind"].startswith("browser_")]
+    assert order[:2] == ["browser_view", "browser_nav_state"]
+    (view,) = a.kinds("browser_view")
+    assert view == {
+        "kind": "browser_view", "id": frame.profile, "profile": "acme/default", "tab": tab,
+        "controller": None, "viewers": 1, "viewer": view["viewer"],
+    }  # fmt: skip
+    attach = records(served, "browser_attach")[-1]
+    assert (attach["profile"], attach["tab"], attach["same_surface"]) == (
+        "acme/default",
+        tab,
+        False,
+    )
+    await a.close()
+
+
+async def test_the_controller_taps_a_watcher_is_refused(
+    served: tuple[str, Path], site: str
+) -> None:
+    a, b, c = [await client(served) for _ in range(3)]
+    tab = (await a.ask({"kind": "browser_open", "seat": SEAT, "url": f"{site}/button"}))["tab"]
+    for viewer in (a, b, c):
+        assert (await viewer.ask({"kind": "browser_view", "seat": SEAT, "tab": tab}))["ok"]
+        await viewer.until(lambda v=viewer: v.frames)
+    await a.send({"kind": "browser_control", "take": True})
+    mine = a.kinds("browser_view")[-1]["viewer"]
+    for viewer in (a, b, c):
+        await viewer.until(
+            lambda v=viewer: (
+                v.kinds("browser_view") and v.kinds("browser_view")[-1]["controller"] == mine
+            )
+        )
+    press = {"press": {"x": 200, "y": 150, "button": "left", "down": True}}
+    await b.send({"kind": "browser_input", "seq": 1, "event": press})
+    assert "controller" in (await b.error("browser_input"))["why"]
+    assert records(served, "browser_input_refused")[-1]["gesture"] == "press"
+    await b.send({"kind": "browser_input", "seq": 2, "event": {"text": {"text": "hunter2"}}})
+    await b.until(lambda: len(b.kinds("error")) == 2)
+    refused = records(served, "browser_input_refused")[-1]
+    assert (refused["gesture"], refused["chars"]) == ("text", 7)
+    assert "hunter2" not in served[1].read_text()
+
+    before = a.frames[-1]
+    assert before.pixel(200, 150)[0] > 200
+    release = {"press": {"x": 200, "y": 150, "button": "left", "down": False}}
+    await a.send({"kind": "browser_input", "seq": 1, "event": press})
+    await a.send({"kind": "browser_input", "seq": 2, "event": release})
+    blue = await a.until(
+        lambda: next((f for f in a.frames if f.seq > before.seq and f.pixel(200, 150)[2] > 200),
+                     None)
+    )  # fmt: skip
+    assert blue.tab == tab
+    await c.until(lambda: any(f.seq >= blue.seq for f in c.frames))
+
+    await b.send({"kind": "browser_control", "take": True})
+    await a.until(lambda: a.kinds("browser_view")[-1]["controller"] != mine)
+    await a.send({"kind": "browser_input", "seq": 3, "event": press})
+    await a.error("browser_input")
+    released_before = len(records(served, "browser_role_released"))
+    await b.send({"kind": "browser_control", "take": False})
+    await b.send({"kind": "browser_control", "take": False})
+    await a.until(lambda: a.kinds("browser_view")[-1]["controller"] is None)
+    await b.ask({"kind": "browser_tabs", "seat": SEAT})
+    assert len(records(served, "browser_role_released")) == released_before + 1
+    for viewer in (a, b, c):
+        await viewer.close()
+
+
+async def test_a_gone_page_is_refused_with_the_tabs_open_now(served: tuple[str, Path]) -> None:
+    a = await client(served)
+    answer = await a.ask({"kind": "browser_view_page", "seat": SEAT, "target": "NOPE"})
+    assert answer["ok"] is False
+    assert answer["target"] == "NOPE"
+    assert [row["number"] for row in answer["tabs"]]
+    assert records(served, "browser_attach_refused")[-1]["why"] == answer["why"]
+    await a.close()
+
+
+async def test_jpeg_is_sent_only_to_clients_that_asked(served: tuple[str, Path], site: str) -> None:
+    plain, jpeg = await client(served), await client(served, "?formats=webp,jpeg")
+    tab = (await plain.ask({"kind": "browser_open", "seat": SEAT, "url": f"{site}/canvas"}))["tab"]
+    for viewer in (plain, jpeg):
+        assert (await viewer.ask({"kind": "browser_view", "seat": SEAT, "tab": tab}))["ok"]
+    await jpeg.until(lambda: any(f.image_format == FORMAT_JPEG for f in jpeg.frames))
+    await plain.until(lambda: len([f for f in plain.frames if not f.key]) >= 3)
+    assert {f.image_format for f in plain.frames} == {FORMAT_WEBP}
+    assert all(f.key for f in jpeg.frames if f.image_format == FORMAT_WEBP)
+    await plain.close()
+    await jpeg.close()
+
+
+async def test_a_file_chooser_asks_the_controller_only(served: tuple[str, Path], site: str) -> None:
+    owner, watcher = await client(served), await client(served)
+    tab = (await owner.ask({"kind": "browser_open", "seat": SEAT, "url": f"{site}/file"}))["tab"]
+    for viewer in (owner, watcher):
+        assert (await viewer.ask({"kind": "browser_view", "seat": SEAT, "tab": tab}))["ok"]
+        await viewer.until(lambda v=viewer: v.frames)
+    await owner.send({"kind": "browser_control", "take": True})
+    await owner.until(lambda: owner.kinds("browser_view")[-1]["controller"] is not None)
+    for seq, down in ((1, True), (2, False)):
+        press = {"press": {"x": 100, "y": 100, "button": "left", "down": down}}
+        await owner.send({"kind": "browser_input", "seq": seq, "event": press})
+    dialog = await owner.until(lambda: owner.kinds("browser_file_dialog"))
+    ask = dialog[0]
+    assert (ask["tab"], ask["multiple"]) == (tab, True)
+    answer = {"kind": "browser_file_answer", "id": ask["id"],
+              "files": [{"name": "a.txt", "data": "aGk="}]}  # fmt: skip
+    await watcher.send(answer)
+    assert "controller" in (await watcher.error("browser_file_answer"))["why"]
+    assert watcher.kinds("browser_file_dialog") == []
+    await owner.send(answer)
+    tabs = await owner.ask({"kind": "browser_tabs", "seat": SEAT})
+    assert tabs["ok"]
+
+    def titled() -> bool:
+        pushed = owner.kinds("browser_tabs")
+        return bool(pushed) and any(r["title"] == "chose:1:a.txt:hi" for r in pushed[-1]["rows"])
+
+    await owner.until(titled)
+    await owner.close()
+    await watcher.close()
