@@ -32,6 +32,9 @@ def _areas() -> list[Register]:
     from forge.lab.cli import register as register_lab
 
     registers.append(register_lab)
+    from forge.client.cli import register as register_client
+
+    registers.append(register_client)
     return registers
 
 

@@ -1,0 +1,80 @@
+"""`forge status` and `forge attach`: the CLI verbs that are clients of the running supervisor.
+
+Both find the supervisor at `--url`, else at `ws://<bind>:<port>/socket` from the same
+forge.toml `forge supervise` reads (`--config`, `$FORGE_CONFIG`, the XDG path). Imports of the
+client stay inside the run functions, so registering these verbs costs other verbs nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import TYPE_CHECKING
+
+from forge.client.errors import NO_SUPERVISOR_EXIT
+
+if TYPE_CHECKING:
+    from forge.config import ServerConfig
+
+WILDCARD_TO_LOOPBACK = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}
+"""A supervisor bound to every address is dialled on loopback."""
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    status = subparsers.add_parser(
+        "status",
+        help="ask the running supervisor for its workers, seats and projects",
+        description="Ask the running `forge supervise` (over its socket) for its build, boot id, "
+        "projects, started seats and worker processes.",
+        epilog=f"exit status: 0 the supervisor answered; 1 it answered and a worker is `failed` "
+        f"(crash loop, no longer restarted); {NO_SUPERVISOR_EXIT} no supervisor answered at the "
+        "URL; 2 a bad flag or forge.toml.",
+    )
+    status.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    _add_location(status)
+    status.set_defaults(run=run_status)
+
+
+def _add_location(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--url", help="the socket to dial (default: from forge.toml)")
+    parser.add_argument("--config", metavar="PATH", help="the forge.toml that names the socket")
+
+
+def socket_url(server: ServerConfig) -> str:
+    """`ws://<bind>:<port>/socket`, with a wildcard bind dialled on loopback."""
+    host = WILDCARD_TO_LOOPBACK.get(server.bind, server.bind)
+    if ":" in host:
+        host = f"[{host}]"
+    return f"ws://{host}:{server.port}/socket"
+
+
+def _quiet_logs(process: str) -> None:
+    """Records go to forge.log beside the supervisor's, never to the terminal: status's stdout is
+    its answer and attach's terminal is in raw mode."""
+    import logging
+
+    from forge import paths
+    from forge.logs import configure
+
+    configure(paths.state_dir() / "forge.log", to_stderr=False, level=logging.INFO, process=process)
+
+
+def _url(args: argparse.Namespace) -> str:
+    if args.url:
+        url: str = args.url
+        return url
+    from forge.config import load_config, resolve_config_path
+
+    loaded = load_config(resolve_config_path(args.config, os.environ))
+    return socket_url(loaded.config.server)
+
+
+def run_status(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from forge.client.status import exit_code, fetch_status, render_json, render_table
+
+    _quiet_logs("status")
+    status = asyncio.run(fetch_status(_url(args)))
+    print(render_json(status) if args.json else render_table(status))
+    return exit_code(status)

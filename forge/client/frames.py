@@ -1,0 +1,183 @@
+"""What the server sends, decoded for a client: typed frames, or `OtherFrame` for the rest.
+
+The shapes are the ones `forge.wire.server` builds and the seed names; binary frames are read
+with `forge.wire.binary`'s layouts, and kind 3 (a gzipped JSON frame on a `?deflate=1`
+connection) is unwrapped into the frame it carries. A kind this client does not draw is an
+`OtherFrame` (text) or `OtherBinary`, never an error: servers grow, clients ignore.
+"""
+
+from __future__ import annotations
+
+import gzip
+from typing import Any
+
+import msgspec
+
+from forge.errors import PeerError
+from forge.wire.binary import TERMINAL_OUTPUT_HEADER, Kind
+from forge.wire.seats import Seat, Subject
+
+
+class ServerFrame(msgspec.Struct, frozen=True, kw_only=True):
+    """Base of the JSON frames a client reads; unknown extra fields are ignored."""
+
+
+class Greeting(ServerFrame, frozen=True):
+    version: int
+    forge_version: str
+    forge_version_short: str
+    settings: dict[str, Any]
+
+
+class Settings(ServerFrame, frozen=True):
+    document: dict[str, Any]
+
+
+class Pong(ServerFrame, frozen=True):
+    pass
+
+
+class Snapshot(ServerFrame, frozen=True):
+    subject: Subject
+    data: dict[str, Any]
+
+
+class Update(ServerFrame, frozen=True):
+    """One SessionUpdate: `{"name": {...}}`, or a bare name for a unit variant (S19)."""
+
+    update: str | dict[str, Any]
+    seq: int | None = None
+    span: int = 1
+
+    @property
+    def variant(self) -> str:
+        return self.update if isinstance(self.update, str) else next(iter(self.update))
+
+    @property
+    def body(self) -> dict[str, Any]:
+        if isinstance(self.update, str):
+            return {}
+        body: dict[str, Any] = self.update[self.variant]
+        return body
+
+
+class Error(ServerFrame, frozen=True):
+    what: str
+    why: str
+    seat: Seat | None = None
+    dispatch_id: Any = None
+
+
+class Reply(ServerFrame, frozen=True):
+    reply_to: int | str
+    body: Any
+
+
+class TerminalView(ServerFrame, frozen=True):
+    """A terminal's whole screen as a VT stream; chunks above `seq` follow (TM04)."""
+
+    seat: Seat
+    id: int
+    cols: int
+    rows: int
+    seq: int
+    screen: str
+    viewers: int
+    viewer: int
+    controller: int | None
+
+
+class TerminalControl(ServerFrame, frozen=True):
+    seat: Seat
+    id: int
+    controller: int | None
+
+
+class OtherFrame(ServerFrame, frozen=True):
+    """A JSON frame of a kind this client does not read."""
+
+    kind: str
+    raw: dict[str, Any]
+
+
+class TerminalOutput(msgspec.Struct, frozen=True):
+    """Kind 4: the shell's bytes, numbered per terminal (B09)."""
+
+    terminal: int
+    seq: int
+    data: bytes
+
+
+class OtherBinary(msgspec.Struct, frozen=True):
+    """A binary frame of a kind this client does not draw (browser frames, audio)."""
+
+    kind: int
+    data: bytes
+
+
+Frame = (
+    Greeting
+    | Settings
+    | Pong
+    | Snapshot
+    | Update
+    | Error
+    | Reply
+    | TerminalView
+    | TerminalControl
+    | OtherFrame
+    | TerminalOutput
+    | OtherBinary
+)
+
+_SHAPES: dict[str, type[ServerFrame]] = {
+    "greeting": Greeting,
+    "settings": Settings,
+    "pong": Pong,
+    "snapshot": Snapshot,
+    "update": Update,
+    "error": Error,
+    "reply": Reply,
+    "terminal_view": TerminalView,
+    "terminal_control": TerminalControl,
+}
+_object = msgspec.json.Decoder(dict[str, Any])
+
+
+class MalformedFrame(PeerError):
+    """The server sent something that is not a frame of the protocol."""
+
+
+def decode_frame(message: str | bytes) -> Frame:
+    """One WebSocket message (text or binary) from the server, typed."""
+    if isinstance(message, str):
+        return _decode_json(message)
+    if not message:
+        raise MalformedFrame("an empty binary frame")
+    tag = message[0]
+    if tag == Kind.TERMINAL_OUTPUT:
+        if len(message) < TERMINAL_OUTPUT_HEADER.size:
+            raise MalformedFrame(f"a kind-4 frame of {len(message)} bytes has no whole header")
+        _, terminal, seq = TERMINAL_OUTPUT_HEADER.unpack_from(message)
+        return TerminalOutput(terminal, seq, message[TERMINAL_OUTPUT_HEADER.size :])
+    if tag == Kind.GZIP_JSON:
+        try:
+            return _decode_json(gzip.decompress(message[1:]))
+        except (OSError, EOFError) as error:
+            raise MalformedFrame(f"a kind-3 frame does not gunzip: {error}") from None
+    return OtherBinary(tag, message[1:])
+
+
+def _decode_json(text: str | bytes) -> Frame:
+    try:
+        raw = _object.decode(text)
+        kind = raw.get("kind")
+        if not isinstance(kind, str):
+            raise MalformedFrame("a JSON frame without a string `kind`")
+        shape = _SHAPES.get(kind)
+        if shape is None:
+            return OtherFrame(kind=kind, raw=raw)
+        frame: Frame = msgspec.convert(raw, shape)  # type: ignore[assignment]
+    except msgspec.DecodeError as error:
+        raise MalformedFrame(f"a frame that does not decode: {error}") from None
+    return frame
