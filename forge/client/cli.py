@@ -34,6 +34,20 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     _add_location(status)
     status.set_defaults(run=run_status)
 
+    attach = subparsers.add_parser(
+        "attach",
+        help="attach this terminal to a seat's terminal (detach: Ctrl-\\ then d)",
+        description="Attach this terminal (raw mode) to the terminal of seat ORG/PROJECT/LABEL, "
+        "opening it on first use, and take control of it. Ctrl-\\ then d detaches; Ctrl-\\ "
+        "then anything else sends both keys. The window size follows this terminal.",
+        epilog=f"exit status: 0 detached, or the shell exited, or the terminal was closed; "
+        f"1 the server refused the terminal or lost it; 2 a bad seat, flag or forge.toml, or "
+        f"no terminal on stdin; {NO_SUPERVISOR_EXIT} no supervisor answered at the URL.",
+    )
+    attach.add_argument("seat", metavar="ORG/PROJECT/LABEL", help="the seat whose terminal to use")
+    _add_location(attach)
+    attach.set_defaults(run=run_attach)
+
 
 def _add_location(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--url", help="the socket to dial (default: from forge.toml)")
@@ -78,3 +92,17 @@ def run_status(args: argparse.Namespace) -> int:
     status = asyncio.run(fetch_status(_url(args)))
     print(render_json(status) if args.json else render_table(status))
     return exit_code(status)
+
+
+def run_attach(args: argparse.Namespace) -> int:
+    import asyncio
+    import sys
+
+    from forge.client.attach import attach, parse_seat
+
+    seat = parse_seat(args.seat)
+    url = _url(args)
+    _quiet_logs("attach")
+    ending = asyncio.run(attach(url, seat, tty_fd=sys.stdin.fileno(), out_fd=sys.stdout.fileno()))
+    print(f"forge attach: {ending.why}", file=sys.stderr)
+    return ending.code

@@ -1,0 +1,276 @@
+"""`forge attach ORG/PROJECT/LABEL`: this terminal, raw, on a seat's terminal, in control.
+
+The local tty is put in raw mode (restored on every way out: detach, shell exit, a lost
+terminal, a signal, an error), the seat's terminal is viewed (`terminal_view`, opening it on
+first use), control is taken and the local size sent (again on every SIGWINCH). The view's
+`screen` is drawn, then every kind-4 chunk above its `seq`; keyboard bytes go out as kind 5
+through the detach machine (`Ctrl-\\` then `d`). The seat's session subject tells when the shell
+exits (`terminal_changed` with `alive: false`) or the terminal goes (`null`). A lost link is
+redialled by `ClientSession`, which re-attaches and repaints. On SIGCONT (back from a stop) the
+tty is made raw again and the link probed at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import termios
+import tty
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+
+from forge.client.detach import DetachKeys
+from forge.client.errors import ConnectionLost, ServerRefused
+from forge.client.frames import (
+    Error,
+    Snapshot,
+    TerminalControl,
+    TerminalOutput,
+    TerminalView,
+    Update,
+)
+from forge.client.session import ClientSession, Disconnected, Reconnected, SessionEvent
+from forge.errors import UserError
+from forge.logs import get_logger
+from forge.wire.seats import Seat, session
+
+log = get_logger(__name__)
+
+DETACHED = 0
+"""Detached with the key, or the shell exited, or the terminal was closed."""
+REFUSED = 1
+"""The server refused the terminal (an unknown project, a terminal gone after a reconnect)."""
+
+COLS = (2, 500)
+ROWS = (1, 300)
+"""O-TM4's bounds; a local window outside them is clamped rather than refused."""
+
+
+@dataclass(frozen=True, slots=True)
+class Ending:
+    """Why attach ended: what is printed once the tty is restored, and the exit code."""
+
+    why: str
+    code: int = DETACHED
+
+
+def parse_seat(text: str) -> Seat:
+    parts = text.split("/")
+    if len(parts) != 3 or not all(parts):
+        raise UserError(f"a seat is ORG/PROJECT/LABEL, got {text!r}")
+    return Seat(*parts)
+
+
+def terminal_size(fd: int) -> tuple[int, int]:
+    """(cols, rows) of the local terminal, clamped to what the server takes."""
+    size = os.get_terminal_size(fd)
+    return (
+        min(max(size.columns, COLS[0]), COLS[1]),
+        min(max(size.lines, ROWS[0]), ROWS[1]),
+    )
+
+
+@contextlib.contextmanager
+def raw_mode(fd: int) -> Iterator[None]:
+    """The tty in raw mode for the block; its exact previous settings afterwards."""
+    saved = termios.tcgetattr(fd)
+    tty.setraw(fd)
+    try:
+        yield
+    finally:
+        termios.tcsetattr(fd, termios.TCSADRAIN, saved)
+
+
+def write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+class Attachment:
+    """One `forge attach` run over an open session; `run` returns how it ended."""
+
+    def __init__(self, client: ClientSession, seat: Seat, *, tty_fd: int, out_fd: int) -> None:
+        self.client = client
+        self.seat = seat
+        self.tty_fd = tty_fd
+        self.out_fd = out_fd
+        self.viewer: int | None = None
+        self._keys = DetachKeys()
+        self._typed: asyncio.Queue[bytes] = asyncio.Queue()
+        self._ended: asyncio.Future[Ending] = asyncio.get_running_loop().create_future()
+        self._last_seq = 0
+        self._seat_key = msgspec.to_builtins(seat)
+        """The seat as an update's `key` carries it."""
+        self._background: set[asyncio.Task[None]] = set()
+
+    async def run(self) -> Ending:
+        loop = asyncio.get_running_loop()
+        hold = await self.client.view_terminal(self.seat)
+        await self.client.take_control()
+        await self.client.resize(*terminal_size(self.tty_fd))
+        await self.client.show(self.seat)
+        loop.add_reader(self.tty_fd, self._on_keyboard)
+        signals = {
+            signal.SIGWINCH: self._on_winch,
+            signal.SIGCONT: self._on_cont,
+            signal.SIGTERM: lambda: self._end(Ending("terminated (SIGTERM)", 128 + 15)),
+            signal.SIGHUP: lambda: self._end(Ending("the terminal hung up", 128 + 1)),
+        }
+        for signum, handler in signals.items():
+            loop.add_signal_handler(signum, handler)
+        tasks = [
+            asyncio.create_task(self._pump(), name="attach-pump"),
+            asyncio.create_task(self._send_keys(), name="attach-keys"),
+            asyncio.create_task(self._watch_seat(), name="attach-seat"),
+        ]
+        log.info("client_attached", seat=str(self.seat), terminal=hold.id)
+        try:
+            return await self._ended
+        finally:
+            loop.remove_reader(self.tty_fd)
+            for signum in signals:
+                loop.remove_signal_handler(signum)
+            for task in (*tasks, *self._background):
+                task.cancel()
+            await asyncio.gather(*tasks, *self._background, return_exceptions=True)
+
+    # Inputs.
+
+    def _on_keyboard(self) -> None:
+        try:
+            data = os.read(self.tty_fd, 65536)
+        except OSError as error:
+            self._end(Ending(f"the terminal cannot be read ({error.strerror})"))
+            return
+        if not data:
+            self._end(Ending("the terminal closed its input"))
+            return
+        keys = self._keys.feed(data)
+        if keys.forward:
+            self._typed.put_nowait(keys.forward)
+        if keys.detach:
+            self._end(Ending(f"detached from {self.seat}"))
+
+    def _on_winch(self) -> None:
+        self._spawn(self.client.resize(*terminal_size(self.tty_fd)))
+
+    def _on_cont(self) -> None:
+        tty.setraw(self.tty_fd)
+        with contextlib.suppress(ConnectionLost):
+            self._spawn(self.client.connection.probe_now())
+
+    def _spawn(self, work: Any) -> None:
+        task: asyncio.Task[None] = asyncio.ensure_future(_quietly(work))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _send_keys(self) -> None:
+        while True:
+            data = await self._typed.get()
+            try:
+                await self.client.type(data)
+            except ConnectionLost:
+                log.info("client_keys_dropped", bytes=len(data), why="the link is down")
+
+    async def _watch_seat(self) -> None:
+        """Subscribe the seat's session, whose `terminal` row says when the shell is gone."""
+        try:
+            data = await self.client.subscribe(session(self.seat))
+        except ConnectionLost:
+            return
+        self._check_terminal(data.get("terminal"))
+
+    # Output and the seat's news.
+
+    async def _pump(self) -> None:
+        while True:
+            try:
+                event = await self.client.next_event()
+            except ServerRefused as refused:
+                self._end(Ending(f"the terminal is gone: {refused.why}", REFUSED))
+                return
+            self._handle(event)
+
+    def _handle(self, event: SessionEvent) -> None:
+        hold = self.client.terminal
+        if isinstance(event, TerminalOutput):
+            if hold is not None and event.terminal == hold.id and event.seq > self._last_seq:
+                self._last_seq = event.seq
+                write_all(self.out_fd, event.data)
+        elif isinstance(event, TerminalView):
+            if hold is not None and event.id == hold.id:
+                self.viewer = event.viewer
+                self._last_seq = event.seq
+                write_all(self.out_fd, event.screen.encode())
+        elif isinstance(event, TerminalControl):
+            if event.controller not in (None, self.viewer) and hold is not None and hold.control:
+                hold.control = False
+                self._notice(f"viewer {event.controller} took control; your keys are ignored")
+        elif isinstance(event, Update):
+            if event.variant == "terminal_changed" and event.body.get("key") == self._seat_key:
+                self._check_terminal(event.body.get("terminal"))
+        elif isinstance(event, Snapshot):
+            if event.subject == session(self.seat):
+                self._check_terminal(event.data.get("terminal"))
+        elif isinstance(event, Error):
+            if event.what == "terminal_close":
+                self._end(Ending(event.why))
+            else:
+                log.info("client_server_error", what=event.what, why=event.why)
+        elif isinstance(event, Disconnected):
+            self._notice(f"connection lost ({event.reason}); reconnecting - Ctrl-\\ d detaches")
+        elif isinstance(event, Reconnected):
+            log.info("client_reattached", seat=str(self.seat))
+
+    def _check_terminal(self, summary: Any) -> None:
+        hold = self.client.terminal
+        if hold is None:
+            return
+        if summary is None:
+            self._end(Ending(f"the terminal of {self.seat} was closed"))
+        elif (
+            isinstance(summary, dict)
+            and summary.get("id") == hold.id
+            and summary.get("alive") is False
+        ):
+            status = summary.get("exit_status")
+            tail = "" if status is None else f" with status {status}"
+            self._end(Ending(f"the shell exited{tail}"))
+
+    def _notice(self, text: str) -> None:
+        write_all(self.out_fd, f"\r\n[forge attach: {text}]\r\n".encode())
+
+    def _end(self, ending: Ending) -> None:
+        if not self._ended.done():
+            self._ended.set_result(ending)
+
+
+async def _quietly(work: Any) -> None:
+    """A fire-and-forget send: a link that is down drops it (the replay resends what matters)."""
+    with contextlib.suppress(ConnectionLost, ServerRefused):
+        await work
+
+
+async def attach(url: str, seat: Seat, *, tty_fd: int, out_fd: int) -> Ending:
+    """Attach until detached or the terminal ends; the tty is raw only inside."""
+    if not os.isatty(tty_fd):
+        raise UserError("forge attach needs a terminal on its standard input")
+    client = ClientSession(url)
+    await client.open()
+    try:
+        with raw_mode(tty_fd):
+            try:
+                return await Attachment(client, seat, tty_fd=tty_fd, out_fd=out_fd).run()
+            except ServerRefused as refused:
+                return Ending(refused.why, REFUSED)
+            except ConnectionLost as lost:
+                return Ending(str(lost), REFUSED)
+    finally:
+        await client.close()
