@@ -23,7 +23,14 @@ from typing import Any
 
 from forge.clock import epoch_ms
 from forge.ipc.errors import RequestFailed, WorkerError
-from forge.ipc.manager import WorkerEvent, WorkerHandle, WorkerManager, WorkerSpec, WorkerState
+from forge.ipc.manager import (
+    WorkerEvent,
+    WorkerHandle,
+    WorkerManager,
+    WorkerRow,
+    WorkerSpec,
+    WorkerState,
+)
 from forge.ipc.messages import StreamFrame
 from forge.logs import get_logger
 from forge.supervisor.browser_roles import RoleTable, Size, Surface, Verdict, Viewer, check_size
@@ -93,6 +100,8 @@ class _Profile:
     last_use: float = 0.0
     idle: asyncio.Task[None] | None = None
     starting: asyncio.Lock = field(default_factory=asyncio.Lock)
+    restarts_seen: int | None = None
+    """The host's restart count when its Chromium failed: the next attach waits for a newer one."""
 
     @property
     def up(self) -> bool:
@@ -162,9 +171,14 @@ class BrowserService:
             }:
                 self._start_host(what, seat, profile)
             assert profile.handle is not None
-            row = await profile.handle.wait_for(
-                lambda r: r.state in {WorkerState.READY, WorkerState.FAILED}, within=HOST_READY_S
-            )
+            seen = profile.restarts_seen
+
+            def settled(row: WorkerRow) -> bool:
+                fresh = seen is None or row.restarts > seen
+                return row.state is WorkerState.FAILED or (row.state is WorkerState.READY and fresh)
+
+            row = await profile.handle.wait_for(settled, within=HOST_READY_S)
+            profile.restarts_seen = None
         if row.state is WorkerState.FAILED:
             raise ClientRefusal(what, f"the browser host failed: {row.last_reason}", seat)
         self._touch(profile)
@@ -279,6 +293,8 @@ class BrowserService:
         elif event.event == "download":
             self._download(profile, data, event.payloads)
         elif event.event == "surface_failed":
+            if profile.handle is not None:
+                profile.restarts_seen = profile.handle.row.restarts
             self._surface_failed(profile, data["tabs"], data["reason"])
             self._host_gone(profile)
 

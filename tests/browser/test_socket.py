@@ -254,3 +254,82 @@ async def test_a_file_chooser_asks_the_controller_only(served: tuple[str, Path],
     await owner.until(titled)
     await owner.close()
     await watcher.close()
+
+
+async def take_control(a: Client) -> None:
+    await a.send({"kind": "browser_control", "take": True})
+    await a.until(lambda: a.kinds("browser_view")[-1]["controller"] is not None)
+
+
+async def tap(a: Client, seq: int, x: float = 100, y: float = 100) -> None:
+    for step, down in ((0, True), (1, False)):
+        press = {"press": {"x": x, "y": y, "button": "left", "down": down}}
+        await a.send({"kind": "browser_input", "seq": seq + step, "event": press})
+
+
+async def test_history_moves_resizes_and_downloads(served: tuple[str, Path], site: str) -> None:
+    a, b = await client(served), await client(served)
+    tabs = await a.ask({"kind": "browser_tabs", "seat": SEAT})
+    tab = (await a.ask({"kind": "browser_open", "seat": SEAT, "url": f"{site}/a"}))["tab"]
+
+    def owned_row() -> object:
+        rows = [r for t in a.kinds("browser_tabs") for r in t["rows"] if r["number"] == tab]
+        return next((r for r in rows if r["owner"] == SEAT), None)
+
+    assert tab not in [r["number"] for r in tabs["tabs"]["rows"]]
+    await a.until(owned_row)
+    for viewer in (a, b):
+        assert (await viewer.ask({"kind": "browser_view", "seat": SEAT, "tab": tab}))["ok"]
+        await viewer.until(lambda v=viewer: v.frames)
+    await b.send({"kind": "browser_nav", "back": True})
+    assert "controller" in (await b.error("browser_nav"))["why"]
+    await take_control(a)
+    await a.send({"kind": "browser_navigate", "url": f"{site}/download"})
+    states = await a.until(lambda: [s for s in a.kinds("browser_nav_state") if s["can_back"]])
+    assert states[-1]["tab"] == tab
+    await b.until(lambda: any(s["can_back"] for s in b.kinds("browser_nav_state")))
+
+    last = a.frames[-1].seq
+    await b.send({"kind": "browser_resize", "width": 600, "height": 400, "scale": 1})
+    await a.send({"kind": "browser_resize", "width": 1170, "height": 2532, "scale": 3})
+    key = await a.until(lambda: next((f for f in a.frames if f.seq > last and f.key), None))
+    assert (key.width, key.height, key.page_width, key.page_height) == (1170, 2532, 390, 844)
+    await b.send({"kind": "browser_resize", "width": 0, "height": 400, "scale": 1})
+    assert "1..8192" in (await b.error("browser_resize"))["why"]
+
+    await a.send({"kind": "browser_resize", "width": 1280, "height": 720, "scale": 1})
+    await tap(a, 10)
+    offer = await a.until(lambda: a.kinds("browser_download"))
+    assert (offer[0]["tab"], offer[0]["name"], offer[0]["error"], offer[0]["dropped"]) == (
+        tab, "report.txt", None, False,
+    )  # fmt: skip
+    assert b.kinds("browser_download") == []
+
+    await a.send({"kind": "browser_nav", "back": True})
+    await a.until(lambda: not a.kinds("browser_nav_state")[-1]["can_back"])
+    await a.close()
+    await b.close()
+
+
+async def test_chromium_dying_is_said_to_viewers_and_a_reattach_works(
+    served: tuple[str, Path], site: str
+) -> None:
+    import psutil
+
+    a = await client(served)
+    tab = (await a.ask({"kind": "browser_open", "seat": SEAT, "url": f"{site}/canvas"}))["tab"]
+    assert (await a.ask({"kind": "browser_view", "seat": SEAT, "tab": tab}))["ok"]
+    await a.until(lambda: a.frames)
+    hosts = [
+        p for p in psutil.Process().children() if "forge.workers.browser" in " ".join(p.cmdline())
+    ]
+    (chromium,) = [c for c in hosts[0].children() if "chrom" in c.name().lower()]
+    chromium.kill()
+    failed = await a.until(lambda: a.kinds("browser_surface_failed"))
+    assert failed[0]["tab"] == tab
+    assert "SIGKILL" in failed[0]["reason"]
+    answer = await a.ask({"kind": "browser_view", "seat": SEAT})
+    assert answer["ok"]
+    count = len(a.frames)
+    await a.until(lambda: len(a.frames) > count and a.frames[-1].tab == answer["tab"])
+    await a.close()

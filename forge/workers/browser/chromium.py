@@ -46,8 +46,9 @@ CHROMIUM_FLAGS = (
 LAUNCH_TIMEOUT_S = 30.0
 """How long Chromium may take to answer its first command before the launch is a failure."""
 
-STOP_GRACE_S = 3.0
-"""After closing the pipe, how long Chromium gets to exit before SIGKILL."""
+STOP_GRACE_S = 1.0
+"""After closing the pipe, how long Chromium gets to exit before SIGKILL (it takes ~0.2 s);
+inside the worker lifecycle's 2 s stop bound."""
 
 
 @dataclass(frozen=True)

@@ -89,6 +89,8 @@ class FramePump:
         self._painted = asyncio.Event()
         self._last_paint = clock.monotonic()
         self._tasks: list[asyncio.Task[None]] = []
+        self._holding = False
+        """A key frame is asked for and not sent yet: motion frames wait behind it."""
 
     def start(self) -> None:
         self._tasks = [
@@ -103,13 +105,16 @@ class FramePump:
         self._tasks = []
 
     def ask_key_frame(self) -> None:
-        """Attach and resize: the next frame a viewer gets is a crisp one."""
+        """Attach and resize: the next frame a viewer gets is a crisp one, so motion waits."""
+        self._holding = True
         self._key_asked.set()
 
     def paint(self, jpeg: bytes) -> None:
         """One screencast frame from Chromium (already acknowledged)."""
         self._last_paint = self._clock.monotonic()
         self._painted.set()
+        if self._holding:
+            return
         if self.wants_jpeg:
             width, height = image_size(jpeg)
             self._emit(FORMAT_JPEG, False, jpeg, width, height)
@@ -139,7 +144,8 @@ class FramePump:
             webp, width, height = await asyncio.to_thread(
                 webp_from_jpeg, jpeg, self._settings.webp_quality
             )
-            self._emit(FORMAT_WEBP, False, webp, width, height)
+            if not self._holding:
+                self._emit(FORMAT_WEBP, False, webp, width, height)
             rest = interval - (self._clock.monotonic() - started)
             if rest > 0:
                 await self._clock.sleep(rest)
@@ -154,9 +160,11 @@ class FramePump:
                 image = await self._capture_key()
             except Exception as error:
                 log.warning("browser_key_frame_failed", tab=self.tab, error=str(error))
+                self._holding = False
                 continue
             width, height = image_size(image)
             self._emit(FORMAT_WEBP, True, image, width, height)
+            self._holding = False
 
     async def _until_quiet_or_asked(self) -> None:
         """Return when a key frame is asked for, or when the page painted and then went quiet."""
