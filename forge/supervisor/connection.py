@@ -74,8 +74,7 @@ class Connection:
         self._clock = clock
         self._backlog = OutboundBacklog()
         self._wakeup = asyncio.Event()
-        self._drained = asyncio.Event()
-        self._drained.set()
+        self._waiters: list[tuple[int, asyncio.Future[None]]] = []
         self._busy = False
         self._write_started: float | None = None
         self._progress_at = clock.monotonic()
@@ -128,11 +127,14 @@ class Connection:
     def stream_pending(self, stream: Hashable) -> int:
         return self._backlog.stream_pending(stream)
 
-    async def drained(self) -> None:
-        """Wait until everything queued so far has been written (a producer's backpressure)."""
-        while not self._closed and self._backlog.pending_bytes:
-            self._drained.clear()
-            await self._drained.wait()
+    async def writable(self, below: int = 0) -> None:
+        """Wait until at most `below` bytes are unsent (a producer's backpressure); returns at
+        once on a closed connection, so a producer never hangs on a dead peer."""
+        if self._closed or self._backlog.pending_bytes <= below:
+            return
+        waiter = asyncio.get_running_loop().create_future()
+        self._waiters.append((below, waiter))
+        await waiter
 
     @property
     def closed(self) -> bool:
@@ -173,7 +175,7 @@ class Connection:
             await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
         finally:
             self._closed = True
-            self._drained.set()
+            self._wake_writers(closing=True)
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
@@ -203,7 +205,6 @@ class Connection:
         while True:
             entry = self._backlog.pop()
             if entry is None:
-                self._drained.set()
                 self._wakeup.clear()
                 await self._wakeup.wait()
                 continue
@@ -214,6 +215,19 @@ class Connection:
                 return
             self._write_started = None
             self._progress_at = self._clock.monotonic()
+            if self._waiters:
+                self._wake_writers()
+
+    def _wake_writers(self, *, closing: bool = False) -> None:
+        pending = self._backlog.pending_bytes
+        still = []
+        for below, waiter in self._waiters:
+            if closing or pending <= below:
+                if not waiter.done():
+                    waiter.set_result(None)
+            else:
+                still.append((below, waiter))
+        self._waiters = still
 
     async def _monitor(self) -> None:
         """The write bound and the watchdog, sampled at a quarter of the shorter bound."""

@@ -21,7 +21,7 @@ from forge.wire.seats import Seat
 ENV = "FORGE_SUPERVISOR_DRILLS"
 
 STREAM_HIGH_WATER = 4 * 1024 * 1024
-"""A drill stream waits for a listener's backlog to drain past this many bytes."""
+"""Past this many unsent bytes a drill stream waits for the listener to drain to half of it."""
 
 
 class DrillStartSeat(ClientMessage, frozen=True, tag="drill_start_seat"):
@@ -103,7 +103,7 @@ def install(supervisor: Supervisor) -> None:
             frame = terminal_output(terminal=1, seq=seq, data=payload)
             for listener in audience:
                 if listener.pending_bytes > STREAM_HIGH_WATER:
-                    await listener.drained()
+                    await listener.writable(below=STREAM_HIGH_WATER // 2)
                 listener.send_binary(frame)
         for listener in audience:
             listener.send({"kind": "drill_done"})
