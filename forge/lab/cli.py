@@ -22,7 +22,8 @@ from forge.lab.activation import OutState, activate, check_out, read_activation,
 from forge.lab.cohort import load_cohort
 from forge.lab.digest import activation_digest, canonical_out
 from forge.lab.errors import LabRefusal
-from forge.lab.git import has_commit, inspect_source
+from forge.lab.git import has_commit, inspect_source, list_files
+from forge.lab.plan import MANIFESTS, unanchored_paths
 from forge.lab.progress import ProgressDisplay
 from forge.lab.runners import RunnerPool
 from forge.lab.scheduler import CohortRun, RunConfig, exit_code
@@ -89,6 +90,14 @@ async def evaluate(args: argparse.Namespace) -> int:
             raise LabRefusal(
                 f"{task.spec.plan}: baseCommit {task.plan.base_commit} "
                 f"is not in --source {source.toplevel}"
+            )
+        base_files = set(await list_files(Path(source.toplevel), task.plan.base_commit))
+        unanchored = unanchored_paths(task.plan.allowed_files, base_files)
+        if unanchored:
+            raise LabRefusal(
+                f"{task.spec.plan}: allowedFiles {', '.join(unanchored)} are absent at base and "
+                f"no ancestor directory holds a manifest ({', '.join(MANIFESTS)}); "
+                "the plan is not ready"
             )
     out = Path(args.out)
     out_text = canonical_out(out)

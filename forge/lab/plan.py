@@ -128,3 +128,27 @@ def _timeout(reader: Reader, value: object, path: str) -> int:
 def _paths(reader: Reader, value: object, path: str, *, lo: int = 0) -> tuple[str, ...]:
     items = reader.array(value, path, lo=lo)
     return tuple(reader.clean_path(item, f"{path}[{i}]") for i, item in enumerate(items))
+
+
+MANIFESTS = ("pyproject.toml", "setup.py", "setup.cfg", "package.json", "go.mod")
+
+
+def unanchored_paths(allowed_files: tuple[str, ...], base_files: set[str]) -> list[str]:
+    """Allowed paths absent at base with no manifest in any ancestor directory (rule A15).
+
+    A new file is only plausible inside a package the base already has; otherwise the plan is
+    not ready, since no check could import or build it.
+    """
+    missing = []
+    for path in allowed_files:
+        if path in base_files:
+            continue
+        parts = path.split("/")[:-1]
+        ancestors = ["/".join(parts[:depth]) for depth in range(len(parts) + 1)]
+        if not any(
+            (f"{folder}/{name}" if folder else name) in base_files
+            for folder in ancestors
+            for name in MANIFESTS
+        ):
+            missing.append(path)
+    return missing

@@ -103,3 +103,20 @@ def test_non_empty_out_without_activation_is_refused(ready: Kit) -> None:
     assert result.returncode == 1
     assert "is not empty and holds no activation.json" in result.stderr
     assert ready.probes() == []
+
+
+def test_a_new_allowed_file_needs_a_manifest_above_it(kit: Kit) -> None:
+    kit.cohort(
+        a=kit.formula("a"),
+        b=kit.formula("b", model="m2"),
+        tasks={"t1": kit.plan("t1", allowed=("calc.py", "newpkg/x.py"))},
+    )
+    assert kit.cli().returncode == 0
+    git(kit.repo, "rm", "-q", "pyproject.toml")
+    git(kit.repo, "commit", "-qm", "no manifest")
+    plan = kit.cohort_dir / "t1" / "plan.json"
+    plan.write_text(plan.read_text().replace(kit.base, git(kit.repo, "rev-parse", "HEAD")))
+    kit.cohort(a=kit.formula("a"), b=kit.formula("b", model="m2"), tasks={"t1": "t1/plan.json"})
+    result = kit.cli()
+    assert result.returncode == 1
+    assert "allowedFiles newpkg/x.py are absent at base" in result.stderr
