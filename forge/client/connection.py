@@ -162,6 +162,16 @@ class ForgeConnection:
         if self._probe.wake(self._clock.monotonic()) is Beat.PING:
             await self.send(Ping())
 
+    @property
+    def bytes_received(self) -> int:
+        """Bytes read off the socket so far (frames, pongs and the server's own pings)."""
+        return self._ws.bytes_received
+
+    @property
+    def probe_outstanding(self) -> bool:
+        """A probe is out and no byte had arrived by the last beat."""
+        return self._probe.outstanding
+
     # Events.
 
     async def next_event(self) -> Frame:
