@@ -80,7 +80,7 @@ def cache_dir(root: Path) -> Path:
 
 
 def entry_path(root: Path, key: str) -> Path:
-    if not key or not all(ch in "0123456789abcdef" for ch in key):
+    if not key or key[0] not in "~h" or not all(ch.isalnum() or ch in "._,=%~-" for ch in key):
         raise ValueError(f"not a cache key: {key!r}")
     return cache_dir(root) / f"{key}.out"
 

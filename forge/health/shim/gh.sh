@@ -35,7 +35,16 @@ find_real() {
 	set +f
 }
 
-find_real
+# The walk costs two processes per candidate, so its answer is remembered per PATH value.
+state=${FORGE_STATE:-${FORGE_HOME:-${XDG_STATE_HOME:-$HOME/.local/state}/forge}/forge}
+_cp= _cr=
+{ IFS= read -r _cp && IFS= read -r _cr; } 2>/dev/null <"$state/real-gh"
+if [ "$_cp" = "$PATH" ] && [ -f "$_cr" ] && [ -x "$_cr" ] && ! [ "$_cr" -ef "$0" ]; then
+	real=$_cr
+else
+	find_real
+	[ -n "$real" ] && [ -d "$state" ] && printf '%s\n%s\n' "$PATH" "$real" 2>/dev/null >"$state/real-gh"
+fi
 if [ -z "$real" ]; then
 	printf 'gh: forge shim (%s) found no real gh on PATH, only copies of itself; install gh or put it on PATH\n' "$0" >&2
 	exit 127
@@ -46,7 +55,6 @@ case ${1-} in
 '' | --version | -h | --help | help | completion | alias | config | extension) exec "$real" "$@" ;;
 esac
 
-state=${FORGE_STATE:-${FORGE_HOME:-${XDG_STATE_HOME:-$HOME/.local/state}/forge}/forge}
 log=$state/observations.log
 [ -d "$state" ] || exec "$real" "$@"
 { : >>"$log"; } 2>/dev/null || exec "$real" "$@"
@@ -72,7 +80,7 @@ esac
 
 record() { # rc ms signal
 	_ts=${FORGE_NOW_MS:-$end}
-	printf '%s\t%s\t%s\t%s\t%s\n' "$_ts" "$1" "$2" "$3" "$sub" >>"$log" 2>/dev/null || return 0
+	printf '%s\t%s\t%s\t%s\t%s\n' "$_ts" "$1" "$2" "$3" "$sub" 2>/dev/null >>"$log" || return 0
 	if [ $((_ts % 16)) -eq 0 ] && [ "$(wc -l <"$log")" -ge 250 ]; then
 		mv -f "$log" "$log.1" 2>/dev/null
 	fi
@@ -95,6 +103,41 @@ classify() { # rc stderr-file
 		return
 	fi
 	echo other
+}
+
+# The cache key: host, repo and argv spelt out when every character is filename-safe (no process
+# at all; `/` and `:` escaped, `~` separates fields and occurs in none), else a SHA-256.
+cache_key_hash() {
+	key=$({ printf '%s\n' "${GH_HOST-}" "${GH_REPO-}"; printf '%s\0' "$@"; } | sha256sum 2>/dev/null)
+	key=h${key%% *}
+	case $key in h*[!0-9a-f]* | h) key= ;; esac
+}
+
+cache_key() {
+	key=
+	for _a in "${GH_HOST-}" "${GH_REPO-}" "$@"; do
+		case $_a in
+		*[!A-Za-z0-9._,=:/-]*)
+			cache_key_hash "$@"
+			return
+			;;
+		*[/:]*)
+			_e=
+			while [ -n "$_a" ]; do
+				_r=${_a#?}
+				case ${_a%"$_r"} in
+				/) _e=$_e%2F ;;
+				:) _e=$_e%3A ;;
+				*) _e=$_e${_a%"$_r"} ;;
+				esac
+				_a=$_r
+			done
+			key=$key~$_e
+			;;
+		*) key=$key~$_a ;;
+		esac
+	done
+	[ ${#key} -le 200 ] || cache_key_hash "$@"
 }
 
 python_ok() {
@@ -203,10 +246,9 @@ if [ "$mode" = read ]; then
 	if [ ! -d "$cache" ]; then
 		mkdir -p "$cache" 2>/dev/null && { [ -e "$root/.forge/.gitignore" ] || printf '*\n' >"$root/.forge/.gitignore"; }
 	fi
-	key=$({ printf '%s\n' "${GH_HOST-}" "${GH_REPO-}"; printf '%s\0' "$@"; } | sha256sum 2>/dev/null)
-	key=${key%% *}
+	cache_key "$@"
 	outf=$cache/.$key.$$.tmp
-	case $key in *[!0-9a-f]* | '') mode=plain outf= ;; esac
+	case $key in '') mode=plain outf= ;; esac
 	[ -n "$outf" ] && { { : >"$outf"; } 2>/dev/null || outf=; }
 	[ -n "$outf" ] || mode=plain
 fi
@@ -219,7 +261,7 @@ else
 fi
 rc=$?
 end=$(now_ms)
-sig=$(classify "$rc" "$errf")
+if [ "$rc" -eq 0 ]; then sig=ok; else sig=$(classify "$rc" "$errf"); fi
 record "$rc" $((end - start)) "$sig"
 
 case $sig in net | server | ratelimit | auth) failed=1 ;; *) failed=0 ;; esac
@@ -235,13 +277,13 @@ fi
 
 if [ "$mode" = read ]; then
 	if [ "$rc" -eq 0 ]; then
-		printf '%s\n' "$@" >"$cache/$key.argv" 2>/dev/null
+		printf '%s\n' "$@" 2>/dev/null >"$cache/$key.argv"
 		mv -f "$outf" "$cache/$key.out" 2>/dev/null && outf=$cache/$key.out
 	fi
 	cat "$outf"
 	[ "$outf" = "$cache/$key.out" ] && outf=
 fi
-cat "$errf" >&2
+[ -s "$errf" ] && cat "$errf" >&2
 cleanup
 [ "$sig" = ok ] && maybe_replay
 exit "$rc"
