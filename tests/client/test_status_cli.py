@@ -1,0 +1,97 @@
+"""`forge status` as a person runs it: a subprocess against a real supervisor, exit codes 0/1/3."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+
+from forge.client.connection import connect
+from forge.ipc.manager import WorkerManager, WorkerSpec
+from forge.wire.seats import HOME
+from tests.supervisor.harness import Start
+
+from .conftest import InProcess
+
+
+async def forge(*args: str) -> tuple[int, str, str]:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "forge.cli", *args,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, err = await process.communicate()
+    assert process.returncode is not None
+    return process.returncode, out.decode(), err.decode()
+
+
+async def test_status_finds_the_supervisor_from_forge_toml_and_answers_0(
+    supervise: Start, project_toml: str, free_port: int
+) -> None:
+    supervised = await supervise(f"[server]\nport = {free_port}\n{project_toml}")
+    code, out, err = await forge("status", "--config", str(supervised.config))
+    assert (code, err) == (0, "")
+    lines = out.splitlines()
+    assert lines[0].endswith(f"at ws://127.0.0.1:{free_port}/socket")
+    assert lines[0].startswith("forge 0.")
+    assert "  acme/proj  " in out
+    assert "seats: none started" in out
+    assert "workers: none running" in out
+
+
+async def test_status_json_is_the_home_subjects_facts(supervise: Start, project_toml: str) -> None:
+    supervised = await supervise(project_toml)
+    code, out, _ = await forge("status", "--json", "--url", supervised.url)
+    assert code == 0
+    decoded = json.loads(out)
+    async with connect(supervised.url) as connection:
+        home = await connection.subscribe(HOME)
+    assert decoded["boot_id"] == home["boot_id"]
+    assert decoded["projects"] == home["projects"]
+    assert decoded["seats"] == home["agents"] == []
+    assert decoded["workers"] == []
+
+
+async def test_no_supervisor_exits_3_with_the_reason(free_port: int) -> None:
+    url = f"ws://127.0.0.1:{free_port}/socket"
+    code, out, err = await forge("status", "--url", url)
+    assert (code, out) == (3, "")
+    assert err == (
+        f"forge: no forge supervisor at {url}: connection refused — "
+        "start it with `forge supervise`\n"
+    )
+
+
+async def test_a_failed_worker_exits_1_and_shows_why(in_process: InProcess, free_port: int) -> None:
+    supervisor = await in_process()
+    async with WorkerManager() as manager:
+        supervisor.workers = lambda: [row.to_json() for row in manager.rows()]
+        healthy = manager.start(WorkerSpec("steady", "misbehaving", "forge.testing.misbehaving"))
+        broken = manager.start(
+            WorkerSpec(
+                "misconfigured", "misbehaving", "forge.testing.misbehaving",
+                config={"config_error": True},
+            )
+        )  # fmt: skip
+        steady = await healthy.wait_for(lambda row: row.state == "ready", 60.0)
+        await broken.wait_for(lambda row: row.state == "failed", 60.0)
+        code, out, _ = await forge("status", "--url", f"ws://127.0.0.1:{free_port}/socket")
+        json_code, json_out, _ = await forge(
+            "status", "--json", "--url", f"ws://127.0.0.1:{free_port}/socket"
+        )
+    assert code == json_code == 1
+    rows = {line.split()[0]: line for line in out.splitlines() if line.startswith("  ")}
+    assert rows["steady"].split()[1:4] == ["misbehaving", str(steady.pid), "ready"]
+    assert rows["misconfigured"].split(None, 6)[1:] == [
+        "misbehaving", "-", "failed", "0", "78",
+        "configuration error (exit code 78); not restarting",
+    ]  # fmt: skip
+    states = {w["name"]: w["state"] for w in json.loads(json_out)["workers"]}
+    assert states == {"steady": "ready", "misconfigured": "failed"}
+
+
+async def test_the_help_documents_the_exit_codes() -> None:
+    code, out, _ = await forge("status", "--help")
+    assert code == 0
+    flat = " ".join(out.split())
+    assert "0 the supervisor answered; 1 it answered and a worker is `failed`" in flat
+    assert "3 no supervisor answered at the URL" in flat
