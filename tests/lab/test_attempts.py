@@ -106,6 +106,12 @@ def test_misbehaving_harnesses_are_recorded_and_the_run_goes_on(kit: Kit) -> Non
         "stray": kit.plan("stray", knobs={"FAKE_STRAY": "1"}),
         "failed": kit.plan("failed", knobs={"FAKE_OUTCOME": "failed"}),
         "blocked": kit.plan("blocked", knobs={"FAKE_OUTCOME": "scope-change"}),
+        "transient-outside": kit.plan(
+            "transient-outside", knobs={"FAKE_TRANSIENT": "1:ECONNRESET", "FAKE_ACTION": "outside"}
+        ),
+        "permission": kit.plan(
+            "permission", knobs={"FAKE_TRANSIENT": "1:permission_error: ECONNRESET"}
+        ),
         "setup": kit.plan(
             "setup", setup=[{"id": "no", "argv": ["false"], "dir": ".", "timeoutMs": 5000}]
         ),
@@ -138,11 +144,15 @@ def test_misbehaving_harnesses_are_recorded_and_the_run_goes_on(kit: Kit) -> Non
         setup = kit.record("setup", variant)
         assert (setup["outcome"], setup["hiddenAcceptance"]) == ("setup-failed", None)
         assert setup["failedCheckOutput"][0]["phase"] == "setup"
+        for name in ("transient-outside", "permission"):
+            record = kit.record(name, variant)
+            assert len(record["invocations"]) == 1
+            assert (record["outcome"], record.get("invalid")) == ("failed", None)
     assert "setup" not in {p["coordinate"].split("/")[0] for p in kit.probes()}
     b = next(v for v in kit.report()["variants"] if v["name"] == "b")
-    assert b["scopeViolations"] == 1
+    assert b["scopeViolations"] == 2
     assert b["scopeChanges"] == 1
-    assert b["costCoverage"] == {"reported": 4, "of": 8}
+    assert b["costCoverage"] == {"reported": 6, "of": 10}
     assert b["correct"] == 1
     assert "parallel" in kit.record("stray", "a")
     assert any("contention" in n for n in kit.report()["notes"])

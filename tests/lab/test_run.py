@@ -12,6 +12,7 @@ import subprocess
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from forge.clock import SYSTEM_CLOCK
@@ -320,3 +321,32 @@ def test_report_is_valid_and_running_mid_run(kit: Kit) -> None:
     process.communicate(timeout=90)
     assert kit.report()["status"] == "complete"
     shutil.rmtree(kit.ctl / "go", ignore_errors=True)
+
+
+def test_a_runner_killed_mid_attempt_aborts_and_leaves_nothing(kit: Kit) -> None:
+    kit.cohort(
+        a=kit.formula("a", knobs={"FAKE_GATE": "1", "FAKE_STRAY": "1"}),
+        b=kit.formula("b", model="m2"),
+        tasks={"t1": kit.plan("t1")},
+    )
+    process = subprocess.Popen(
+        kit.argv("--approve", kit.digest()),
+        env=kit.env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    wait_for((kit.ctl, "started-*"), 1, process)
+    runners = [
+        p
+        for p in psutil.Process(process.pid).children(recursive=True)
+        if "forge.workers.lab" in " ".join(p.cmdline())
+    ]
+    assert len(runners) == 1
+    runners[0].kill()
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 1, stderr
+    assert "attempt runner crashed during t1/a/rep-1" in stderr
+    assert kit.report()["status"] == "aborted"
+    assert not (kit.out / "attempts" / "t1" / "a" / "rep-1").exists()
+    assert marker_processes(str(kit.ctl)) == []
