@@ -161,3 +161,31 @@ def test_c11_status_and_clear(seeded: ForgeEnv) -> None:
     assert "issue list" in seeded.forge("cache", "status").stdout
     assert "dropped 1" in seeded.forge("cache", "clear").stdout
     assert cache_files(seeded.project) == []
+
+
+def test_c13_argv_with_any_bytes_is_keyed_and_served(seeded: ForgeEnv) -> None:
+    argv = ["search", "issues", "one", "--label", "needs triage"]
+    live = seeded.gh(*argv)
+    assert live.stdout == b"1\tone\n"
+    [entry] = cache_files(seeded.project)
+    assert entry.name.startswith("h")
+    seeded.fake.fail("search issues*", "429")
+    served = seeded.gh(*argv)
+    assert (served.returncode, served.stdout) == (0, live.stdout)
+
+
+def test_c14_a_reader_never_sees_a_torn_entry(seeded: ForgeEnv) -> None:
+    seeded.gh("issue", "list")
+    [entry] = cache_files(seeded.project)
+    expected = entry.read_bytes()
+    writers = [
+        subprocess.Popen(
+            ["dash", "-c", f"for i in 1 2 3 4 5 6; do {seeded.shim} issue list >/dev/null; done"],
+            env=seeded.env,
+            cwd=seeded.project,
+        )
+        for _ in range(2)
+    ]
+    while any(w.poll() is None for w in writers):
+        assert entry.read_bytes() == expected
+    assert [w.returncode for w in writers] == [0, 0]

@@ -227,3 +227,19 @@ def test_q14a_replay_from_another_directory_targets_the_spooled_repo(
     )
     assert report.clean
     assert down.fake.argvs()[-1][-2:] == ["-R", "acme/widget"]
+
+
+def test_q14c_a_crashed_allocation_is_skipped_and_reported(down: ForgeEnv) -> None:
+    import os
+    import time
+
+    down.gh("issue", "comment", "1", "--body", "a", env={"FORGE_REPLAY": "0"})
+    crashed = queue_dir(down) / "000002.seq"
+    crashed.touch()
+    old = time.time() - 3600
+    os.utime(crashed, (old, old))
+    assert "crashed allocations (no entry written): q000002" in down.forge("queue").stdout
+    down.fake.clear_faults()
+    assert down.forge("queue", "replay", "--apply").returncode == 0
+    result = down.gh("issue", "comment", "1", "--body", "b", env={"FORGE_REPLAY": "0"})
+    assert result.returncode == 0

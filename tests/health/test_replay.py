@@ -261,3 +261,16 @@ def test_service_status_reads_without_probing(forge_env: ForgeEnv) -> None:
     assert status["state"] == "degraded"
     assert status["queue"]["pending"] == 3
     assert "api" not in {a[0] for a in forge_env.fake.argvs()}
+
+
+def test_r17_automatic_replay_is_detached_from_the_triggering_call(forge_env: ForgeEnv) -> None:
+    forge_env.fake.seed("first")
+    forge_env.fake.fail("issue *", "503", times=1)
+    forge_env.gh("issue", "comment", "1", "--body", "slow", env=NO_AUTO)
+    forge_env.fake.fail("issue view 1 --json comments*", "503", phase="after", delay=3)
+    log = forge_env.project / ".forge" / "queue" / "replay.log"
+    trigger = forge_env.gh("api", "rate_limit")
+    assert trigger.returncode == 0
+    assert not log.exists()  # the triggering call returned while the replay was still reading
+    wait_until(log.exists)
+    assert "stopped" in log.read_text()

@@ -247,3 +247,16 @@ def test_h18_concurrent_appends_are_whole_lines(forge_env: ForgeEnv) -> None:
     rows = forge_env.observations()
     assert len(rows) == 240
     assert all(len(row) == 5 and row[3] == "ok" for row in rows)
+
+
+def test_s07_a_remembered_real_gh_that_vanished_is_walked_for_again(echo_env: ForgeEnv) -> None:
+    assert echo_env.gh("api", "x").returncode == 0
+    remembered = (echo_env.state_dir / "real-gh").read_text().splitlines()
+    assert remembered == [echo_env.env["PATH"], str(echo_env.realbin / "gh")]
+    moved = echo_env.root / "moved"
+    python_gh(moved / "gh", "echogh.py")
+    (echo_env.realbin / "gh").unlink()
+    env = {"PATH": f"{echo_env.shim.parent}:{echo_env.realbin}:{moved}:/usr/bin:/bin"}
+    result = echo_env.gh("api", "y", env=env)
+    assert (result.returncode, result.stderr) == (0, b"")
+    assert json.loads(result.stdout)["argv"] == ["api", "y"]
