@@ -260,3 +260,14 @@ def test_s07_a_remembered_real_gh_that_vanished_is_walked_for_again(echo_env: Fo
     result = echo_env.gh("api", "y", env=env)
     assert (result.returncode, result.stderr) == (0, b"")
     assert json.loads(result.stdout)["argv"] == ["api", "y"]
+
+
+def test_s01_shellcheck_posix_sh_is_clean() -> None:
+    import sys
+
+    shellcheck = Path(sys.executable).parent / "shellcheck"
+    shim = Path(__file__).parents[2] / "forge" / "health" / "shim" / "gh.sh"
+    result = subprocess.run(
+        [str(shellcheck), "-s", "sh", str(shim)], capture_output=True, text=True, check=False
+    )
+    assert (result.returncode, result.stdout) == (0, "")

@@ -37,7 +37,7 @@ find_real() {
 
 # The walk costs two processes per candidate, so its answer is remembered per PATH value.
 state=${FORGE_STATE:-${FORGE_HOME:-${XDG_STATE_HOME:-$HOME/.local/state}/forge}/forge}
-_cp= _cr=
+_cp='' _cr=''
 { IFS= read -r _cp && IFS= read -r _cr; } 2>/dev/null <"$state/real-gh"
 if [ "$_cp" = "$PATH" ] && [ -f "$_cr" ] && [ -x "$_cr" ] && ! [ "$_cr" -ef "$0" ]; then
 	real=$_cr
@@ -71,7 +71,7 @@ now_ms() {
 }
 
 # Column 5: the subcommand words, when they are plain words.
-sub=?
+sub='?'
 case ${1-} in *[!A-Za-z0-9_.-]*) ;; *)
 	sub=$1
 	case ${2-} in '' | -* | *[!A-Za-z0-9_.-]*) ;; *) sub="$1 $2" ;; esac
@@ -188,10 +188,10 @@ done
 mode=plain
 case "${1-} ${2-}" in
 'issue list' | 'issue view' | 'search issues')
-	[ "${FORGE_CACHE:-1}" != 0 ] && [ -n "$root" ] && [ ! -t 1 ] && mode=read
+	[ "${FORGE_CACHE:-1}" != 0 ] && [ -n "$root" ] && [ ! -t 1 ] && mode='read'
 	;;
 'issue create' | 'issue comment' | 'issue edit' | 'issue close' | 'issue reopen')
-	[ "${FORGE_QUEUE:-1}" != 0 ] && [ -n "$root" ] && python_ok && mode=write
+	[ "${FORGE_QUEUE:-1}" != 0 ] && [ -n "$root" ] && python_ok && mode='write'
 	;;
 esac
 
