@@ -1,0 +1,56 @@
+"""Running `forge attach` the way a person does: inside a real PTY (ptyprocess)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from collections.abc import Sequence
+
+import ptyprocess
+
+FORGE = [sys.executable, "-m", "forge.cli"]
+
+
+class PtyRun:
+    """A process on a PTY; `expect` reads until a byte string shows up (in a thread)."""
+
+    def __init__(self, argv: Sequence[str], *, cols: int = 100, rows: int = 30) -> None:
+        self.process = ptyprocess.PtyProcess.spawn(
+            list(argv), env=dict(os.environ), dimensions=(rows, cols)
+        )
+        self.output = b""
+
+    async def expect(self, wanted: bytes, *, within: float = 60.0) -> bytes:
+        """All output up to now, once `wanted` is in it; AssertionError on EOF or time out."""
+        async with asyncio.timeout(within):
+            while wanted not in self.output:
+                chunk = await asyncio.to_thread(self._read)
+                if not chunk:
+                    raise AssertionError(f"EOF before {wanted!r}; got {self.output!r}")
+                self.output += chunk
+        return self.output
+
+    async def finish(self, *, within: float = 60.0) -> int:
+        """Read to EOF and return the exit status."""
+        async with asyncio.timeout(within):
+            while chunk := await asyncio.to_thread(self._read):
+                self.output += chunk
+            await asyncio.to_thread(self.process.wait)
+        status = self.process.exitstatus
+        assert isinstance(status, int), self.process.signalstatus
+        return status
+
+    def write(self, data: bytes) -> None:
+        self.process.write(data)
+
+    def _read(self) -> bytes:
+        try:
+            data: bytes = self.process.read(65536)
+        except EOFError:
+            return b""
+        return data
+
+    def close(self) -> None:
+        if self.process.isalive():
+            self.process.terminate(force=True)
