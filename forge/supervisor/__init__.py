@@ -1,1 +1,55 @@
-"""supervisor"""
+"""The supervisor: the one process that owns the client socket and every client-facing fact.
+
+Modules: `server` (websockets at /socket, refusals before the handshake), `connection` (one
+client: backlog, writer, monitor, one teardown), `outbound` (the backlog's drop policies, pure),
+`core` (`Supervisor`: seats, subscriptions, numbering, verb dispatch), `seats`, `subjects`,
+`gitwork`, `drills` (test and bench verbs, off in production) and `cli` (`forge supervise`).
+
+The API the terminal, browser, dictate and worker areas build on
+-----------------------------------------------------------------
+Everything runs on the supervisor's event loop; none of these calls may block.
+
+Serving a verb. Every client message is already a typed struct in `forge.wire.client`
+(`TerminalView`, `BrowserInput`, ...). An area registers one handler per type::
+
+    supervisor.register_verb(TerminalView, handler)   # async def handler(connection, message)
+
+A handler refuses by raising `forge.wire.errors.ClientRefusal(what, why, seat)`; the core
+answers it as `error{what, why, seat, dispatch_id: null}` and the connection stays up. A known
+verb with no handler is refused as "<kind> is not served by this server yet". Commands:
+`register_command(name, handler)` (the reply_to rule is checked before the handler runs).
+Client binary frames: `register_binary(TerminalInput | Dictation, handler)`; unhandled ones are
+dropped with a `socket_binary_dropped` debug record.
+
+Seats. `await supervisor.start_seat(seat)` starts a seat when something is started in it (a
+terminal, a tab, a take); it raises `seats.UnknownProject` for a project forge.toml lacks, and
+announces the seat to home as `seat_changed`. `supervisor.require_seat(what, seat)` returns a
+started seat's `SeatState` or raises the refusal naming `what`. A host keeps the session pieces
+on the `SeatState` (`terminal`, `processes`, `background_tasks`, `lifecycle`...) current and
+announces each change with::
+
+    seq = supervisor.publish_seat_update(seat, "terminal_changed", {"key": seat, "terminal": row})
+
+which numbers it on the seat's counter, keeps it in the seat's window for `seat_range`, and sends
+it once to each connection holding the seat's session (and home, with `home=True`, for
+`seat_changed`/`work_changed`). `publish_keyless(variant, body)` reaches every home holder with
+no seq; `set_fatal_error(message)` and `mark_unseen(seat)` are the O-H5 and O-H4 hooks.
+`supervisor.workers` is the callable that lists home `workers` rows (the worker manager sets it).
+
+Sending to one connection (`forge.supervisor.connection.Connection`). Every frame goes through
+the connection's backlog and its one writer, whose writes are bounded by `write_timeout_s`:
+
+- `connection.send(message)` / `send_frame(JsonFrame)`: JSON control frames, never dropped; a
+  connection whose backlog passes 64 MiB is closed (`socket_backlog_overflow`).
+- `connection.send_binary(data)`: a binary frame that must arrive.
+- `connection.send_latest(("browser", profile, tab), frame)`: newest frame wins per stream.
+- `connection.send_bounded(("terminal", id), chunk, limit=TERMINAL_LIMIT, on_overflow=cb)`: past
+  ~1 MiB unsent the stream's waiting chunks are dropped and `cb()` runs once (send a fresh view).
+- `await connection.writable(below=n)`: backpressure for a producer (a controller's terminal).
+
+Lifecycle. `supervisor.on_disconnect(hook)` runs `hook(connection)` inside the one teardown every
+close path runs (release roles, detach viewers). `supervisor.on_shutdown(async_hook)` is awaited
+when `forge supervise` stops on SIGINT/SIGTERM (the worker manager's stop goes here).
+Per-connection facts a host may read: `connection.id`, `.peer`, `.deflate`, `.formats` (the
+`?formats=` the client declared, D3), `.showing`, `.subscriptions`, `.answering`, `.closed`.
+"""
