@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.util
 import os
 import shlex
 import signal
@@ -25,8 +26,9 @@ from forge.lab.errors import LabRefusal
 from forge.lab.git import has_commit, inspect_source, list_files
 from forge.lab.plan import MANIFESTS, unanchored_paths
 from forge.lab.progress import ProgressDisplay
+from forge.lab.report import RunState
 from forge.lab.runners import RunnerPool
-from forge.lab.scheduler import CohortRun, RunConfig, exit_code
+from forge.lab.scheduler import CohortRun, Executor, RunConfig, exit_code
 from forge.lab.settings import settings_from_env
 from forge.logs import configure
 
@@ -130,13 +132,10 @@ async def evaluate(args: argparse.Namespace) -> int:
             f"--approve {args.approve} does not match the activation digest {digest}; "
             f"review the cohort, then run: {shlex.join(approve_argv)}"
         )
-    if args.executor == "dask":
-        raise LabRefusal(
-            "--executor dask is not available in this build: install forge-supervisor[cluster] "
-            "once it ships; run with --executor local"
-        )
     settings = settings_from_env(os.environ)
     state = check_out(out, digest)
+    if args.executor == "dask":
+        _require_distributed()
     if state is OutState.FRESH:
         approval = activate(
             cohort,
@@ -161,23 +160,61 @@ async def evaluate(args: argparse.Namespace) -> int:
         keep_workspaces=args.keep_workspaces,
         runs_note={"resume": state is OutState.RESUME, "executor": args.executor},
     )
-    display = ProgressDisplay(sys.stderr, SYSTEM_CLOCK, live=sys.stderr.isatty())
-    async with WorkerManager() as manager:
-        pool = RunnerPool(manager, parallel, out)
-        cohort_run = CohortRun(config, pool, SYSTEM_CLOCK, progress=display)
-        loop = asyncio.get_running_loop()
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(signum, cohort_run.interrupt, signal.Signals(signum).name)
-        display.start()
-        try:
-            final = await cohort_run.run()
-        finally:
-            await display.stop()
-            for signum in (signal.SIGINT, signal.SIGTERM):
-                loop.remove_signal_handler(signum)
+    if args.executor == "dask":
+        cohort_run, final = await _on_dask(config, args.scheduler)
+    else:
+        async with WorkerManager() as manager:
+            cohort_run, final = await _supervised(config, RunnerPool(manager, parallel, out))
     sys.stdout.write(f"{final.status}: report in {out / 'report.md'}\n")
     if final.status == "aborted" and final.abort_reason:
         sys.stderr.write(f"forge: run aborted: {final.abort_reason}\n")
     if cohort_run.interrupted_by is not None:
         return SIGNAL_EXIT[cohort_run.interrupted_by]
     return exit_code(final, cohort_run.ordered_records())
+
+
+async def _supervised(config: RunConfig, executor: Executor) -> tuple[CohortRun, RunState]:
+    """Run the cohort with SIGINT/SIGTERM routed to `interrupt` and progress on stderr."""
+    display = ProgressDisplay(sys.stderr, SYSTEM_CLOCK, live=sys.stderr.isatty())
+    cohort_run = CohortRun(config, executor, SYSTEM_CLOCK, progress=display)
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, cohort_run.interrupt, signal.Signals(signum).name)
+    display.start()
+    try:
+        final = await cohort_run.run()
+    finally:
+        await display.stop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(signum)
+    return cohort_run, final
+
+
+def _require_distributed() -> None:
+    if importlib.util.find_spec("distributed") is None:
+        raise LabRefusal(
+            "--executor dask needs Dask distributed: pip install 'forge-supervisor[cluster]'"
+        )
+
+
+async def _on_dask(config: RunConfig, scheduler: str) -> tuple[CohortRun, RunState]:
+    from distributed import Client
+
+    from forge.lab.cluster import DaskExecutor
+
+    try:
+        client = await Client(scheduler, asynchronous=True, timeout="10s")
+    except (OSError, TimeoutError) as error:
+        raise LabRefusal(
+            f"--scheduler {scheduler}: cannot reach the Dask scheduler ({error})"
+        ) from None
+    try:
+        executor = DaskExecutor(client, config.out)
+        await executor.probe(config.source)
+        await executor.start()
+        try:
+            return await _supervised(config, executor)
+        finally:
+            await executor.close()
+    finally:
+        await client.close()

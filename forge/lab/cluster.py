@@ -1,0 +1,143 @@
+"""`--executor dask`: attempts on an existing Dask cluster (extra `forge-supervisor[cluster]`).
+
+The attempt code is the same coroutine the local runners await. Dask only places it: the client
+submits in coordinate order (`priority=-index`, `retries=0`, `pure=False`), the scheduler keeps at
+most N in flight, and the client alone writes `attempt.json` and the report.
+
+`Future.cancel()` does not stop a task that is already running (its process tree would live on),
+so every attempt watches two run-scoped objects on the cluster and cancels itself, killing its
+own process groups and discarding its directory: an `Event` the client sets when the run aborts
+(SIGINT, an abort error), and a lease `Variable` the client refreshes; a lease gone stale means the
+client died. A worker lost mid-attempt (`KilledWorker`) aborts the run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from distributed import Client, Event, Variable
+from distributed.client import Future
+from distributed.scheduler import KilledWorker
+
+from forge import __version__
+from forge.lab.activation import INPUTS_DIR, MANIFEST_FILE
+from forge.lab.attempt import AttemptSpec, run_attempt
+from forge.lab.errors import LabRefusal, RunAborted
+from forge.lab.spec_wire import spec_from_wire, spec_to_wire
+
+LEASE_REFRESH_S = 5.0
+LEASE_STALE_S = 30.0
+"""An attempt whose client has not refreshed the lease for this long cancels itself."""
+WATCH_S = 0.5
+"""How often a running attempt looks at the run's cancel event and lease."""
+
+
+class DaskExecutor:
+    """An `Executor` that runs each attempt as one Dask task."""
+
+    def __init__(self, client: Client, out: Path) -> None:
+        self.client = client
+        self.out = out
+        self.run_id = uuid.uuid4().hex
+        self.cancel_event = Event(f"forge-lab-cancel-{self.run_id}", client=client)
+        self.lease = Variable(f"forge-lab-lease-{self.run_id}", client=client)
+        self._lease_task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        await self.lease.set(time.time())
+        self._lease_task = asyncio.create_task(self._refresh_lease())
+
+    async def close(self) -> None:
+        if self._lease_task is not None:
+            self._lease_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._lease_task
+
+    async def probe(self, source: Path) -> None:
+        """Refuse before any attempt if a worker cannot see the run's paths or runs other code."""
+        paths = [str(self.out / INPUTS_DIR / MANIFEST_FILE), str(source)]
+        future: Future[Any] = self.client.submit(_probe, paths, pure=False, retries=0)
+        seen: dict[str, Any] = await future
+        if seen["missing"]:
+            raise LabRefusal(
+                "--executor dask: a worker cannot see "
+                + ", ".join(seen["missing"])
+                + "; workers must see --out, --source and the inputs at the same paths"
+            )
+        if seen["version"] != __version__:
+            raise LabRefusal(
+                f"--executor dask: a worker runs forge {seen['version']}, this client {__version__}"
+            )
+
+    async def __call__(self, spec: AttemptSpec) -> dict[str, Any]:
+        future: Future[Any] = self.client.submit(
+            run_on_worker,
+            spec_to_wire(spec, self.out),
+            self.run_id,
+            key=f"forge-lab-{spec.attempt_id}",
+            priority=-spec.coordinate.index,
+            retries=0,
+            pure=False,
+        )
+        try:
+            record: dict[str, Any] = await future
+        except asyncio.CancelledError:
+            # The run is aborting: tell every attempt, then wait until this one discarded itself.
+            await asyncio.shield(self.cancel_event.set())
+            with contextlib.suppress(Exception):
+                await asyncio.shield(_settled(future))
+            raise
+        except KilledWorker as lost:
+            raise RunAborted(f"executor lost: {lost}") from None
+        return record
+
+    async def _refresh_lease(self) -> None:
+        while True:
+            await asyncio.sleep(LEASE_REFRESH_S)
+            await self.lease.set(time.time())
+
+
+async def _settled(future: Future[Any]) -> None:
+    with contextlib.suppress(Exception):
+        await future
+
+
+def _probe(paths: list[str]) -> dict[str, Any]:
+    return {"missing": [p for p in paths if not Path(p).exists()], "version": __version__}
+
+
+def run_on_worker(wire: dict[str, Any], run_id: str) -> dict[str, Any]:
+    """The Dask task: run one attempt in this worker thread, cancelling it when the run aborts."""
+    return asyncio.run(_watched(wire, run_id))
+
+
+async def _watched(wire: dict[str, Any], run_id: str) -> dict[str, Any]:
+    spec = spec_from_wire(wire)
+    cancel_event = Event(f"forge-lab-cancel-{run_id}")
+    lease = Variable(f"forge-lab-lease-{run_id}")
+    attempt = asyncio.create_task(run_attempt(spec))
+    while not attempt.done():
+        await asyncio.wait({attempt}, timeout=WATCH_S)
+        if attempt.done():
+            break
+        if await asyncio.to_thread(_should_stop, cancel_event, lease):
+            attempt.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await attempt
+            raise RunAborted(f"attempt {spec.attempt_id} cancelled and discarded")
+    return attempt.result()
+
+
+def _should_stop(cancel_event: Event, lease: Variable) -> bool:
+    if cancel_event.is_set():
+        return True
+    try:
+        refreshed = float(lease.get(timeout=WATCH_S))
+    except TimeoutError:
+        return False
+    return time.time() - refreshed > LEASE_STALE_S
