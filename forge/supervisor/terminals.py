@@ -192,14 +192,16 @@ class TerminalService:
         terminal.subscription = handle.subscribe(
             OUTPUT_STREAM, partial(self._on_frame, terminal), partial(self._on_end, terminal)
         )
+        # Registered before the host answers: its first summary may come on the stream first.
+        self._terminals[number] = terminal
+        self._current[state.seat] = number
         try:
             summary = (await handle.request("summary")).result
         except (WorkerError, RequestFailed) as error:
+            del self._terminals[number], self._current[state.seat]
             terminal.subscription.close()
             await handle.stop()
             raise _Refused(f"the terminal could not start: {error}") from None
-        self._terminals[number] = terminal
-        self._current[state.seat] = number
         log.info("terminal_opened", seat=str(state.seat), id=number, pid=summary.get("pid"))
         self._publish(terminal, summary)
         return terminal

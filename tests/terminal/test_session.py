@@ -105,9 +105,12 @@ async def test_probe_sees_a_command_and_a_password_prompt(tmp_path: Path) -> Non
     assert at_prompt.foreground_pgid == session.pid
     session.write(b"read -s -p 'Password: ' secret\r")
     await output.wait_for(b"Password: ")
-    probe = session.probe()
-    assert probe is not None
-    assert (probe.echo, probe.canonical) == (False, True)
+
+    def password_wanted() -> bool:
+        probe = session.probe()
+        return probe is not None and (probe.echo, probe.canonical) == (False, True)
+
+    await until(password_wanted)
     session.write(b"hunter2\r")
     await output.wait_for(b"$ ", 2)
     session.write(b"sleep 5\r")

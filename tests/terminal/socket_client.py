@@ -1,0 +1,143 @@
+"""A served supervisor with the terminal verbs, and a websockets client that records frames."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pyte
+from websockets.asyncio.client import ClientConnection, connect
+
+from forge.config import load_config
+from forge.ipc.manager import WorkerManager
+from forge.ipc.policy import LifecycleTimings
+from forge.supervisor.core import Supervisor
+from forge.supervisor.server import SocketServer
+from forge.supervisor.terminals import TerminalService, install
+from forge.wire.binary import TERMINAL_OUTPUT_HEADER, terminal_input
+from forge.workers.terminal.screen import TerminalScreen
+
+BASH = ["/bin/bash", "--noprofile", "--norc", "-i"]
+SEAT = {"org": "acme", "project": "forge", "label": "main"}
+TIMINGS = LifecycleTimings(hello_timeout=30.0, request_timeout=30.0, kill_grace=0.5)
+
+
+class Served:
+    def __init__(self, supervisor: Supervisor, service: TerminalService, port: int) -> None:
+        self.supervisor = supervisor
+        self.service = service
+        self.url = f"ws://127.0.0.1:{port}/socket"
+
+
+@asynccontextmanager
+async def serve_terminals(project: Path, config_dir: Path, port: int) -> AsyncIterator[Served]:
+    """forge.toml with one project at `project`, the socket on `port`, bash as every shell."""
+    toml = config_dir / "forge.toml"
+    toml.write_text(f'[[projects]]\norg = "acme"\nname = "forge"\npath = "{project}"\n')
+    loaded = load_config(toml, overrides={"server.port": port})
+    supervisor = Supervisor(loaded)
+    async with WorkerManager(timings=TIMINGS) as manager:
+        service = install(supervisor, manager, host_config={"argv": BASH})
+        socket = SocketServer(supervisor)
+        await socket.start()
+        try:
+            yield Served(supervisor, service, port)
+        finally:
+            await socket.close()
+            await supervisor.shutdown()
+
+
+class Client:
+    """One socket client: JSON frames and kind-4 chunks as they arrive, and ways to await them."""
+
+    def __init__(self, ws: ClientConnection) -> None:
+        self.ws = ws
+        self.frames: list[dict[str, Any]] = []
+        self.chunks: list[tuple[int, bytes]] = []
+        self.events: list[tuple[str, Any]] = []
+        """Every frame in arrival order: ("json", message) or ("chunk", seq)."""
+        self._changed = asyncio.Event()
+        self._reader = asyncio.ensure_future(self._read())
+        self.reading = asyncio.Event()
+        self.reading.set()
+
+    @classmethod
+    async def open(cls, url: str, **kwargs: Any) -> Client:
+        ws = await connect(url, max_size=None, **kwargs)
+        client = cls(ws)
+        await client.until(lambda: any(f["kind"] == "settings" for f in client.frames))
+        return client
+
+    async def _read(self) -> None:
+        async for message in self.ws:
+            await self.reading.wait()
+            if isinstance(message, str):
+                frame = json.loads(message)
+                self.frames.append(frame)
+                self.events.append(("json", frame))
+            else:
+                _, _, seq = TERMINAL_OUTPUT_HEADER.unpack_from(message)
+                self.chunks.append((seq, message[TERMINAL_OUTPUT_HEADER.size :]))
+                self.events.append(("chunk", seq))
+            self._changed.set()
+
+    async def until(self, check: Callable[[], bool]) -> None:
+        while not check():
+            self._changed.clear()
+            if self._reader.done():
+                self._reader.result()
+                raise AssertionError("the connection closed")
+            await self._changed.wait()
+
+    async def send(self, message: dict[str, Any]) -> None:
+        await self.ws.send(json.dumps(message))
+
+    async def type(self, terminal: int, keys: bytes) -> None:
+        await self.ws.send(terminal_input(terminal=terminal, data=keys))
+
+    def of_kind(self, kind: str) -> list[dict[str, Any]]:
+        return [f for f in self.frames if f["kind"] == kind]
+
+    async def next_of_kind(self, kind: str, after: int = 0) -> dict[str, Any]:
+        """The first frame of `kind` beyond the first `after` of that kind."""
+        await self.until(lambda: len(self.of_kind(kind)) > after)
+        return self.of_kind(kind)[after]
+
+    def output(self, after_seq: int = 0) -> bytes:
+        return b"".join(data for seq, data in self.chunks if seq > after_seq)
+
+    async def wait_output(self, text: bytes, count: int = 1) -> None:
+        await self.until(lambda: self.output().count(text) >= count)
+
+    async def wait_screen(self, text: str) -> None:
+        """Until `text` is on the screen this client draws (its view plus the chunks after)."""
+        await self.until(lambda: text in "\n".join(self.screen().display))
+
+    def updates(self, variant: str) -> list[Any]:
+        return [
+            f["update"][variant]
+            for f in self.frames
+            if f["kind"] == "update" and isinstance(f["update"], dict) and variant in f["update"]
+        ]
+
+    def screen(self) -> TerminalScreen:
+        """What this client draws: its last view, then the chunks after the view's seq."""
+        view = self.of_kind("terminal_view")[-1]
+        screen = TerminalScreen(view["cols"], view["rows"])
+        stream = pyte.ByteStream(screen)
+        stream.feed(view["screen"].encode())
+        index = max(i for i, (k, f) in enumerate(self.events) if k == "json" and f is view)
+        chunks = dict(self.chunks)
+        for kind, item in self.events[index + 1 :]:
+            if kind == "chunk" and item > view["seq"]:
+                stream.feed(chunks[item])
+        return screen
+
+    async def close(self) -> None:
+        self.reading.set()
+        await self.ws.close()
+        self._reader.cancel()
