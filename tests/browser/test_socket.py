@@ -292,7 +292,10 @@ async def test_history_moves_resizes_and_downloads(served: tuple[str, Path], sit
     last = a.frames[-1].seq
     await b.send({"kind": "browser_resize", "width": 600, "height": 400, "scale": 1})
     await a.send({"kind": "browser_resize", "width": 1170, "height": 2532, "scale": 3})
-    key = await a.until(lambda: next((f for f in a.frames if f.seq > last and f.key), None))
+    key = await a.until(
+        lambda: next((f for f in a.frames if f.seq > last and f.width == 1170), None)
+    )
+    assert key.key
     assert (key.width, key.height, key.page_width, key.page_height) == (1170, 2532, 390, 844)
     await b.send({"kind": "browser_resize", "width": 0, "height": 400, "scale": 1})
     assert "1..8192" in (await b.error("browser_resize"))["why"]
