@@ -86,17 +86,17 @@ def entry_path(root: Path, key: str) -> Path:
 
 
 def entries(root: Path) -> list[Entry]:
+    """What is cached: each entry with the argv the shim wrote beside it (if it is still there)."""
     found: list[Entry] = []
     for out in sorted(cache_dir(root).glob("*.out")):
         try:
             info = out.stat()
+        except FileNotFoundError:
+            continue
+        try:
             argv = out.with_suffix(".argv").read_text(errors="replace").splitlines()
         except FileNotFoundError:
             argv = []
-            try:
-                info = out.stat()
-            except FileNotFoundError:
-                continue
         found.append(Entry(out.stem, argv, info.st_mtime_ns // 1_000_000, info.st_size))
     return found
 

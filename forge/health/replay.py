@@ -23,7 +23,6 @@ from forge.health.replay_plan import (
     Deliver,
     Delivered,
     Judgement,
-    Retry,
     SetAside,
     Stop,
     Wait,
@@ -32,6 +31,7 @@ from forge.health.replay_plan import (
     landed_comment,
     landed_issue,
     number_from_url,
+    repo_args,
     resolve,
     select,
 )
@@ -123,48 +123,35 @@ class _Drain:
             self.root, epoch_ms(self.clock), entry.seq, entry.kind, outcome, reason
         )
 
-    def landed(
-        self, entry: QueueEntry, step: Deliver
-    ) -> tuple[str | None, Stop | SetAside | Retry | None]:
+    def landed(self, entry: QueueEntry, step: Deliver) -> tuple[str | None, Judgement | None]:
         """Did this write already reach the forge (landed, then the reply was lost)?
 
         Returns (what it landed as, or None) and a judgement when the check itself failed.
         """
-        repo_args = step.argv[step.argv.index("-R") :] if "-R" in step.argv else []
         body = self._body(entry)
         if entry.kind == "create":
-            argv = [
-                "issue",
-                "list",
-                "--state",
-                "all",
-                "--limit",
-                "100",
-                "--json",
-                "number,title,body,createdAt",
-                *repo_args,
-            ]
-        elif entry.kind == "comment":
-            argv = ["issue", "view", str(step.target), "--json", "comments", *repo_args]
+            fields = "number,title,body,createdAt"
+            argv = ["issue", "list", "--state", "all", "--limit", "100", "--json", fields]
         else:
-            argv = ["issue", "view", str(step.target), "--json", "state", *repo_args]
-        result = self.call(argv)
-        verdict = judge(
-            result.signal,
-            result.stderr.decode(errors="replace"),
-            entry.attempts,
-            self.settings.queue_attempts,
-        )
+            field = "comments" if entry.kind == "comment" else "state"
+            argv = ["issue", "view", str(step.target), "--json", field]
+        result = self.call(argv + repo_args(entry))
+        stderr = result.stderr.decode(errors="replace")
+        verdict = judge(result.signal, stderr, entry.attempts, self.settings.queue_attempts)
         if not isinstance(verdict, Delivered):
             return None, verdict
-        data = json.loads(result.stdout or b"null")
-        if entry.kind == "create":
-            number = landed_issue(data, entry.title, body, entry.enqueued_at, self.claims)
-            return (None if number is None else f"issue:{number}"), None
-        if entry.kind == "comment":
-            url = landed_comment(data["comments"], body or "", entry.enqueued_at, self.claims)
-            return url, None
-        return ("state" if already_in_state(entry.kind, data["state"]) else None), None
+        try:
+            data = json.loads(result.stdout)
+            if entry.kind == "create":
+                number = landed_issue(data, entry.title, body, entry.enqueued_at, self.claims)
+                return (None if number is None else f"issue:{number}"), None
+            if entry.kind == "comment":
+                comments = data["comments"]
+                return landed_comment(comments, body or "", entry.enqueued_at, self.claims), None
+            return ("state" if already_in_state(entry.kind, data["state"]) else None), None
+        except (ValueError, KeyError, TypeError) as error:
+            reason = f"unreadable verification answer ({type(error).__name__})"
+            return None, judge("other", reason, entry.attempts, self.settings.queue_attempts)
 
     def _body(self, entry: QueueEntry) -> str | None:
         if not entry.has_body:

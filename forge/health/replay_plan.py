@@ -76,13 +76,18 @@ def resolve(
             return Wait(f"waits for {handle}, whose create has not landed yet")
         return SetAside(f"the create it depends on ({handle}) never landed")
     numbers = dict(handles)
-    argv = gh_args.substitute(entry.argv, numbers)
-    if entry.repo:
-        argv += ["-R", entry.repo if not entry.host else f"{entry.host}/{entry.repo}"]
+    argv = gh_args.substitute(entry.argv, numbers) + repo_args(entry)
     target = entry.target
     if target is not None and target in numbers:
         target = str(numbers[target])
     return Deliver(argv, target)
+
+
+def repo_args(entry: QueueEntry) -> list[str]:
+    """`-R` as resolved at enqueue, so replay from any directory targets the same repo."""
+    if not entry.repo:
+        return []
+    return ["-R", entry.repo if not entry.host else f"{entry.host}/{entry.repo}"]
 
 
 def judge(signal: str, stderr: str, attempts: int, max_attempts: int) -> Judgement:
