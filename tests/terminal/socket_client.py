@@ -115,7 +115,9 @@ class Client:
 
     async def wait_screen(self, text: str) -> None:
         """Until `text` is on the screen this client draws (its view plus the chunks after)."""
-        await self.until(lambda: text in "\n".join(self.screen().display))
+        await self.until(
+            lambda: bool(self.of_kind("terminal_view")) and text in "\n".join(self.screen().display)
+        )
 
     def updates(self, variant: str) -> list[Any]:
         return [
