@@ -178,3 +178,24 @@ def test_h22_reset_clears_observations_and_verdict(forge_env: ForgeEnv) -> None:
     assert forge_env.forge("health", "reset").returncode == 0
     assert forge_env.forge("health", "--no-probe").returncode == 5
     assert not (forge_env.state_dir / "health.json").exists()
+
+
+def test_x01_consumers_never_compare_states_themselves() -> None:
+    package = Path(__file__).parents[2] / "forge"
+    offenders = [
+        path
+        for path in package.rglob("*.py")
+        if "health" not in path.relative_to(package).parts
+        and any(f'"{state}"' in path.read_text() for state in ("operational", "degraded"))
+    ]
+    assert offenders == []
+
+
+def test_x03_text_status_speaks_of_cache_and_queue_only_when_there_is_something(
+    forge_env: ForgeEnv,
+) -> None:
+    record(forge_env, "ok")
+    quiet = forge_env.forge("health", "--no-probe", env={"FORGE_NOW_MS": str(NOW)}).stdout
+    assert quiet.splitlines() == [
+        "forge: operational — 1 of 1 recent calls answered (sample: ok 1)"
+    ]
