@@ -157,8 +157,10 @@ class Supervisor:
 
     async def handle_text(self, connection: Connection, text: str) -> None:
         """Decode, dispatch, and answer any refusal with an `error` frame (the socket stays up)."""
+        kind = "client_message"
         try:
             message = self._decoder.decode(text)
+            kind = str(message.__struct_config__.tag)
             handler = self._verbs.get(type(message))
             if handler is None:
                 raise _not_served(message)
@@ -166,6 +168,11 @@ class Supervisor:
         except ClientRefusal as refusal:
             log.debug("socket_refused", peer=connection.peer, what=refusal.what, why=refusal.why)
             connection.send(server.error(refusal.what, refusal.why, refusal.seat))
+        except Exception as failure:
+            # A bug in one handler must not take the client's other work down with it.
+            log.exception("socket_handler_failed", peer=connection.peer, what=kind)
+            why = f"the server failed to handle it ({type(failure).__name__})"
+            connection.send(server.error(kind, why))
 
     async def handle_binary(self, connection: Connection, data: bytes) -> None:
         """Route a client binary frame, or drop it with a debug record and no answer (B03, B04)."""

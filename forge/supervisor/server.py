@@ -42,7 +42,6 @@ class SocketServer:
 
     async def start(self) -> None:
         settings: ServerConfig = self.supervisor.loaded.config.server
-        self._limits = Limits(settings.write_timeout_s, settings.watchdog_s)
         self._server = await serve(
             self._handle,
             settings.bind,
@@ -89,15 +88,16 @@ class SocketServer:
         formats = tuple(
             name for value in query.get("formats", []) for name in value.split(",") if name
         )
+        supervisor = self.supervisor
+        settings = supervisor.loaded.config.server  # next_session keys: read as each one opens
         connection = Connection(
             ws,
             peer=_peer(ws),
             deflate=query.get("deflate") == ["1"],
             formats=formats,
-            limits=self._limits,
-            clock=self.supervisor.clock,
+            limits=Limits(settings.write_timeout_s, settings.watchdog_s),
+            clock=supervisor.clock,
         )
-        supervisor = self.supervisor
         supervisor.attach(connection)
         await connection.serve(
             supervisor.handle_text, supervisor.handle_binary, lambda: supervisor.detach(connection)
