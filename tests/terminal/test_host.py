@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import signal
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -217,7 +218,8 @@ async def test_close_kills_the_shell_and_its_jobs(manager: WorkerManager, tmp_pa
     await viewer.wait_for(b"$ ")
     type_in(handle, b"sleep 999 & echo JOB=$!\r")
     await viewer.wait_for(b"$ ", 2)
-    job = int(viewer.data.split(b"JOB=")[-1].split()[0])
+    await viewer.until(lambda: re.search(rb"JOB=(\d+)\r\n", viewer.data) is not None)
+    job = int(re.findall(rb"JOB=(\d+)\r\n", viewer.data)[0])
     result = (await handle.request("close")).result
     assert result["exit_status"] > 128
     assert viewer.summaries[-1]["alive"] is False

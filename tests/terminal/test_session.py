@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -129,7 +130,8 @@ async def test_close_kills_background_jobs_and_exit_reports_a_status(tmp_path: P
     await output.wait_for(b"$ ")
     session.write(b"sleep 999 & echo JOB=$!\r")
     await output.wait_for(b"$ ", 2)
-    job = int(output.data.split(b"JOB=")[-1].split()[0])
+    await until(lambda: re.search(rb"JOB=(\d+)\r\n", output.data) is not None)
+    job = int(re.findall(rb"JOB=(\d+)\r\n", output.data)[0])
     assert psutil.pid_exists(job)
     status = await session.close()
     assert status > 128

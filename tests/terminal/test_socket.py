@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -167,8 +168,8 @@ async def test_close_kills_jobs_and_the_next_view_starts_a_fresh_shell(served: S
     await client.next_of_kind("snapshot")
     await client.wait_screen("$ ")
     await client.type(terminal, b"sleep 999 & echo JOB=$!\r")
-    await client.wait_output(b"$ ")
-    job = int(client.output().split(b"JOB=")[-1].split()[0])
+    await client.until(lambda: re.search(rb"JOB=(\d+)\r\n", client.output()) is not None)
+    job = int(re.findall(rb"JOB=(\d+)\r\n", client.output())[0])
     await client.send({"kind": "terminal_close", "seat": SEAT, "id": terminal})
     error = await client.next_of_kind("error")
     assert (error["what"], error["why"]) == ("terminal_close", f"terminal {terminal} closed")
