@@ -8,6 +8,7 @@ the decoder learns them only when `install` registers them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -66,6 +67,15 @@ class DrillStream(ClientMessage, frozen=True, tag="drill_stream"):
     size: int
 
 
+class DrillFrames(ClientMessage, frozen=True, tag="drill_frames"):
+    """Queue `count` kind-4 frames in one burst under a drop policy: `latest` or `bounded` (the
+    terminal limit); a bounded overflow is told as `drill_overflow{seq}`."""
+
+    count: int
+    size: int
+    policy: str
+
+
 def install(supervisor: Supervisor) -> None:
     """Register every drill verb on `supervisor`."""
     listeners: list[Connection] = []
@@ -108,6 +118,20 @@ def install(supervisor: Supervisor) -> None:
         for listener in audience:
             listener.send({"kind": "drill_done"})
 
+    async def frames(connection: Connection, message: DrillFrames) -> None:
+        payload = bytes(message.size)
+
+        def told(seq: int) -> Callable[[], None]:
+            return lambda: connection.send({"kind": "drill_overflow", "seq": seq})
+
+        for seq in range(1, message.count + 1):
+            frame = terminal_output(terminal=1, seq=seq, data=payload)
+            if message.policy == "latest":
+                connection.send_latest("drill", frame)
+            else:
+                connection.send_bounded("drill", frame, on_overflow=told(seq))
+        connection.send({"kind": "drill_done"})
+
     supervisor.on_disconnect(lambda c: listeners.remove(c) if c in listeners else None)
     supervisor.register_verb(DrillStartSeat, start_seat)
     supervisor.register_verb(DrillSeatUpdate, seat_update)
@@ -117,3 +141,4 @@ def install(supervisor: Supervisor) -> None:
     supervisor.register_verb(DrillBlob, blob)
     supervisor.register_verb(DrillListen, listen)
     supervisor.register_verb(DrillStream, stream)
+    supervisor.register_verb(DrillFrames, frames)

@@ -6,10 +6,12 @@ import asyncio
 import gzip
 import json
 import os
+import struct
 import sys
 from pathlib import Path
 
 import pytest
+from websockets.asyncio.client import ClientConnection
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from .harness import Start, ask, quiet
@@ -216,3 +218,37 @@ async def test_refused_handshake_status_is_visible_to_a_websockets_client(superv
     with pytest.raises(InvalidStatus) as refused:
         await supervised.connect(origin="https://evil.example")  # type: ignore[arg-type]
     assert refused.value.response.status_code == 403
+
+
+async def frames_and_notices(client: ClientConnection) -> list[int | str]:
+    """Read to `drill_done`: each kind-4 frame as its seq, each JSON notice as `overflow@seq`."""
+    seen: list[int | str] = []
+    while True:
+        message = await client.recv()
+        if isinstance(message, bytes):
+            seen.append(struct.unpack_from("<BHI", message)[2])
+            continue
+        decoded = json.loads(message)
+        if decoded["kind"] == "drill_done":
+            return seen
+        seen.append(f"overflow@{decoded['seq']}")
+
+
+async def test_a_newer_frame_of_a_stream_supersedes_the_one_waiting(supervise: Start) -> None:
+    supervised = await supervise()
+    client = await supervised.greeted()
+    await client.send(
+        json.dumps({"kind": "drill_frames", "count": 100, "size": 1000, "policy": "latest"})
+    )
+    assert await frames_and_notices(client) == [100]
+
+
+async def test_a_bounded_stream_past_one_mib_is_cut_and_its_owner_told(supervise: Start) -> None:
+    supervised = await supervise()
+    client = await supervised.greeted()
+    request = {"kind": "drill_frames", "count": 40, "size": 65536, "policy": "bounded"}
+    await client.send(json.dumps(request))
+    seen = await frames_and_notices(client)
+    # 15 chunks of 64 KiB fit under 1 MiB; the 16th cuts the waiting 15 and is itself refused.
+    # Nothing is written during the burst, so 17-31 are cut by the 32nd the same way.
+    assert seen == ["overflow@16", "overflow@32", *range(33, 41)]
