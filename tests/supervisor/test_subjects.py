@@ -200,6 +200,17 @@ async def test_a_mark_is_spent_only_by_showing_and_holding(seated: Supervised) -
     assert (await next_json(other))["data"]["unseen"] == []
 
 
+async def test_nothing_carries_over_to_a_reconnect(seated: Supervised) -> None:
+    client = await seated.greeted()
+    await start_seat(client)
+    await ask(client, {"kind": "subscribe", "what": SESSION})
+    await ask(client, {"kind": "subscribe", "what": "home"})
+    await client.close()
+    again = await seated.greeted()
+    await publish(again, "seat_changed", {"key": SEAT}, home=True)
+    await quiet(again)
+
+
 async def test_showing_dies_with_the_connection(seated: Supervised) -> None:
     client = await seated.greeted()
     await start_seat(client)
