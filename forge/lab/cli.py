@@ -203,7 +203,7 @@ async def _on_dask(config: RunConfig, scheduler: str) -> tuple[CohortRun, RunSta
     from forge.lab.cluster import DaskExecutor
 
     try:
-        client = await Client(scheduler, asynchronous=True, timeout="10s")
+        client = await Client(scheduler, asynchronous=True)
     except (OSError, TimeoutError) as error:
         raise LabRefusal(
             f"--scheduler {scheduler}: cannot reach the Dask scheduler ({error})"

@@ -87,15 +87,6 @@ def test_flag_refusals_exit_1(ready: Kit, flags: tuple[str, ...], message: str) 
     assert message in result.stderr
 
 
-def test_dask_executor_is_a_clear_refusal_after_approval(ready: Kit) -> None:
-    result = ready.cli(
-        "--approve", ready.digest(), "--executor", "dask", "--scheduler", "tcp://127.0.0.1:1"
-    )
-    assert result.returncode == 1
-    assert "--executor dask is not available in this build" in result.stderr
-    assert not ready.out.exists()
-
-
 def test_non_empty_out_without_activation_is_refused(ready: Kit) -> None:
     ready.out.mkdir()
     (ready.out / "stray").write_text("x")

@@ -1,0 +1,77 @@
+"""`--executor dask` against a real LocalCluster of 2 worker processes (rows X1-X4)."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+from collections.abc import Iterator
+
+import pytest
+from distributed import LocalCluster
+
+from .kit import Kit, marker_processes, normalised
+from .test_run import wait_for
+
+
+@pytest.fixture(scope="module")
+def scheduler() -> Iterator[str]:
+    with LocalCluster(
+        n_workers=2, processes=True, threads_per_worker=1, dashboard_address=None
+    ) as cluster:
+        yield cluster.scheduler_address
+
+
+def test_dask_run_reports_what_a_local_run_reports(kit: Kit, scheduler: str) -> None:
+    kit.cohort(
+        a=kit.formula("a"),
+        b=kit.formula("b", knobs={"FAKE_ACTION": "none", "FAKE_OUTCOME": "no-change"}),
+        tasks={"t1": kit.plan("t1"), "t2": kit.plan("t2")},
+    )
+    digest = kit.digest()
+    on_dask = kit.cli(
+        "--approve", digest, "--executor", "dask", "--scheduler", scheduler, "--parallel", "2"
+    )
+    assert on_dask.returncode == 2, on_dask.stderr
+    local_out = kit.root / "local"
+    local = kit.cli("--approve", kit.digest(out=local_out), "--parallel", "2", out=local_out)
+    assert local.returncode == 2, local.stderr
+    dask_report, local_report = (
+        normalised(kit.report()),
+        normalised(json.loads((local_out / "report.json").read_text())),
+    )
+    assert dask_report["attempts"] == local_report["attempts"]
+    assert dask_report["variants"] == local_report["variants"]
+    assert json.loads((kit.out / "runs.jsonl").read_text().splitlines()[0])["executor"] == "dask"
+
+
+def test_sigint_cancels_running_attempts_on_the_cluster(kit: Kit, scheduler: str) -> None:
+    kit.cohort(
+        a=kit.formula("a", knobs={"FAKE_GATE": "1", "FAKE_STRAY": "1"}),
+        b=kit.formula("b", knobs={"FAKE_GATE": "1"}, model="m2"),
+        tasks={"t1": kit.plan("t1")},
+    )
+    argv = kit.argv(
+        "--approve", kit.digest(), "--executor", "dask", "--scheduler", scheduler, "--parallel", "2"
+    )
+    process = subprocess.Popen(
+        argv, env=kit.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    wait_for((kit.ctl, "started-*"), 2, process)
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=90)
+    assert process.returncode == 130, stderr
+    assert marker_processes(str(kit.ctl)) == []
+    assert not list((kit.out / "attempts").rglob("attempt.json"))
+    assert kit.report()["status"] == "aborted"
+
+
+def test_an_unreachable_scheduler_is_refused(kit: Kit) -> None:
+    kit.cohort(a=kit.formula("a"), b=kit.formula("b", model="m2"), tasks={"t1": kit.plan("t1")})
+    result = kit.cli(
+        *("--approve", kit.digest(), "--executor", "dask", "--scheduler", "tcp://127.0.0.1:9"),
+        env={"DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT": "1s"},
+    )
+    assert result.returncode == 1
+    assert "cannot reach the Dask scheduler" in result.stderr
+    assert kit.probes() == []
