@@ -104,5 +104,5 @@ def run_attach(args: argparse.Namespace) -> int:
     url = _url(args)
     _quiet_logs("attach")
     ending = asyncio.run(attach(url, seat, tty_fd=sys.stdin.fileno(), out_fd=sys.stdout.fileno()))
-    print(f"forge attach: {ending.why}", file=sys.stderr)
+    print(f"\nforge attach: {ending.why}", file=sys.stderr)
     return ending.code

@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 
 from forge.config import load_config
+from forge.ipc.manager import WorkerManager
+from forge.supervisor import terminals
 from forge.supervisor.core import Supervisor
 from forge.supervisor.server import SocketServer
 from tests.supervisor.conftest import supervise
@@ -24,13 +26,27 @@ path = "{path}"
 """
 
 InProcess = Callable[[], Awaitable[Supervisor]]
+TERMINAL_PROJECT_TOML = PROJECT_TOML + 'shell = "/bin/sh"\n'
+"""A project whose seats' shells are /bin/sh: a plain prompt the tests can read."""
 
 
 @pytest.fixture
 def project_toml(tmp_path: Path) -> str:
     project = tmp_path / "proj"
     project.mkdir()
-    return PROJECT_TOML.format(path=project)
+    return TERMINAL_PROJECT_TOML.format(path=project)
+
+
+@pytest.fixture
+async def with_terminals(
+    in_process: InProcess, tmp_path: Path, forge_dirs: dict[str, Path]
+) -> AsyncIterator[Supervisor]:
+    """An in-process supervisor serving the terminal verbs with real terminal host workers."""
+    supervisor = await in_process()
+    async with WorkerManager() as manager:
+        terminals.install(supervisor, manager)
+        supervisor.workers = lambda: [row.to_json() for row in manager.rows()]
+        yield supervisor
 
 
 @pytest.fixture

@@ -23,12 +23,15 @@ class PtyRun:
 
     async def expect(self, wanted: bytes, *, within: float = 60.0) -> bytes:
         """All output up to now, once `wanted` is in it; AssertionError on EOF or time out."""
-        async with asyncio.timeout(within):
-            while wanted not in self.output:
-                chunk = await asyncio.to_thread(self._read)
-                if not chunk:
-                    raise AssertionError(f"EOF before {wanted!r}; got {self.output!r}")
-                self.output += chunk
+        try:
+            async with asyncio.timeout(within):
+                while wanted not in self.output:
+                    chunk = await asyncio.to_thread(self._read)
+                    if not chunk:
+                        raise AssertionError(f"EOF before {wanted!r}; got {self.output!r}")
+                    self.output += chunk
+        except TimeoutError:
+            raise AssertionError(f"no {wanted!r} within {within} s; got {self.output!r}") from None
         return self.output
 
     async def finish(self, *, within: float = 60.0) -> int:
