@@ -8,13 +8,16 @@ most N in flight, and the client alone writes `attempt.json` and the report.
 so every attempt watches two run-scoped objects on the cluster and cancels itself, killing its
 own process groups and discarding its directory: an `Event` the client sets when the run aborts
 (SIGINT, an abort error), and a lease `Variable` the client refreshes; a lease gone stale means the
-client died. A worker lost mid-attempt (`KilledWorker`) aborts the run.
+client died. A worker lost mid-attempt aborts the run: Dask would re-run the task elsewhere, so the
+re-run refuses to start (its attempt directory already holds a workspace), and `KilledWorker`
+after repeated losses does the same.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import shutil
 import time
 import uuid
 from pathlib import Path
@@ -27,8 +30,10 @@ from distributed.scheduler import KilledWorker
 from forge import __version__
 from forge.lab.activation import INPUTS_DIR, MANIFEST_FILE
 from forge.lab.attempt import AttemptSpec, run_attempt
+from forge.lab.command import MARKER_ENV
 from forge.lab.errors import LabRefusal, RunAborted
 from forge.lab.spec_wire import spec_from_wire, spec_to_wire
+from forge.procs import find_by_environ, kill_processes
 
 LEASE_REFRESH_S = 5.0
 LEASE_STALE_S = 30.0
@@ -118,6 +123,12 @@ def run_on_worker(wire: dict[str, Any], run_id: str) -> dict[str, Any]:
 
 async def _watched(wire: dict[str, Any], run_id: str) -> dict[str, Any]:
     spec = spec_from_wire(wire)
+    if await asyncio.to_thread((spec.attempt_dir / "work").exists):
+        # Dask re-runs a task whose worker died; an attempt is never silently retried.
+        strays = await asyncio.to_thread(find_by_environ, MARKER_ENV, spec.attempt_id)
+        await kill_processes(strays)
+        await asyncio.to_thread(shutil.rmtree, spec.attempt_dir, True)
+        raise RunAborted(f"executor lost: the worker running {spec.coordinate.label} died")
     cancel_event = Event(f"forge-lab-cancel-{run_id}")
     lease = Variable(f"forge-lab-lease-{run_id}")
     attempt = asyncio.create_task(run_attempt(spec))

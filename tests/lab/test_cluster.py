@@ -7,6 +7,7 @@ import signal
 import subprocess
 from collections.abc import Iterator
 
+import psutil
 import pytest
 from distributed import LocalCluster
 
@@ -75,3 +76,29 @@ def test_an_unreachable_scheduler_is_refused(kit: Kit) -> None:
     assert result.returncode == 1
     assert "cannot reach the Dask scheduler" in result.stderr
     assert kit.probes() == []
+
+
+def test_a_lost_worker_aborts_instead_of_retrying(kit: Kit, scheduler: str) -> None:
+    kit.cohort(
+        a=kit.formula("a", knobs={"FAKE_GATE": "1"}),
+        b=kit.formula("b", model="m2"),
+        tasks={"t1": kit.plan("t1")},
+    )
+    argv = kit.argv("--approve", kit.digest(), "--executor", "dask", "--scheduler", scheduler)
+    process = subprocess.Popen(
+        argv, env=kit.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    wait_for((kit.ctl, "started-*"), 1, process)
+    harness = psutil.Process(int(next(kit.ctl.glob("started-*")).read_text()))
+    worker = next(
+        p
+        for p in harness.parents()
+        if "distributed" in " ".join(p.cmdline()) or "multiprocessing" in " ".join(p.cmdline())
+    )
+    worker.kill()
+    _, stderr = process.communicate(timeout=90)
+    assert process.returncode == 1, stderr
+    assert "executor lost" in stderr
+    assert kit.report()["status"] == "aborted"
+    assert not (kit.out / "attempts" / "t1" / "a" / "rep-1").exists()
+    assert marker_processes(str(kit.ctl)) == []
