@@ -19,7 +19,7 @@ def shell_around(command: list[str]) -> list[str]:
 def settings_and_code(output: bytes) -> tuple[str, str, int, str]:
     lines = output.decode().replace("\r", "").strip().split("\n")
     code = next(int(line[3:]) for line in lines if line.startswith("rc="))
-    said = "\n".join(line for line in lines[1:-1] if not line.startswith("rc="))
+    said = "\n".join(line for line in lines[1:-1] if line and not line.startswith("rc="))
     return lines[0], lines[-1], code, said
 
 
