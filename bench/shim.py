@@ -86,6 +86,11 @@ def main() -> None:
         print(f"# {os.cpu_count()} CPUs, Python {platform.python_version()}, {runs} runs each")
         print("| scenario | direct gh p50 ms | through shim p50 ms | added ms | ratio |")
         print("|---|---|---|---|---|")
+        noop = root / "noop"
+        noop.write_text("#!/bin/sh\n")
+        noop.chmod(0o755)
+        floor = statistics.median(timed([str(noop)], env, project) for _ in range(runs))
+        print(f"| floor: one empty sh script | {floor:.2f} | | | |")
         for name, argv, extra in scenarios:
             call_env = {**env, **extra}
             through, plain = [], []
@@ -94,6 +99,7 @@ def main() -> None:
                 through.append(timed(["/bin/sh", str(shim), *argv], call_env, project))
             a, b = statistics.median(plain), statistics.median(through)
             print(f"| {name} | {a:.2f} | {b:.2f} | {b - a:.2f} | {b / a:.1f} |")
+        print("(added ms / floor = the shim's cost in empty-process equivalents)")
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
