@@ -21,6 +21,8 @@ requests:
   block {seconds}   block the event loop (no heartbeats) with time.sleep
   flood {stream, size, count}  offer `count` frames of `size` bytes on `stream`, dropping when
                     full; answers at once, emits `flood_done {offered, dropped}` when finished
+  pump {stream, size, count}  send `count` frames of `size` bytes with backpressure (none
+                    dropped), then end the stream with "pumped"
   stream {stream, chunks}  send each chunk (bytes) with backpressure, then end the stream
   emit {event, data}  emit that event
   received          how many bulk frames arrived, and their seqs
@@ -117,6 +119,16 @@ class MisbehavingWorker(Worker):
             await asyncio.sleep(0)
         await stream.end("flood_done")
         await self.emit("flood_done", {"offered": stream.seq - 1, "dropped": stream.dropped})
+
+    @handles("pump")
+    async def pump(self, request: Request) -> int:
+        args = request.args
+        stream = self.stream(str(args["stream"]))
+        payload = bytes(int(args["size"]))
+        for _ in range(int(args["count"])):
+            await stream.send(payload)
+        await stream.end("pumped")
+        return stream.seq
 
     @handles("stream")
     async def send_stream(self, request: Request) -> int:
