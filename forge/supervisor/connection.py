@@ -178,7 +178,9 @@ class Connection:
             self._wake_writers(closing=True)
             for task in tasks:
                 task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+            for outcome in await asyncio.gather(*tasks, return_exceptions=True):
+                if isinstance(outcome, Exception):
+                    log.error("socket_task_failed", peer=self.peer, error=repr(outcome))
             teardown()
             log.info(
                 "socket_closed",

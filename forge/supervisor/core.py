@@ -74,6 +74,8 @@ class Supervisor:
         self._shutdown_hooks: list[ShutdownHook] = []
         self._decoder = ClientDecoder()
         self._background: set[asyncio.Task[None]] = set()
+        self._listening = (loaded.config.server.bind, loaded.config.server.port)
+        """bind and port are restart-class: the socket keeps the ones it started with."""
         self.apply_config(loaded, push=False)
         self._register_builtins()
 
@@ -92,10 +94,9 @@ class Supervisor:
             )
         )
         self._settings = JsonFrame.encode(server.settings(loaded.document))
+        bind, port = self._listening
         self.origins = OriginPolicy.build(
-            bind=config.server.bind,
-            port=config.server.port,
-            allowed_origins=config.server.allowed_origins,
+            bind=bind, port=port, allowed_origins=config.server.allowed_origins
         )
         if push:
             for connection in self.connections:
