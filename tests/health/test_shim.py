@@ -271,3 +271,25 @@ def test_s01_shellcheck_posix_sh_is_clean() -> None:
         [str(shellcheck), "-s", "sh", str(shim)], capture_output=True, text=True, check=False
     )
     assert (result.returncode, result.stdout) == (0, "")
+
+
+def test_s12_ctrl_c_reaches_gh_and_its_stderr_and_130_reach_the_caller(echo_env: ForgeEnv) -> None:
+    from .conftest import wait_until
+
+    ready = echo_env.root / "ready"
+    env = {**echo_env.env, "ECHOGH_READY": str(ready)}
+    proc = subprocess.Popen(
+        [*echo_env.shell.split(), str(echo_env.shim), "issue", "list"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=echo_env.project,
+        start_new_session=True,
+    )
+    wait_until(ready.exists)
+    os.killpg(proc.pid, signal.SIGINT)
+    _, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 130
+    assert b"KeyboardInterrupt" in stderr
+    assert last_observation(echo_env)[1] == "130"

@@ -173,7 +173,8 @@ set -C
 }
 set +C
 cleanup() { rm -f "$errf" ${outf:+"$outf"} ${bodyf:+"$bodyf"}; }
-trap 'cleanup; exit 130' INT
+# Ctrl-C reaches gh too: carry on once it has exited, so its stderr and 130 reach the caller.
+trap : INT
 trap 'cleanup; exit 143' TERM
 
 # The nearest directory holding .git is the project; its .forge holds the cache and the queue.
@@ -244,7 +245,7 @@ fi
 if [ "$mode" = read ]; then
 	cache=$root/.forge/cache
 	if [ ! -d "$cache" ]; then
-		mkdir -p "$cache" 2>/dev/null && { [ -e "$root/.forge/.gitignore" ] || printf '*\n' >"$root/.forge/.gitignore"; }
+		mkdir -p "$cache" 2>/dev/null && { [ -e "$root/.forge/.gitignore" ] || printf '*\n' 2>/dev/null >"$root/.forge/.gitignore"; }
 	fi
 	cache_key "$@"
 	outf=$cache/.$key.$$.tmp
