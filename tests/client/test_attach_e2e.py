@@ -3,22 +3,33 @@ socket and supervisor in between. What is asserted is what the person sees on th
 
 from __future__ import annotations
 
-from forge.client.connection import connect
+from forge.client.connection import ForgeConnection, connect
 from forge.client.frames import TerminalControl as ControlFrame
+from forge.client.frames import Update
 from forge.supervisor.core import Supervisor
 from forge.wire.client import TerminalClose, TerminalControl, TerminalView
-from forge.wire.seats import Seat
+from forge.wire.seats import Seat, session
 
 from .pty_run import FORGE, PtyRun
 from .test_attach_cli import settings_and_code, shell_around
 
 SEAT = Seat("acme", "proj", "lead")
-PROMPT = b"# "
-"""/bin/sh's prompt for root (the test machine runs as root)."""
+DRAWN = b"\x1bc"
+"""The view's screen starts with a reset: once it is drawn, attach is reading the keyboard."""
 
 
 def attach_argv(port: int) -> list[str]:
     return [*FORGE, "attach", str(SEAT), "--url", f"ws://127.0.0.1:{port}/socket"]
+
+
+async def size_reaches(watcher: ForgeConnection, cols: int, rows: int) -> None:
+    """Wait for the seat's terminal summary to report this size (the resize landed)."""
+    while True:
+        event = await watcher.next_event()
+        if isinstance(event, Update) and event.variant == "terminal_changed":
+            terminal = event.body["terminal"]
+            if terminal and (terminal["cols"], terminal["rows"]) == (cols, rows):
+                return
 
 
 async def test_type_see_resize_pass_the_prefix_and_detach(
@@ -26,20 +37,21 @@ async def test_type_see_resize_pass_the_prefix_and_detach(
 ) -> None:
     run = PtyRun(shell_around(attach_argv(free_port)), cols=100, rows=30)
     try:
-        await run.expect(PROMPT)
-        run.write(b"echo hi\r")
-        await run.expect(b"\r\nhi\r\n")
+        await run.expect(DRAWN)
+        async with connect(f"ws://127.0.0.1:{free_port}/socket") as watcher:
+            await watcher.subscribe(session(SEAT))
+            run.write(b"echo $((6*7))\r")
+            await run.expect(b"42\r\n")
+            run.write(b"stty size\r")
+            await run.expect(b"30 100\r\n")
+            run.process.setwinsize(40, 120)
+            await size_reaches(watcher, 120, 40)
         run.write(b"stty size\r")
-        await run.expect(b"\r\n30 100\r\n")
-        run.process.setwinsize(40, 120)
-        run.write(b"stty size\r")
-        await run.expect(b"\r\n40 120\r\n")
+        await run.expect(b"40 120\r\n")
         run.write(b"stty quit undef; cat -v\r")
         run.write(b"\x1cx\r")
         await run.expect(b"^\\x\r\n")
-        run.write(b"\x04")
-        await run.expect(b"\r\n" + PROMPT)
-        run.write(b"\x1cd")
+        run.write(b"\x04\x1cd")
         assert await run.finish() == 0
     finally:
         run.close()
@@ -54,7 +66,7 @@ async def test_the_shell_exiting_ends_attach_with_its_status(
 ) -> None:
     run = PtyRun(attach_argv(free_port))
     try:
-        await run.expect(PROMPT)
+        await run.expect(DRAWN)
         run.write(b"exit 7\r")
         assert await run.finish() == 0
     finally:
@@ -67,7 +79,7 @@ async def test_another_viewer_taking_control_is_told_and_a_close_ends_attach(
 ) -> None:
     run = PtyRun(attach_argv(free_port))
     try:
-        await run.expect(PROMPT)
+        await run.expect(DRAWN)
         async with connect(f"ws://127.0.0.1:{free_port}/socket") as other:
             reply = await other.request(TerminalView(seat=SEAT))
             assert reply["ok"]
