@@ -11,16 +11,22 @@ from pathlib import Path
 from typing import Any, Final
 
 EVENTS_NAME: Final = "cache-events.log"
+ROTATE_AT_BYTES: Final = 64 * 1024
+"""Then the log becomes `.1` (readers read both): serves older than any window are worthless."""
 
 
 def append(state_dir: Path, ts_ms: int, event: str, age_s: int, signal: str, project: Path) -> None:
     """One TSV row `ts_ms, event, age_s, signal, project`, one O_APPEND write."""
     line = f"{ts_ms}\t{event}\t{age_s}\t{signal}\t{project}\n".encode()
-    fd = os.open(state_dir / EVENTS_NAME, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    path = state_dir / EVENTS_NAME
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         os.write(fd, line)
+        full = os.fstat(fd).st_size >= ROTATE_AT_BYTES
     finally:
         os.close(fd)
+    if full:
+        os.replace(path, state_dir / f"{EVENTS_NAME}.1")
 
 
 def block(state_dir: Path, now_ms: int, window_s: int) -> dict[str, Any]:
@@ -28,10 +34,12 @@ def block(state_dir: Path, now_ms: int, window_s: int) -> dict[str, Any]:
     served = stale = 0
     oldest_served_age: int | None = None
     last_served_ms: int | None = None
-    try:
-        text = (state_dir / EVENTS_NAME).read_text(errors="replace")
-    except FileNotFoundError:
-        text = ""
+    text = ""
+    for name in (f"{EVENTS_NAME}.1", EVENTS_NAME):
+        try:
+            text += (state_dir / name).read_text(errors="replace")
+        except FileNotFoundError:
+            continue
     for line in text.splitlines():
         fields = line.split("\t")
         if len(fields) != 5 or not fields[0].isdigit() or not fields[2].isdigit():
@@ -52,7 +60,3 @@ def block(state_dir: Path, now_ms: int, window_s: int) -> dict[str, Any]:
         "last_served_ms": last_served_ms,
         "window_s": window_s,
     }
-
-
-def reset(state_dir: Path) -> None:
-    (state_dir / EVENTS_NAME).unlink(missing_ok=True)

@@ -43,6 +43,7 @@ def project_summary(root: Path, now_ms: int) -> dict[str, Any]:
         "pending": len(pending),
         "set_aside": len(aside),
         "oldest_age_s": None if oldest is None else max(0, (now_ms - oldest) // 1000),
+        "oldest_enqueued_ms": oldest,
         "pending_by_kind": dict(Counter(e.kind for e in pending)),
         "unresolved_handles": unresolved,
         "set_aside_entries": [{"entry": e.name, "kind": e.kind, "reason": e.reason} for e in aside],
@@ -61,15 +62,34 @@ def project_summary(root: Path, now_ms: int) -> dict[str, Any]:
 
 
 def block(state_dir: Path, project: Path | None, now_ms: int) -> dict[str, Any]:
-    """Totals over this project and every project the breadcrumb names."""
+    """Totals over this project and every project the breadcrumb names.
+
+    Only stable facts (counts, reasons, absolute times), so a publisher that pushes on change
+    is not woken every second by an age ticking up.
+    """
     roots = list(
         dict.fromkeys([*([project] if project else []), *spool.breadcrumb_roots(state_dir)])
     )
-    projects = [project_summary(root, now_ms) for root in roots if spool.queue_dir(root).is_dir()]
+    projects = []
+    for root in roots:
+        if not spool.queue_dir(root).is_dir():
+            continue
+        summary = project_summary(root, now_ms)
+        if summary["pending"] or summary["set_aside"]:
+            projects.append(
+                {
+                    "project": summary["project"],
+                    "pending": summary["pending"],
+                    "set_aside": summary["set_aside"],
+                    "oldest_enqueued_ms": summary["oldest_enqueued_ms"],
+                    "unresolved_handles": summary["unresolved_handles"],
+                    "set_aside_entries": summary["set_aside_entries"],
+                }
+            )
     return {
         "pending": sum(p["pending"] for p in projects),
         "set_aside": sum(p["set_aside"] for p in projects),
-        "projects": [p for p in projects if p["pending"] or p["set_aside"]],
+        "projects": projects,
     }
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import builtins
 import subprocess
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -223,3 +224,14 @@ def test_q04_argv_rewriting_moves_the_body_and_the_repo() -> None:
 )
 def test_c13_q14a_repo_from_remote(url: str, expected: tuple[str, str]) -> None:
     assert gh_args.repo_from_remote(url) == expected
+
+
+def test_c09_cache_events_rotate_and_both_generations_are_read(tmp_path: Path) -> None:
+    from forge.health import cache_events
+
+    per_line = len(f"{NOW}\tserved\t5\tserver\t{tmp_path}\n")
+    count = cache_events.ROTATE_AT_BYTES // per_line + 10
+    for i in range(count):
+        cache_events.append(tmp_path, NOW + i, "served", 5, "server", tmp_path)
+    assert (tmp_path / "cache-events.log.1").exists()
+    assert cache_events.block(tmp_path, NOW + count, 300)["served"] == count

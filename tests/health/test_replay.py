@@ -274,3 +274,19 @@ def test_r17_automatic_replay_is_detached_from_the_triggering_call(forge_env: Fo
     assert not log.exists()  # the triggering call returned while the replay was still reading
     wait_until(log.exists)
     assert "stopped" in log.read_text()
+
+
+def test_service_status_is_stable_while_nothing_changes(forge_env: ForgeEnv) -> None:
+    spool_three(forge_env)
+    code = (
+        "import json; from forge.health.service import service_status; "
+        "print(json.dumps([service_status(), service_status({**__import__('os').environ, "
+        "'FORGE_NOW_MS': str(int(__import__('time').time() * 1000) + 5000)})]))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=forge_env.env, capture_output=True, text=True, check=True
+    )
+    now, five_seconds_later = json.loads(out.stdout)
+    assert now == five_seconds_later
+    [project] = now["queue"]["projects"]
+    assert project["unresolved_handles"] == ["FORGE-Q1"]
