@@ -1,23 +1,17 @@
 """The read cache: when a failed read may be answered from last-known state, and the store.
 
-The shim stores successful allowlisted reads on the way past (`<key>.out`, temp-then-rename, with
-`<key>.argv` beside it for people); it keys them itself, so Python only ever sees a key. This
-module decides what a failed read gets, serves it, and lists or clears the store.
+The shim owns the allowlist (`issue list`, `issue view`, `search issues`: a command nobody has
+reasoned about is never cached or served), stores successful reads on the way past (`<key>.out`,
+temp-then-rename, `<key>.argv` beside it for people) and keys them itself, so Python only ever
+sees a key. This module decides what a failed read gets, and lists or clears the store.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
 
 from forge.health.signals import is_availability_failure
-
-CACHEABLE: Final[frozenset[tuple[str, str]]] = frozenset(
-    {("issue", "list"), ("issue", "view"), ("search", "issues")}
-)
-"""An allowlist: a command nobody has reasoned about is never cached or served."""
 
 
 @dataclass(frozen=True)
@@ -61,10 +55,6 @@ def human_age(seconds: int) -> str:
     if seconds >= 120:
         return f"{seconds // 60}m"
     return f"{seconds}s"
-
-
-def is_cacheable(argv: Sequence[str]) -> bool:
-    return len(argv) >= 2 and (argv[0], argv[1]) in CACHEABLE
 
 
 @dataclass(frozen=True)

@@ -15,9 +15,9 @@ import json
 import os
 import shutil
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 from forge.health.atomic import write_bytes, write_json
 
@@ -55,7 +55,6 @@ class QueueEntry:
     reason: str | None = None
     landed_as: str | None = None
     """The real issue number or comment id a content match claimed, so no other entry claims it."""
-    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def name(self) -> str:

@@ -7,13 +7,12 @@ origin is acme/widget, with FORGE_HOME, the fake's state, faults and call log al
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -99,7 +98,6 @@ class ForgeEnv:
     env: dict[str, str]
     fake: Fake
     shell: str = "dash"
-    extra: dict[str, str] = field(default_factory=dict)
 
     def gh(
         self,
@@ -205,18 +203,3 @@ def wait_until(predicate: Callable[[], bool], timeout: float = 30.0) -> None:
         if time.monotonic() > deadline:
             raise AssertionError("condition not reached within the deadline")
         time.sleep(0.02)
-
-
-def lines(data: bytes) -> list[str]:
-    return data.decode().splitlines()
-
-
-def env_without(env: Mapping[str, str], *names: str) -> dict[str, str]:
-    return {k: v for k, v in env.items() if k not in names}
-
-
-def sequence(values: Sequence[str]) -> str:
-    return " ".join(values)
-
-
-_ = os
