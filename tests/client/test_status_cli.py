@@ -8,7 +8,9 @@ import sys
 
 from forge.client.connection import connect
 from forge.ipc.manager import WorkerManager, WorkerSpec
-from forge.wire.seats import HOME
+from forge.supervisor.core import Supervisor
+from forge.wire.client import TerminalView
+from forge.wire.seats import HOME, Seat
 from tests.supervisor.harness import Start
 
 from .conftest import InProcess
@@ -95,3 +97,19 @@ async def test_the_help_documents_the_exit_codes() -> None:
     flat = " ".join(out.split())
     assert "0 the supervisor answered; 1 it answered and a worker is `failed`" in flat
     assert "3 no supervisor answered at the URL" in flat
+
+
+async def test_an_open_terminal_shows_its_seat_and_its_host_worker(
+    with_terminals: Supervisor, free_port: int
+) -> None:
+    url = f"ws://127.0.0.1:{free_port}/socket"
+    async with connect(url) as client:
+        reply = await client.request(TerminalView(seat=Seat("acme", "proj", "lead")))
+        assert reply["ok"]
+        code, out, _ = await forge("status", "--url", url)
+    assert code == 0
+    rows = [line.split() for line in out.splitlines() if line.startswith("  ")]
+    assert rows[3][:2] == ["acme/proj/lead", "idle"]
+    worker = next(row for row in rows if row[0] == "terminal-1")
+    assert worker[1] == "terminal"
+    assert worker[3] == "ready"
