@@ -173,6 +173,7 @@ class _Attempt:
         )
         record.setdefault("error", None)
         await self._cleanup()
+        await self._hold("record")
         record["finishedAt"] = _iso(self.clock.time())
         record["elapsedMs"] = round((self.clock.monotonic() - started) * 1000)
         return record

@@ -138,3 +138,26 @@ async def test_diff_ignores_the_callers_git_configuration(
     assert plain.startswith(b"diff --git a/calc.py b/calc.py")
     assert capture.changes == (("M", "calc.py"), ("A", "new file.txt"))
     git(kit.repo, "worktree", "remove", "--force", str(work))
+
+
+def test_cli_killed_before_the_record_is_written_redoes_the_attempt(kit: Kit) -> None:
+    gate = kit.root / "release"
+    kit.cohort(a=kit.formula("a"), b=kit.formula("b", model="m2"), tasks={"t1": kit.plan("t1")})
+    env = kit.env(
+        hooks(holds=[{"coordinate": "t1/a/rep-1", "phase": "record", "until": str(gate)}])
+    )
+    process = subprocess.Popen(
+        kit.argv("--approve", kit.digest()),
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    wait_for((kit.root, "release.waiting"), 1, process)
+    process.kill()
+    process.communicate(timeout=60)
+    assert not (kit.out / "attempts" / "t1" / "a" / "rep-1" / "attempt.json").exists()
+    resumed = kit.approve()
+    assert resumed.returncode == 0, resumed.stderr
+    assert [p["coordinate"] for p in kit.probes()] == ["t1/a/rep-1", "t1/a/rep-1", "t1/b/rep-1"]
+    assert kit.record("t1", "a")["correct"] is True
