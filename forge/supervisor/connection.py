@@ -1,11 +1,12 @@
-"""One client connection: its outbound backlog and writer, its monitor, and its per-client state.
+"""One client connection: its inbox, outbound backlog, writer and monitor, and per-client state.
 
-Three tasks serve a connection and the first to end ends the others, then ONE teardown runs
-(`Connection.serve`): the reader (client frames, dispatched in order), the writer (the only
-code that sends, one frame at a time) and the monitor. The monitor is the watchdog outside
-the reader's loop (T14, T15, O-T3): it aborts the transport when one write has been in flight
-for `write_timeout_s`, or when the connection has been busy (a handler running, or frames
-waiting) for `watchdog_s` without a completed write. Both read the injected Clock.
+Four tasks serve a connection; the first to end ends the others, then ONE teardown runs
+(`Connection.serve`). The reader takes frames off the socket, answers `ping` on the spot (T12:
+a handler that waits on a host never delays a pong) and queues everything else for the
+dispatcher, which runs the handlers one at a time in arrival order. The writer is the only code
+that sends. The monitor is the watchdog outside the dispatcher's loop: `liveness.Liveness` says
+when one write has been in flight too long or the connection has been busy with no completed
+write (T14, T15); it aborts the transport, and the teardown follows.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from websockets.exceptions import ConnectionClosed
 
 from forge.clock import Clock
 from forge.logs import get_logger
+from forge.supervisor.liveness import WRITE_TIMEOUT, Liveness
 from forge.supervisor.outbound import TERMINAL_LIMIT, ControlOverflow, OutboundBacklog
 from forge.wire import server
 from forge.wire.seats import Seat, Subject
@@ -39,8 +41,12 @@ class Limits:
     watchdog_s: float
 
 
-TextHandler = Callable[["Connection", str], Awaitable[None]]
-BinaryHandler = Callable[["Connection", bytes], Awaitable[None]]
+INBOX_LIMIT = 256
+"""Client frames waiting for the dispatcher; past this the reader stops reading (TCP pushback)."""
+
+Accept = Callable[["Connection", str | bytes], object | None]
+"""Decode one client frame: the item to dispatch, or None when it was answered or dropped."""
+Dispatch = Callable[["Connection", object], Awaitable[None]]
 
 
 class Connection:
@@ -75,9 +81,10 @@ class Connection:
         self._backlog = OutboundBacklog()
         self._wakeup = asyncio.Event()
         self._waiters: list[tuple[int, asyncio.Future[None]]] = []
+        self._inbox: asyncio.Queue[object] = asyncio.Queue(INBOX_LIMIT)
         self._busy = False
         self._write_started: float | None = None
-        self._progress_at = clock.monotonic()
+        self._liveness = Liveness(limits.write_timeout_s, limits.watchdog_s, clock.monotonic())
         self._closing_reason: str | None = None
         self._closed = False
 
@@ -160,14 +167,14 @@ class Connection:
     def _wake(self) -> None:
         self._wakeup.set()
 
-    # The three tasks.
+    # The four tasks.
 
-    async def serve(
-        self, on_text: TextHandler, on_binary: BinaryHandler, teardown: Callable[[], None]
-    ) -> None:
-        """Run reader, writer and monitor until one ends; cancel the rest; tear down once."""
+    async def serve(self, accept: Accept, dispatch: Dispatch, teardown: Callable[[], None]) -> None:
+        """Run reader, dispatcher, writer and monitor until one ends; cancel the rest; tear down
+        once."""
         tasks = [
-            asyncio.create_task(self._read(on_text, on_binary), name=f"conn{self.id}-read"),
+            asyncio.create_task(self._read(accept), name=f"conn{self.id}-read"),
+            asyncio.create_task(self._dispatch(dispatch), name=f"conn{self.id}-dispatch"),
             asyncio.create_task(self._write(), name=f"conn{self.id}-write"),
             asyncio.create_task(self._monitor(), name=f"conn{self.id}-monitor"),
         ]
@@ -190,18 +197,21 @@ class Connection:
                 code=self._ws.close_code,
             )
 
-    async def _read(self, on_text: TextHandler, on_binary: BinaryHandler) -> None:
+    async def _read(self, accept: Accept) -> None:
         try:
             async for message in self._ws:
-                self._busy = True
-                if isinstance(message, str):
-                    await on_text(self, message)
-                else:
-                    await on_binary(self, message)
-                self._busy = False
-                self._progress_at = self._clock.monotonic()
+                item = accept(self, message)
+                if item is not None:
+                    await self._inbox.put(item)
         except ConnectionClosed:
             return
+
+    async def _dispatch(self, dispatch: Dispatch) -> None:
+        while True:
+            item = await self._inbox.get()
+            self._busy = True
+            await dispatch(self, item)
+            self._busy = self._inbox.qsize() > 0
 
     async def _write(self) -> None:
         while True:
@@ -216,7 +226,7 @@ class Connection:
             except ConnectionClosed:
                 return
             self._write_started = None
-            self._progress_at = self._clock.monotonic()
+            self._liveness.wrote(self._clock.monotonic())
             if self._waiters:
                 self._wake_writers()
 
@@ -232,21 +242,16 @@ class Connection:
         self._waiters = still
 
     async def _monitor(self) -> None:
-        """The write bound and the watchdog, sampled at a quarter of the shorter bound."""
-        limits = self._limits
-        tick = min(limits.write_timeout_s, limits.watchdog_s) / 4
+        liveness = self._liveness
         while True:
-            await self._clock.sleep(tick)
+            await self._clock.sleep(liveness.tick_s)
+            busy = self._busy or len(self._backlog) > 0
             now = self._clock.monotonic()
-            started = self._write_started
-            if started is not None and now - started >= limits.write_timeout_s:
-                log.warning("socket_write_timeout", peer=self.peer, bound_s=limits.write_timeout_s)
-                self.close("write_timeout")
-                return
-            busy = self._busy or started is not None or len(self._backlog) > 0
-            if not busy:
-                self._progress_at = now
-            elif now - self._progress_at >= limits.watchdog_s:
-                log.warning("socket_watchdog", peer=self.peer, bound_s=limits.watchdog_s)
-                self.close("watchdog")
+            verdict = liveness.check(now, write_started=self._write_started, busy=busy)
+            if verdict is not None:
+                bound = (
+                    liveness.write_timeout_s if verdict == WRITE_TIMEOUT else liveness.watchdog_s
+                )
+                log.warning(f"socket_{verdict}", peer=self.peer, bound_s=bound)
+                self.close(verdict)
                 return

@@ -156,32 +156,49 @@ class Supervisor:
             except Exception:
                 log.exception("socket_teardown_hook_failed", peer=connection.peer)
 
-    async def handle_text(self, connection: Connection, text: str) -> None:
-        """Decode, dispatch, and answer any refusal with an `error` frame (the socket stays up)."""
-        kind = "client_message"
+    def accept(self, connection: Connection, data: str | bytes) -> object | None:
+        """Decode one client frame on the read path: a `ping` is answered here and now (T12), a
+        bad message is answered with an error, a refused binary frame is dropped with a debug
+        record (B03, B04); anything else is returned for `dispatch`, in arrival order."""
+        if isinstance(data, bytes):
+            return self._accept_binary(connection, data)
         try:
-            message = self._decoder.decode(text)
-            kind = str(message.__struct_config__.tag)
-            handler = self._verbs.get(type(message))
-            if handler is None:
-                raise _not_served(message)
-            await handler(connection, message)
+            message = self._decoder.decode(data)
         except ClientRefusal as refusal:
-            log.debug("socket_refused", peer=connection.peer, what=refusal.what, why=refusal.why)
-            connection.send(server.error(refusal.what, refusal.why, refusal.seat))
+            self._refuse(connection, refusal)
+            return None
+        if isinstance(message, Ping):
+            connection.send(server.pong())
+            return None
+        return message
+
+    async def dispatch(self, connection: Connection, item: object) -> None:
+        """Run the handler registered for a decoded message or binary frame."""
+        if not isinstance(item, ClientMessage):
+            await self._binary[type(item)](connection, item)
+            return
+        kind = str(item.__struct_config__.tag)
+        try:
+            handler = self._verbs.get(type(item))
+            if handler is None:
+                raise _not_served(item)
+            await handler(connection, item)
+        except ClientRefusal as refusal:
+            self._refuse(connection, refusal)
         except Exception as failure:
             # A bug in one handler must not take the client's other work down with it.
             log.exception("socket_handler_failed", peer=connection.peer, what=kind)
             why = f"the server failed to handle it ({type(failure).__name__})"
             connection.send(server.error(kind, why))
 
-    async def handle_binary(self, connection: Connection, data: bytes) -> None:
-        """Route a client binary frame, or drop it with a debug record and no answer (B03, B04)."""
+    def _refuse(self, connection: Connection, refusal: ClientRefusal) -> None:
+        log.debug("socket_refused", peer=connection.peer, what=refusal.what, why=refusal.why)
+        connection.send(server.error(refusal.what, refusal.why, refusal.seat))
+
+    def _accept_binary(self, connection: Connection, data: bytes) -> object | None:
         frame = decode_client_binary(data)
-        handler = None if isinstance(frame, Dropped) else self._binary.get(type(frame))
-        if handler is not None:
-            await handler(connection, frame)
-            return
+        if not isinstance(frame, Dropped) and type(frame) in self._binary:
+            return frame
         if isinstance(frame, Dropped):
             reason, kind = frame.reason, frame.kind
         elif isinstance(frame, Dictation):
@@ -189,6 +206,7 @@ class Supervisor:
         else:
             reason, kind = "no terminal is attached on this connection", 5
         log.debug("socket_binary_dropped", peer=connection.peer, kind=kind, reason=reason)
+        return None
 
     # Seats and publishing.
 
@@ -329,7 +347,6 @@ class Supervisor:
     # The verbs this module serves itself.
 
     def _register_builtins(self) -> None:
-        self.register_verb(Ping, self._ping)
         self.register_verb(Subscribe, self._subscribe)
         self.register_verb(Unsubscribe, self._unsubscribe)
         self.register_verb(Showing, self._showing)
@@ -337,9 +354,6 @@ class Supervisor:
         self.register_verb(Command, self._command)
         for shape in UNSERVED:
             self.register_verb(shape, self._unserved)
-
-    async def _ping(self, connection: Connection, message: Ping) -> None:
-        connection.send(server.pong())
 
     async def _subscribe(self, connection: Connection, message: Subscribe) -> None:
         data = await self.snapshot_of(message.what)

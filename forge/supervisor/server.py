@@ -100,5 +100,5 @@ class SocketServer:
         )
         supervisor.attach(connection)
         await connection.serve(
-            supervisor.handle_text, supervisor.handle_binary, lambda: supervisor.detach(connection)
+            supervisor.accept, supervisor.dispatch, lambda: supervisor.detach(connection)
         )

@@ -79,3 +79,11 @@ async def test_the_watchdog_ends_a_stalled_connection_and_spares_others(supervis
     assert record["peer"] == (await supervised.record("socket_watchdog"))["peer"]
     await quiet(idle)
     await quiet(slow)
+
+
+async def test_ping_is_answered_while_a_handler_waits(supervise: Start) -> None:
+    """T12: a handler that waits (here a stall) never delays the pong behind it."""
+    supervised = await supervise()
+    client = await supervised.greeted()
+    await client.send(json.dumps({"kind": "drill_stall", "seconds": 60}))
+    await quiet(client)
