@@ -1,7 +1,8 @@
 """The supervisor: the one process that owns the client socket and every client-facing fact.
 
 Modules: `server` (websockets at /socket, refusals before the handshake), `connection` (one
-client: backlog, writer, monitor, one teardown), `outbound` (the backlog's drop policies, pure),
+client: reader, dispatcher, writer, monitor, one teardown), `outbound` (the backlog's drop
+policies, pure), `liveness` (the write-bound and watchdog rule, pure),
 `core` (`Supervisor`: seats, subscriptions, numbering, verb dispatch), `seats`, `subjects`,
 `gitwork`, `drills` (test and bench verbs, off in production) and `cli` (`forge supervise`).
 
