@@ -222,6 +222,8 @@ class Attachment:
         elif isinstance(event, Error):
             if event.what == "terminal_close":
                 self._end(Ending(event.why))
+            elif event.what == "terminal_view":
+                self._end(Ending(event.why, REFUSED))
             else:
                 log.info("client_server_error", what=event.what, why=event.why)
         elif isinstance(event, Disconnected):
@@ -240,6 +242,9 @@ class Attachment:
             and summary.get("id") == hold.id
             and summary.get("alive") is False
         ):
+            if summary.get("reason"):
+                self._end(Ending(f"the terminal's host stopped ({summary['reason']})", REFUSED))
+                return
             status = summary.get("exit_status")
             tail = "" if status is None else f" with status {status}"
             self._end(Ending(f"the shell exited{tail}"))

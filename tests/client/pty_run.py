@@ -21,11 +21,12 @@ class PtyRun:
         )
         self.output = b""
 
-    async def expect(self, wanted: bytes, *, within: float = 60.0) -> bytes:
-        """All output up to now, once `wanted` is in it; AssertionError on EOF or time out."""
+    async def expect(self, wanted: bytes, *, since: int = 0, within: float = 60.0) -> bytes:
+        """All output up to now, once `wanted` is in it past offset `since`; AssertionError on
+        EOF or time out."""
         try:
             async with asyncio.timeout(within):
-                while wanted not in self.output:
+                while wanted not in self.output[since:]:
                     chunk = await asyncio.to_thread(self._read)
                     if not chunk:
                         raise AssertionError(f"EOF before {wanted!r}; got {self.output!r}")

@@ -3,6 +3,9 @@ socket and supervisor in between. What is asserted is what the person sees on th
 
 from __future__ import annotations
 
+import os
+import signal
+
 from forge.client.connection import ForgeConnection, connect
 from forge.client.frames import TerminalControl as ControlFrame
 from forge.client.frames import Update
@@ -16,6 +19,13 @@ from .test_attach_cli import settings_and_code, shell_around
 SEAT = Seat("acme", "proj", "lead")
 DRAWN = b"\x1bc"
 """The view's screen starts with a reset: once it is drawn, attach is reading the keyboard."""
+
+
+async def shell_ready(run: PtyRun) -> None:
+    """The screen is drawn (attach reads the keyboard) and the shell's `#` prompt is on it, so
+    typed keys reach a shell that reads them."""
+    await run.expect(DRAWN)
+    await run.expect(b"#", since=run.output.index(DRAWN))
 
 
 def attach_argv(port: int) -> list[str]:
@@ -37,7 +47,7 @@ async def test_type_see_resize_pass_the_prefix_and_detach(
 ) -> None:
     run = PtyRun(shell_around(attach_argv(free_port)), cols=100, rows=30)
     try:
-        await run.expect(DRAWN)
+        await shell_ready(run)
         async with connect(f"ws://127.0.0.1:{free_port}/socket") as watcher:
             await watcher.subscribe(session(SEAT))
             run.write(b"echo $((6*7))\r")
@@ -66,7 +76,7 @@ async def test_the_shell_exiting_ends_attach_with_its_status(
 ) -> None:
     run = PtyRun(attach_argv(free_port))
     try:
-        await run.expect(DRAWN)
+        await shell_ready(run)
         run.write(b"exit 7\r")
         assert await run.finish() == 0
     finally:
@@ -79,7 +89,7 @@ async def test_another_viewer_taking_control_is_told_and_a_close_ends_attach(
 ) -> None:
     run = PtyRun(attach_argv(free_port))
     try:
-        await run.expect(DRAWN)
+        await shell_ready(run)
         async with connect(f"ws://127.0.0.1:{free_port}/socket") as other:
             reply = await other.request(TerminalView(seat=SEAT))
             assert reply["ok"]
@@ -93,3 +103,38 @@ async def test_another_viewer_taking_control_is_told_and_a_close_ends_attach(
         run.close()
     assert event.controller is not None
     assert run.output.endswith(b"forge attach: terminal 1 closed\r\n")
+
+
+async def test_a_dropped_link_is_redialled_and_the_terminal_reattached(
+    with_terminals: Supervisor, free_port: int
+) -> None:
+    run = PtyRun(attach_argv(free_port))
+    try:
+        await shell_ready(run)
+        run.write(b"x=$((6*7)); echo $x\r")
+        await run.expect(b"42\r\n")
+        (link,) = with_terminals.connections
+        link.close("dropped by the test")
+        await run.expect(b"reconnecting - Ctrl-\\ d detaches]\r\n")
+        await run.expect(DRAWN, since=run.output.index(b"reconnecting"))
+        run.write(b"echo again-$x\r")
+        await run.expect(b"again-42\r\n")
+        run.write(b"\x1cd")
+        assert await run.finish() == 0
+    finally:
+        run.close()
+    assert run.output.endswith(b"forge attach: detached from acme/proj/lead\r\n")
+
+
+async def test_a_crashed_terminal_host_ends_attach_with_the_reason(
+    with_terminals: Supervisor, free_port: int
+) -> None:
+    run = PtyRun(attach_argv(free_port))
+    try:
+        await shell_ready(run)
+        (host,) = [w for w in with_terminals.workers() if w["name"] == "terminal-1"]
+        os.kill(host["pid"], signal.SIGKILL)
+        assert await run.finish() == 1
+    finally:
+        run.close()
+    assert b"host stopped (worker_crashed)" in run.output
