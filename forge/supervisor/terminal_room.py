@@ -28,6 +28,8 @@ class Viewer(Generic[C]):
     size: tuple[int, int] | None = None
     """(cols, rows) the viewer's surface asked for, None until its first resize."""
     paused: bool = False
+    stale: bool = False
+    """Fell behind: its chunks are dropped until its backlog drains and a fresh view goes out."""
     syncing: bool = True
     """Waiting for a fresh view: chunks are held, not sent, until the view goes out."""
     held: list[tuple[int, bytes]] = field(default_factory=list)

@@ -52,15 +52,14 @@ from forge.workers.terminal.host import COLS_RANGE, INPUT_STREAM, OUTPUT_STREAM,
 log = get_logger(__name__)
 
 HOST_MODULE = "forge.workers.terminal"
-CONTROLLER_LIMIT = 4 * 1024 * 1024
-"""The controller's chunk backlog bound: far above `FLOW_HIGH`, so backpressure (not a drop)
-governs the controller, while in-flight chunks after a pause still fit."""
+CONTROLLER_LIMIT = 16 * 1024 * 1024
+"""The controller's chunk backlog bound: backpressure (not a drop) must govern the controller,
+and after `FLOW_HIGH` is crossed up to ~9 MiB more can still arrive before the host's PTY stops
+(the ZeroMQ bulk pipe holds 128 frames of up to 64 KiB, plus the host's 1 MiB send queue)."""
 FLOW_HIGH = 1024 * 1024
 FLOW_LOW = 256 * 1024
 """The controller's unsent bytes above which its host stops reading the PTY, and below which it
 reads again."""
-FLOW_POLL = 0.005
-"""Seconds between looks at a throttled controller's backlog (the writer sends no event)."""
 HELD_LIMIT = TERMINAL_LIMIT
 """Chunks held for a viewer waiting on its view; past this the view is asked again."""
 
@@ -81,6 +80,8 @@ class _Terminal:
     """Why the host is gone (it crashed): no view can be drawn any more."""
     closing: bool = False
     throttled: bool = False
+    control_moved: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set on each change of controller, so a throttle held for the old one ends."""
     key: tuple[str, int] = ("terminal", 0)
     """The connections' stream key for this terminal's chunks."""
     tasks: set[asyncio.Task[None]] = field(default_factory=set)
@@ -98,7 +99,6 @@ class TerminalService:
     ) -> None:
         self._supervisor = supervisor
         self._manager = manager
-        self._clock = supervisor.clock
         self._host_config = dict(host_config or {})
         self._terminals: dict[int, _Terminal] = {}
         self._current: dict[Seat, int] = {}
@@ -292,6 +292,8 @@ class TerminalService:
         self._spawn(terminal, self._apply_size(terminal))
 
     def _tell_control(self, terminal: _Terminal) -> None:
+        terminal.control_moved.set()
+        terminal.control_moved.clear()
         room = terminal.room
         controller = room.controller.number if room.controller is not None else None
         message = {"kind": "terminal_control", "seat": room.seat, "id": room.id}
@@ -329,6 +331,7 @@ class TerminalService:
                 return
             if not viewer.held_lost:
                 break
+            await viewer.connection.writable()
         viewer.connection.send(
             {
                 "kind": "terminal_view",
@@ -360,7 +363,7 @@ class TerminalService:
         chunk = bytes(frame.payload)
         _, _, seq = TERMINAL_OUTPUT_HEADER.unpack_from(chunk)
         for viewer in list(terminal.room.viewers.values()):
-            if viewer.paused:
+            if viewer.paused or viewer.stale:
                 continue
             if viewer.syncing:
                 if viewer.held_bytes + len(chunk) > HELD_LIMIT:
@@ -382,11 +385,20 @@ class TerminalService:
         )
 
     def _overflowed(self, terminal: _Terminal, viewer: Viewer[Connection]) -> None:
-        """The viewer fell ~1 MiB behind: its waiting chunks are gone; draw it a fresh screen."""
+        """The viewer fell ~1 MiB behind: its waiting chunks are gone; draw it a fresh screen.
+
+        The view is asked only once what was queued for it has been written, so a stalled
+        viewer costs one bounded backlog, not a view per megabyte of output.
+        """
         log.info("terminal_viewer_overflow", id=terminal.room.id, viewer=viewer.number)
-        if not viewer.syncing:
-            viewer.syncing = True
-            self._spawn(terminal, self._sync(terminal, viewer))
+        if not viewer.stale:
+            viewer.stale = True
+            self._spawn(terminal, self._resync(terminal, viewer))
+
+    async def _resync(self, terminal: _Terminal, viewer: Viewer[Connection]) -> None:
+        await viewer.connection.writable()
+        viewer.stale = False
+        await self._sync(terminal, viewer)
 
     def _check_flow(self, terminal: _Terminal) -> None:
         controller = terminal.room.controller
@@ -397,20 +409,19 @@ class TerminalService:
             self._spawn(terminal, self._throttle(terminal, controller))
 
     async def _throttle(self, terminal: _Terminal, controller: Viewer[Connection]) -> None:
-        """Stop the PTY until the controller's backlog is under FLOW_LOW (or it lost control)."""
+        """Stop the PTY until the controller's backlog is under FLOW_LOW or control moves."""
         handle = terminal.handle
+        drained = asyncio.ensure_future(controller.connection.writable(FLOW_LOW))
+        moved = asyncio.ensure_future(terminal.control_moved.wait())
         try:
             await handle.request("flow", {"paused": True})
-            while (
-                terminal.room.controller is controller
-                and not controller.connection.closed
-                and controller.connection.stream_pending(terminal.key) >= FLOW_LOW
-            ):
-                await self._clock.sleep(FLOW_POLL)
+            await asyncio.wait([drained, moved], return_when=asyncio.FIRST_COMPLETED)
             await handle.request("flow", {"paused": False})
         except (WorkerError, RequestFailed) as error:
             log.warning("terminal_flow_failed", id=terminal.room.id, reason=str(error))
         finally:
+            drained.cancel()
+            moved.cancel()
             terminal.throttled = False
 
     def _on_end(self, terminal: _Terminal, stream_id: str, reason: str) -> None:

@@ -58,6 +58,8 @@ class Client:
         self.ws = ws
         self.frames: list[dict[str, Any]] = []
         self.chunks: list[tuple[int, bytes]] = []
+        self.data = bytearray()
+        """Every chunk's bytes, in arrival order."""
         self.events: list[tuple[str, Any]] = []
         """Every frame in arrival order: ("json", message) or ("chunk", seq)."""
         self._changed = asyncio.Event()
@@ -81,7 +83,9 @@ class Client:
                 self.events.append(("json", frame))
             else:
                 _, _, seq = TERMINAL_OUTPUT_HEADER.unpack_from(message)
-                self.chunks.append((seq, message[TERMINAL_OUTPUT_HEADER.size :]))
+                chunk = message[TERMINAL_OUTPUT_HEADER.size :]
+                self.chunks.append((seq, chunk))
+                self.data += chunk
                 self.events.append(("chunk", seq))
             self._changed.set()
 
@@ -107,11 +111,15 @@ class Client:
         await self.until(lambda: len(self.of_kind(kind)) > after)
         return self.of_kind(kind)[after]
 
-    def output(self, after_seq: int = 0) -> bytes:
-        return b"".join(data for seq, data in self.chunks if seq > after_seq)
+    def output(self) -> bytes:
+        return bytes(self.data)
 
-    async def wait_output(self, text: bytes, count: int = 1) -> None:
-        await self.until(lambda: self.output().count(text) >= count)
+    async def wait_output(self, text: bytes) -> None:
+        await self.until(lambda: text in self.data)
+
+    async def wait_prompt_after(self, marker: bytes) -> None:
+        """Until the output's tail holds `marker` and then a prompt (cheap on a long stream)."""
+        await self.until(lambda: b"$ " in bytes(self.data[-4096:]).partition(marker)[2])
 
     async def wait_screen(self, text: str) -> None:
         """Until `text` is on the screen this client draws (its view plus the chunks after)."""

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import signal
+import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
 
-from forge.supervisor.terminals import TerminalHeld
+from forge.supervisor.connection import Connection
+from forge.supervisor.terminals import CONTROLLER_LIMIT, TerminalHeld
 from forge.wire.seats import Seat
 
 from .socket_client import SEAT, Client, Served, serve_terminals
@@ -29,6 +33,16 @@ async def served(
     project.mkdir()
     async with serve_terminals(project, forge_dirs["config"], free_port) as running:
         yield running
+
+
+def last_summary(client: Client) -> dict[str, Any]:
+    """The seat's terminal as the client last heard it (an update, else the snapshot)."""
+    updates = client.updates("terminal_changed")
+    if updates:
+        summary: dict[str, Any] = updates[-1]["terminal"] or {}
+        return summary
+    snapshot: dict[str, Any] = client.of_kind("snapshot")[-1]["data"]["terminal"] or {}
+    return snapshot
 
 
 async def attach(served: Served, reply_to: int = 1, **extra: object) -> tuple[Client, int]:
@@ -66,15 +80,11 @@ async def test_first_view_opens_a_shell_in_order_reply_view_chunks(served: Serve
     await client.until(
         lambda: any(u["terminal"]["state"] == "running" for u in client.updates("terminal_changed"))
     )
-    await client.until(
-        lambda: client.updates("terminal_changed")[-1]["terminal"]["state"] == "idle"
-    )
+    await client.until(lambda: last_summary(client)["state"] == "idle")
     await client.type(terminal, b"read -s secret\r")
-    await client.until(
-        lambda: client.updates("terminal_changed")[-1]["terminal"]["state"] == "password"
-    )
+    await client.until(lambda: last_summary(client)["state"] == "password")
     await client.type(terminal, b"x\rexit 4\r")
-    await client.until(lambda: client.updates("terminal_changed")[-1]["terminal"]["alive"] is False)
+    await client.until(lambda: last_summary(client)["alive"] is False)
     last = client.updates("terminal_changed")[-1]
     assert last["key"] == SEAT
     assert last["terminal"]["exit_status"] == 4
@@ -102,7 +112,7 @@ async def test_a_second_viewer_draws_the_same_screen_mid_stream(served: Served) 
     second, same = await attach(served)
     assert same == terminal
     for client in (first, second):
-        await client.until(lambda c=client: b"$ " in c.output().partition(b"DONE\r\n")[2])
+        await client.wait_prompt_after(b"DONE\r\n")
     assert second.screen().display == first.screen().display
     assert second.of_kind("terminal_view")[0]["viewer"] == 2
     await first.close()
@@ -168,12 +178,12 @@ async def test_close_kills_jobs_and_the_next_view_starts_a_fresh_shell(served: S
     await client.next_of_kind("snapshot")
     await client.wait_screen("$ ")
     await client.type(terminal, b"sleep 999 & echo JOB=$!\r")
-    await client.until(lambda: re.search(rb"JOB=(\d+)\r\n", client.output()) is not None)
+    await client.until(lambda: re.search(rb"JOB=(\d+)\r\n", client.data) is not None)
     job = int(re.findall(rb"JOB=(\d+)\r\n", client.output())[0])
     await client.send({"kind": "terminal_close", "seat": SEAT, "id": terminal})
     error = await client.next_of_kind("error")
     assert (error["what"], error["why"]) == ("terminal_close", f"terminal {terminal} closed")
-    await client.until(lambda: client.updates("terminal_changed")[-1]["terminal"] is None)
+    await client.until(lambda: last_summary(client) == {})
     assert not psutil.pid_exists(job) or psutil.Process(job).status() == psutil.STATUS_ZOMBIE
     await client.send({"kind": "terminal_view", "seat": SEAT, "reply_to": 2})
     reply = await client.next_of_kind("reply", after=1)
@@ -196,7 +206,7 @@ async def test_a_killed_host_is_reported_and_other_terminals_live_on(served: Ser
     error = await victim.next_of_kind("error")
     assert error["what"] == "terminal_view"
     assert "worker_crashed" in error["why"]
-    await victim.until(lambda: victim.updates("terminal_changed")[-1]["terminal"]["alive"] is False)
+    await victim.until(lambda: last_summary(victim)["alive"] is False)
     await bystander.wait_screen("$ ")
     await bystander.type(other, b"echo alive\r")
     await bystander.wait_output(b"alive\r\n")
@@ -206,3 +216,91 @@ async def test_a_killed_host_is_reported_and_other_terminals_live_on(served: Ser
     assert reply["body"]["id"] not in (terminal, other)
     await victim.close()
     await bystander.close()
+
+
+async def small_window_client(served: Served) -> Client:
+    """A client whose kernel receive buffer is small, so a stall backs up into the server."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 32 * 1024)
+    sock.connect(("127.0.0.1", int(served.url.split(":")[2].split("/")[0])))
+    return await Client.open(served.url, sock=sock, max_queue=1)
+
+
+def server_side(served: Served, count: int) -> list[Connection]:
+    connections = sorted(served.supervisor.connections, key=lambda c: c.id)
+    assert len(connections) == count
+    return connections
+
+
+async def test_a_stalled_viewer_gets_a_fresh_screen_and_never_slows_the_fast_one(
+    served: Served,
+) -> None:
+    fast, terminal = await attach(served)
+    # The fast viewer controls: it paces the shell (a watcher that cannot keep up is dropped).
+    await fast.send({"kind": "terminal_control", "seat": SEAT, "id": terminal, "take": True})
+    stalled = await small_window_client(served)
+    await stalled.send({"kind": "terminal_view", "seat": SEAT, "reply_to": 1})
+    await stalled.next_of_kind("terminal_view")
+    await fast.wait_screen("$ ")
+    stalled.reading.clear()
+    await fast.type(terminal, b"seq 1 2000000; echo DONE\r")
+    await fast.wait_prompt_after(b"DONE\r\n")
+    seqs = [seq for seq, _ in fast.chunks]
+    assert seqs == list(range(seqs[0], seqs[0] + len(seqs)))
+    assert len(fast.of_kind("terminal_view")) == 1
+    assert b"\r\n2000000\r\n" in fast.output()
+    assert stalled.of_kind("terminal_view")[-1]["controller"] == 1
+    _, behind = server_side(served, 2)
+    assert behind.pending_bytes <= 1024 * 1024 + 64 * 1024
+    stalled.reading.set()
+    await stalled.until(lambda: len(stalled.of_kind("terminal_view")) >= 2)
+    await stalled.wait_screen("DONE")
+    final, _ = await attach(served)
+    assert stalled.screen().display == final.screen().display
+    for client in (fast, stalled, final):
+        await client.close()
+
+
+async def test_a_stalled_controller_holds_the_shell_back_and_loses_nothing(
+    served: Served,
+) -> None:
+    controller = await small_window_client(served)
+    await controller.send({"kind": "terminal_view", "seat": SEAT, "reply_to": 1})
+    terminal = (await controller.next_of_kind("reply"))["body"]["id"]
+    await controller.send({"kind": "terminal_control", "seat": SEAT, "id": terminal, "take": True})
+    await controller.next_of_kind("terminal_control")
+    await controller.wait_screen("$ ")
+    host = served.service._terminals[terminal].handle
+    controller.reading.clear()
+    await controller.type(terminal, b"head -c 12000000 /dev/zero | tr '\\0' '\\132'; echo E''ND\r")
+
+    async def shell_held() -> None:
+        while "controller" not in (await host.request("stats")).result["paused"]:  # noqa: ASYNC110
+            await asyncio.sleep(0.01)
+
+    await shell_held()
+    (connection,) = server_side(served, 1)
+    assert connection.pending_bytes <= CONTROLLER_LIMIT
+    controller.reading.set()
+    await controller.wait_output(b"END\r\n")
+    assert controller.output().count(b"Z") == 12_000_000
+    seqs = [seq for seq, _ in controller.chunks]
+    assert seqs == list(range(seqs[0], seqs[0] + len(seqs)))
+    assert len(controller.of_kind("terminal_view")) == 1
+    assert (await host.request("stats")).result["paused"] == []
+    await controller.close()
+
+
+async def test_every_byte_printed_before_exit_reaches_the_viewer(served: Served) -> None:
+    client, terminal = await attach(served)
+    await client.send({"kind": "subscribe", "what": {"session": SEAT}})
+    await client.next_of_kind("snapshot")
+    await client.wait_screen("$ ")
+    await client.type(terminal, b"head -c 3000000 /dev/zero | tr '\\0' '\\132'; exit 0\r")
+    await client.until(lambda: last_summary(client)["alive"] is False)
+    exited = max(
+        i for i, (kind, f) in enumerate(client.events) if kind == "json" and f["kind"] == "update"
+    )
+    assert all(kind == "json" for kind, _ in client.events[exited:])
+    assert client.output().count(b"Z") == 3_000_000
+    await client.close()
