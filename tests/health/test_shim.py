@@ -293,3 +293,32 @@ def test_s12_ctrl_c_reaches_gh_and_its_stderr_and_130_reach_the_caller(echo_env:
     assert proc.returncode == 130
     assert b"KeyboardInterrupt" in stderr
     assert last_observation(echo_env)[1] == "130"
+
+
+def test_no_python_on_a_healthy_call_with_nothing_to_do(forge_env: ForgeEnv) -> None:
+    spy_log = forge_env.root / "python-started"
+    spy = write_exec(forge_env.root / "spy-python", f'#!/bin/sh\necho "$@" >> {spy_log}\n')
+    forge_env.fake.seed("first")
+    env = {"FORGE_PYTHON": str(spy)}
+    for argv in (
+        ["issue", "list"],
+        ["issue", "view", "1"],
+        ["issue", "comment", "1", "-b", "x"],
+        ["api", "rate_limit"],
+    ):
+        assert forge_env.gh(*argv, env=env).returncode == 0
+    assert not spy_log.exists()
+    assert len(forge_env.observations()) == 4
+
+
+def test_without_python_failures_pass_through_unchanged(forge_env: ForgeEnv) -> None:
+    forge_env.fake.seed("first")
+    env = {"FORGE_PYTHON": str(forge_env.root / "no-such-python")}
+    forge_env.gh("issue", "view", "1", env=env)
+    forge_env.fake.fail("issue *", "503", times=2)
+    read = forge_env.gh("issue", "view", "1", env=env)
+    write = forge_env.gh("issue", "comment", "1", "--body", "x", env=env)
+    expected = b"HTTP 503: 503 Service Unavailable (https://api.github.com/graphql)\n"
+    assert (read.returncode, read.stdout, read.stderr) == (1, b"", expected)
+    assert (write.returncode, write.stderr) == (1, expected)
+    assert not (forge_env.project / ".forge" / "queue").exists()
