@@ -239,7 +239,7 @@ def _queue_status(args: argparse.Namespace) -> int:
     if getattr(args, "json", False):
         _print_json(summary)
     else:
-        print("\n".join(queue_summary.render(summary)))
+        print("\n".join(queue_summary.render(summary, color=sys.stdout.isatty())))
     return UNDELIVERED_EXIT if summary["pending"] or summary["set_aside"] else 0
 
 

@@ -93,15 +93,27 @@ def block(state_dir: Path, project: Path | None, now_ms: int) -> dict[str, Any]:
     }
 
 
-def render(summary: dict[str, Any]) -> list[str]:
-    """Lines for a person; nothing to say gives one quiet line, not a permanent `queue: 0`."""
+YELLOW: Final = "\033[33m"
+RED: Final = "\033[31m"
+RESET: Final = "\033[0m"
+
+
+def render(summary: dict[str, Any], *, color: bool = False) -> list[str]:
+    """Lines for a person; nothing to say gives one quiet line, not a permanent `queue: 0`.
+
+    On a terminal the headline is yellow while entries merely wait and red once one is set aside:
+    those will not arrive on their own and need a person.
+    """
     if not summary["pending"] and not summary["set_aside"] and not summary["crashed_slots"]:
         return [f"forge queue: nothing undelivered in {summary['project']}"]
     mix = ", ".join(f"{kind} {n}" for kind, n in sorted(summary["pending_by_kind"].items()))
-    lines = [
+    headline = (
         f"forge queue: {summary['pending']} pending ({mix or 'none'}), "
         f"{summary['set_aside']} set aside — {summary['project']}"
-    ]
+    )
+    if color:
+        headline = f"{RED if summary['set_aside'] else YELLOW}{headline}{RESET}"
+    lines = [headline]
     if summary["oldest_age_s"] is not None:
         lines.append(f"  oldest pending entry: {summary['oldest_age_s']}s old")
     if summary["unresolved_handles"]:

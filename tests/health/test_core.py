@@ -235,3 +235,29 @@ def test_c09_cache_events_rotate_and_both_generations_are_read(tmp_path: Path) -
         cache_events.append(tmp_path, NOW + i, "served", 5, "server", tmp_path)
     assert (tmp_path / "cache-events.log.1").exists()
     assert cache_events.block(tmp_path, NOW + count, 300)["served"] == count
+
+
+def test_x03_queue_headline_colours() -> None:
+    from forge.health.queue_summary import RED, YELLOW, render
+
+    base: dict[str, Any] = {
+        "project": "/p",
+        "pending": 1,
+        "set_aside": 0,
+        "crashed_slots": [],
+        "pending_by_kind": {"comment": 1},
+        "oldest_age_s": 3,
+        "unresolved_handles": [],
+        "set_aside_entries": [],
+        "last_replay": None,
+    }
+    assert render(base, color=True)[0].startswith(YELLOW)
+    aside = {
+        **base,
+        "set_aside": 1,
+        "set_aside_entries": [{"entry": "q000002", "kind": "edit", "reason": "not found"}],
+    }
+    assert render(aside, color=True)[0].startswith(RED)
+    assert render(aside)[0] == "forge queue: 1 pending (comment 1), 1 set aside — /p"
+    quiet = {**base, "pending": 0, "pending_by_kind": {}}
+    assert render(quiet) == ["forge queue: nothing undelivered in /p"]
