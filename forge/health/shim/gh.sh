@@ -211,7 +211,8 @@ if [ "$mode" != plain ] || [ "${FORGE_QUEUE:-1}" != 0 ]; then
 	# A FORGE-Q<n> argument belongs to the queue: resolved in place, or spooled behind its create.
 	if [ "$handles" = 1 ] && [ "${FORGE_QUEUE:-1}" != 0 ] && [ -n "$root" ] && python_ok; then
 		rm -f "$errf"
-		FORGE_SHIM_REAL_GH=$real FORGE_SHIM_SELF=$0 FORGE_SHIM_ROOT=$root
+		case $0 in /*) FORGE_SHIM_SELF=$0 ;; *) FORGE_SHIM_SELF=$PWD/$0 ;; esac
+		FORGE_SHIM_REAL_GH=$real FORGE_SHIM_ROOT=$root
 		export FORGE_SHIM_REAL_GH FORGE_SHIM_SELF FORGE_SHIM_ROOT
 		exec "$FORGE_PYTHON" -I -m forge.health.hook handles -- "$@"
 	fi
