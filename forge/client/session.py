@@ -110,8 +110,10 @@ class ClientSession:
     # What the client holds.
 
     async def subscribe(self, what: Subject) -> dict[str, Any]:
+        """Subscribe, and hold the subject for replays once the server accepted it."""
+        data = await self.connection.subscribe(what)
         self._subjects[what] += 1
-        return await self.connection.subscribe(what)
+        return data
 
     async def unsubscribe(self, what: Subject) -> None:
         if self._subjects[what] <= 1:

@@ -117,6 +117,15 @@ async def test_a_wrong_path_is_not_a_supervisor(supervise: Start) -> None:
         await ForgeConnection.open(f"ws://127.0.0.1:{supervised.port}/elsewhere")
 
 
+async def parked(clock: ManualClock) -> None:
+    """Let the loop run until something sleeps on `clock`."""
+    for _ in range(1000):
+        await asyncio.sleep(0)
+        if clock.sleepers:
+            return
+    raise AssertionError("nothing sleeps on the clock")
+
+
 async def beats(clock: ManualClock, seconds: int) -> None:
     """Move the clock one beat at a time, letting the probe task run after each."""
     for _ in range(seconds):
@@ -184,3 +193,38 @@ async def test_a_started_seat_reaches_a_home_holder_as_seat_changed(
         seat_changed = [e for e in events if isinstance(e, Update)]
         assert [e.variant for e in seat_changed] == ["seat_changed"]
         assert not any(isinstance(e, Snapshot) for e in events)
+
+
+async def test_a_supervisor_that_accepts_but_never_answers_times_out_on_the_clock(
+    supervise: Start,
+) -> None:
+    supervised = await supervise()
+    clock = ManualClock()
+    os.kill(supervised.process.pid, signal.SIGSTOP)
+    try:
+        opening = asyncio.ensure_future(
+            ForgeConnection.open(supervised.url, clock=clock, open_timeout=10)
+        )
+        await parked(clock)
+        clock.advance(9.9)
+        await asyncio.sleep(0)
+        assert not opening.done()
+        clock.advance(0.1)
+        with pytest.raises(SupervisorUnreachable, match="no answer within 10 s"):
+            await opening
+    finally:
+        os.kill(supervised.process.pid, signal.SIGCONT)
+
+
+async def test_a_wake_probes_at_once_and_any_answer_clears_it(supervise: Start) -> None:
+    supervised = await supervise(QUIET_SERVER)
+    clock = ManualClock()
+    async with connect(supervised.url, clock=clock) as connection:
+        await connection.probe_now()
+        assert connection.probe_outstanding
+        await connection.probe_now()
+        await beats(clock, 9)
+        assert connection.lost is None
+        await connection.subscribe(HOME)
+        await beats(clock, 1)
+        assert not connection.probe_outstanding
