@@ -55,6 +55,9 @@ class PtyRun:
             return b""
         return data
 
-    def close(self) -> None:
+    def __enter__(self) -> PtyRun:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
         if self.process.isalive():
             self.process.terminate(force=True)

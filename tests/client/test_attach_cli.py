@@ -37,11 +37,8 @@ async def test_attach_needs_a_terminal(free_port: int) -> None:
 
 async def test_no_supervisor_exits_3_and_leaves_the_tty_alone(free_port: int) -> None:
     url = f"ws://127.0.0.1:{free_port}/socket"
-    run = PtyRun(shell_around([*FORGE, "attach", "acme/proj/lead", "--url", url]))
-    try:
+    with PtyRun(shell_around([*FORGE, "attach", "acme/proj/lead", "--url", url])) as run:
         assert await run.finish() == 0
-    finally:
-        run.close()
     before, after, code, said = settings_and_code(run.output)
     assert code == 3
     assert said == (
@@ -54,11 +51,10 @@ async def test_a_refused_terminal_exits_1_with_the_servers_words_and_restores_th
     supervise: Start, project_toml: str
 ) -> None:
     supervised = await supervise(project_toml)
-    run = PtyRun(shell_around([*FORGE, "attach", "elsewhere/proj/lead", "--url", supervised.url]))
-    try:
+    with PtyRun(
+        shell_around([*FORGE, "attach", "elsewhere/proj/lead", "--url", supervised.url])
+    ) as run:
         assert await run.finish() == 0
-    finally:
-        run.close()
     before, after, code, said = settings_and_code(run.output)
     assert code == 1
     assert said.startswith("forge attach: ")

@@ -45,8 +45,7 @@ async def size_reaches(watcher: ForgeConnection, cols: int, rows: int) -> None:
 async def test_type_see_resize_pass_the_prefix_and_detach(
     with_terminals: Supervisor, free_port: int
 ) -> None:
-    run = PtyRun(shell_around(attach_argv(free_port)), cols=100, rows=30)
-    try:
+    with PtyRun(shell_around(attach_argv(free_port)), cols=100, rows=30) as run:
         await shell_ready(run)
         async with connect(f"ws://127.0.0.1:{free_port}/socket") as watcher:
             await watcher.subscribe(session(SEAT))
@@ -63,8 +62,6 @@ async def test_type_see_resize_pass_the_prefix_and_detach(
         await run.expect(b"^\\x\r\n")
         run.write(b"\x04\x1cd")
         assert await run.finish() == 0
-    finally:
-        run.close()
     before, after, code, said = settings_and_code(run.output)
     assert code == 0
     assert said.endswith("forge attach: detached from acme/proj/lead")
@@ -74,21 +71,17 @@ async def test_type_see_resize_pass_the_prefix_and_detach(
 async def test_the_shell_exiting_ends_attach_with_its_status(
     with_terminals: Supervisor, free_port: int
 ) -> None:
-    run = PtyRun(attach_argv(free_port))
-    try:
+    with PtyRun(attach_argv(free_port)) as run:
         await shell_ready(run)
         run.write(b"exit 7\r")
         assert await run.finish() == 0
-    finally:
-        run.close()
     assert run.output.endswith(b"forge attach: the shell exited with status 7\r\n")
 
 
 async def test_another_viewer_taking_control_is_told_and_a_close_ends_attach(
     with_terminals: Supervisor, free_port: int
 ) -> None:
-    run = PtyRun(attach_argv(free_port))
-    try:
+    with PtyRun(attach_argv(free_port)) as run:
         await shell_ready(run)
         async with connect(f"ws://127.0.0.1:{free_port}/socket") as other:
             reply = await other.request(TerminalView(seat=SEAT))
@@ -99,8 +92,6 @@ async def test_another_viewer_taking_control_is_told_and_a_close_ends_attach(
             await run.expect(b"took control; your keys are ignored]")
             await other.send(TerminalClose(seat=SEAT, id=reply["id"]))
             assert await run.finish() == 0
-    finally:
-        run.close()
     assert event.controller is not None
     assert run.output.endswith(b"forge attach: terminal 1 closed\r\n")
 
@@ -108,8 +99,7 @@ async def test_another_viewer_taking_control_is_told_and_a_close_ends_attach(
 async def test_a_dropped_link_is_redialled_and_the_terminal_reattached(
     with_terminals: Supervisor, free_port: int
 ) -> None:
-    run = PtyRun(attach_argv(free_port))
-    try:
+    with PtyRun(attach_argv(free_port)) as run:
         await shell_ready(run)
         run.write(b"x=$((6*7)); echo $x\r")
         await run.expect(b"42\r\n")
@@ -121,20 +111,15 @@ async def test_a_dropped_link_is_redialled_and_the_terminal_reattached(
         await run.expect(b"again-42\r\n")
         run.write(b"\x1cd")
         assert await run.finish() == 0
-    finally:
-        run.close()
     assert run.output.endswith(b"forge attach: detached from acme/proj/lead\r\n")
 
 
 async def test_a_crashed_terminal_host_ends_attach_with_the_reason(
     with_terminals: Supervisor, free_port: int
 ) -> None:
-    run = PtyRun(attach_argv(free_port))
-    try:
+    with PtyRun(attach_argv(free_port)) as run:
         await shell_ready(run)
         (host,) = [w for w in with_terminals.workers() if w["name"] == "terminal-1"]
         os.kill(host["pid"], signal.SIGKILL)
         assert await run.finish() == 1
-    finally:
-        run.close()
     assert b"host stopped (worker_crashed)" in run.output
