@@ -56,10 +56,10 @@ class Refused:
         )
 
 
-def pending_count(root: Path) -> int:
+def pending_count(root: Path, now_ms: int) -> int:
     """Pending entries plus slots still being written (they will be pending in a moment)."""
     pending = sum(1 for entry in spool.entries(root) if entry.status == "pending")
-    return pending + len(spool.orphan_slots(root))
+    return pending + len(spool.orphan_slots(root, now_ms)[0])
 
 
 def resolve_repo(
@@ -114,7 +114,7 @@ def enqueue(
     live_stderr: str,
     read_stdin: Callable[[], bytes],
 ) -> Spooled | Refused:
-    pending = pending_count(root)
+    pending = pending_count(root, epoch_ms(clock))
     if pending >= max_pending:
         return Refused(pending)
     parsed = gh_args.parse_write(argv)

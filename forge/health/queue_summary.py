@@ -13,9 +13,6 @@ from typing import Any, Final
 
 from forge.health import gh_args, spool
 
-ORPHAN_REPORT_AFTER_MS: Final = 60_000
-"""A `.seq` with no `.json` this old is a crashed allocation, not one in flight."""
-
 
 def project_summary(root: Path, now_ms: int) -> dict[str, Any]:
     entries = spool.entries(root)
@@ -27,15 +24,7 @@ def project_summary(root: Path, now_ms: int) -> dict[str, Any]:
         - set(handles),
         key=gh_args.handle_seq,
     )
-    orphans = []
-    for seq in spool.orphan_slots(root):
-        path = spool.queue_dir(root) / f"{spool.seq_name(seq)}.seq"
-        try:
-            age = now_ms - path.stat().st_mtime_ns // 1_000_000
-        except FileNotFoundError:
-            continue
-        if age > ORPHAN_REPORT_AFTER_MS:
-            orphans.append(f"q{spool.seq_name(seq)}")
+    crashed = [f"q{spool.seq_name(seq)}" for seq in spool.orphan_slots(root, now_ms)[1]]
     last = spool.replay_log(root)
     oldest = min((e.enqueued_at for e in pending), default=None)
     return {
@@ -47,7 +36,7 @@ def project_summary(root: Path, now_ms: int) -> dict[str, Any]:
         "pending_by_kind": dict(Counter(e.kind for e in pending)),
         "unresolved_handles": unresolved,
         "set_aside_entries": [{"entry": e.name, "kind": e.kind, "reason": e.reason} for e in aside],
-        "crashed_slots": orphans,
+        "crashed_slots": crashed,
         "last_replay": (
             None
             if not last

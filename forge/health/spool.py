@@ -25,6 +25,7 @@ SEQ_WIDTH: Final = 6
 HANDLES_NAME: Final = "handles.json"
 REPLAY_LOG_NAME: Final = "replay.log"
 HWM_NAME: Final = "hwm"
+CRASHED_SLOT_AFTER_MS: Final = 60_000
 BREADCRUMB_NAME: Final = "replay-pending"
 """In the global state dir: the project roots with something pending. The shim stats it after
 every successful call; its absence is how calls with nothing to drain pay nothing."""
@@ -125,10 +126,19 @@ def entries(root: Path) -> list[QueueEntry]:
     return [entry for entry in found if entry is not None]
 
 
-def orphan_slots(root: Path) -> list[int]:
-    """`.seq` files with no `.json`: an allocation in flight, or one that crashed."""
+def orphan_slots(root: Path, now_ms: int) -> tuple[list[int], list[int]]:
+    """`.seq` files with no `.json`: (in flight, crashed). An allocation older than
+    CRASHED_SLOT_AFTER_MS will never get its entry; replay skips it either way."""
     directory = queue_dir(root)
-    return sorted(set(_seqs(directory, ".seq")) - set(_seqs(directory, ".json")))
+    in_flight: list[int] = []
+    crashed: list[int] = []
+    for seq in sorted(set(_seqs(directory, ".seq")) - set(_seqs(directory, ".json"))):
+        try:
+            mtime_ms = (directory / f"{seq_name(seq)}.seq").stat().st_mtime_ns // 1_000_000
+        except FileNotFoundError:
+            continue
+        (crashed if now_ms - mtime_ms > CRASHED_SLOT_AFTER_MS else in_flight).append(seq)
+    return in_flight, crashed
 
 
 def remove_delivered(root: Path, seq: int) -> None:
