@@ -21,7 +21,7 @@ from forge.wire.seats import Seat
 
 ENV = "FORGE_SUPERVISOR_DRILLS"
 
-STREAM_HIGH_WATER = 4 * 1024 * 1024
+STREAM_HIGH_WATER = 512 * 1024
 """Past this many unsent bytes a drill stream waits for the listener to drain to half of it."""
 
 
