@@ -285,3 +285,13 @@ async def test_settings_are_pushed_to_every_connection_after_a_reload(
     await seated.record("config_reload_failed")
     await quiet(one)
     await quiet(two)
+
+
+async def test_home_hears_the_rows_it_draws_and_not_a_seats_own_updates(seated: Supervised) -> None:
+    client = await seated.greeted()
+    await start_seat(client)
+    await ask(client, {"kind": "subscribe", "what": "home"})
+    await publish(client, "processes_changed", {"key": SEAT, "processes": []})
+    await quiet(client)
+    await publish(client, "work_changed", {"key": SEAT, "work": {}}, home=True)
+    assert "work_changed" in (await next_json(client))["update"]
