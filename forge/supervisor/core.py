@@ -1,8 +1,8 @@
 """The supervisor's core: every connection, seat, subscription and verb handler of one run.
 
-Connections come and go through `attach`/`detach`; each client frame goes through
-`handle_text`/`handle_binary`, which decode it with the wire core and hand the typed message to
-the handler registered for its type. Areas plug in with `register_verb`, `register_command`,
+Connections come and go through `attach`/`detach`; each client frame is decoded by `accept` on
+the connection's read path (which answers `ping` itself), and `dispatch` hands the typed message
+or binary frame to the handler registered for its type. Areas plug in with `register_verb`, `register_command`,
 `register_binary`, `on_disconnect` and `on_shutdown`, start seats with `start_seat` and publish
 with `publish_seat_update`/`publish_keyless`; see the package docstring for the contract.
 """
