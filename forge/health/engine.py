@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import fcntl
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final
 
@@ -85,8 +85,12 @@ def _probe_once(settings: Settings, clock: Clock, window_s: int, ttl_s: int) -> 
             return cached
         fresh = _compute(state, window_s, clock)
         if fresh.n == 0:
+            try:
+                gh = realgh.find_real_gh()
+            except realgh.NoRealGhError as error:
+                return replace(fresh, reason=f"{fresh.reason}, and no probe: {error}")
             realgh.run(
-                realgh.find_real_gh(),
+                gh,
                 PROBE_ARGV,
                 state_dir=state,
                 clock=clock,

@@ -199,3 +199,9 @@ def test_x03_text_status_speaks_of_cache_and_queue_only_when_there_is_something(
     assert quiet.splitlines() == [
         "forge: operational — 1 of 1 recent calls answered (sample: ok 1)"
     ]
+
+
+def test_h12_no_gh_to_probe_with_is_unknown_not_a_crash(forge_env: ForgeEnv) -> None:
+    result = forge_env.forge("health", env={"PATH": f"{forge_env.shim.parent}:/nonexistent"})
+    assert result.returncode == 5
+    assert "no real gh found on PATH" in result.stdout

@@ -243,3 +243,12 @@ def test_q14c_a_crashed_allocation_is_skipped_and_reported(down: ForgeEnv) -> No
     assert down.forge("queue", "replay", "--apply").returncode == 0
     result = down.gh("issue", "comment", "1", "--body", "b", env={"FORGE_REPLAY": "0"})
     assert result.returncode == 0
+
+
+def test_queue_and_cache_outside_a_project_say_so(forge_env: ForgeEnv) -> None:
+    outside = forge_env.root / "outside"
+    outside.mkdir()
+    for verb in (["queue"], ["cache", "status"]):
+        result = forge_env.forge(*verb, cwd=outside)
+        assert result.returncode == 2
+        assert "not inside a git project" in result.stderr
