@@ -156,6 +156,12 @@ def _health_status(args: argparse.Namespace) -> int:
         queue = result["queue"]
         if queue["pending"] or queue["set_aside"]:
             print(f"forge queue: {queue['pending']} pending, {queue['set_aside']} set aside")
+        for project in queue["projects"]:
+            for item in project["set_aside_entries"]:
+                print(
+                    f"  set aside {item['entry']} ({item['kind']}) in {project['project']}: "
+                    f"{item['reason']}"
+                )
     return engine.exit_code(result)
 
 

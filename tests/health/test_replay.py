@@ -114,6 +114,9 @@ def test_scenario4_r09_a_deleted_target_is_set_aside_and_the_rest_continue(
     status = forge_env.forge("queue")
     assert status.returncode == 3
     assert "set aside q000001 (comment): not found" in status.stdout
+    health = forge_env.forge("health", "--no-probe").stdout
+    assert "set aside q000001 (comment) in " in health
+    assert "not found: the target is gone" in health
 
 
 def test_scenario5_r08_the_forge_still_down_stops_everything(forge_env: ForgeEnv) -> None:
