@@ -46,7 +46,7 @@ from forge.wire.seats import Seat, Subject
 log = get_logger(__name__)
 
 OPEN_TIMEOUT_S = 10.0
-"""How long the handshake plus the greeting and settings frames may take."""
+"""How long the dial, the handshake and the greeting and settings frames may take together."""
 EVENT_BACKLOG = 256
 """Frames queued for a consumer before the reader stops reading the socket."""
 
@@ -109,20 +109,12 @@ class ForgeConnection:
         open_timeout: float = OPEN_TIMEOUT_S,
     ) -> ForgeConnection:
         """Connect and read the greeting; `SupervisorUnreachable` says why nothing answered."""
-        ws = await _dial(url, clock, open_timeout)
         try:
-            first, second = await _within(clock, open_timeout, _two_frames(ws))
+            ws, greeting, settings = await _within(clock, open_timeout, _handshake(url))
         except TimeoutError:
-            await ws.close()
-            raise SupervisorUnreachable(url, f"no greeting within {open_timeout:g} s") from None
-        except (ConnectionClosed, MalformedFrame) as error:
-            await ws.close()
-            raise SupervisorUnreachable(url, f"the server did not greet: {error}") from None
-        if not isinstance(first, Greeting) or not isinstance(second, Settings):
-            await ws.close()
-            raise SupervisorUnreachable(url, "the first frames were not greeting and settings")
-        log.debug("client_connected", url=url, forge_version=first.forge_version)
-        return cls(ws, url, first, second, clock=clock, timing=timing)
+            raise SupervisorUnreachable(url, f"no answer within {open_timeout:g} s") from None
+        log.debug("client_connected", url=url, forge_version=greeting.forge_version)
+        return cls(ws, url, greeting, settings, clock=clock, timing=timing)
 
     # Requests.
 
@@ -324,27 +316,38 @@ async def connect(
         await connection.close()
 
 
-async def _dial(url: str, clock: Clock, open_timeout: float) -> _CountingConnection:
-    """The WebSocket handshake, with every way it fails said in words a person can act on."""
+async def _handshake(url: str) -> tuple[_CountingConnection, Greeting, Settings]:
+    """Dial and read frames 1 and 2; every way it fails is said in words a person can act on."""
+    ws = await _dial(url)
     try:
-        ws = await _within(
-            clock,
-            open_timeout,
-            ws_connect(
-                url,
-                create_connection=_CountingConnection,
-                compression=None,
-                max_size=None,
-                ping_interval=None,
-                open_timeout=None,
-            ),
+        first = decode_frame(await ws.recv())
+        second = decode_frame(await ws.recv())
+    except (ConnectionClosed, MalformedFrame) as error:
+        await ws.close()
+        raise SupervisorUnreachable(url, f"the server did not greet: {error}") from None
+    except BaseException:
+        ws.transport.abort()
+        raise
+    if not isinstance(first, Greeting) or not isinstance(second, Settings):
+        await ws.close()
+        raise SupervisorUnreachable(url, "the first frames were not greeting and settings")
+    return ws, first, second
+
+
+async def _dial(url: str) -> _CountingConnection:
+    try:
+        ws = await ws_connect(
+            url,
+            create_connection=_CountingConnection,
+            compression=None,
+            max_size=None,
+            ping_interval=None,
+            open_timeout=None,
         )
     except InvalidURI as error:
         raise UserError(f"{url} is not a WebSocket URL ({error})") from None
     except ConnectionRefusedError:
         raise SupervisorUnreachable(url, "connection refused") from None
-    except TimeoutError:
-        raise SupervisorUnreachable(url, f"no answer within {open_timeout:g} s") from None
     except InvalidStatus as error:
         status = error.response.status_code
         raise SupervisorUnreachable(url, f"the server answered HTTP {status}") from None
@@ -354,10 +357,6 @@ async def _dial(url: str, clock: Clock, open_timeout: float) -> _CountingConnect
         raise SupervisorUnreachable(url, error.strerror or str(error)) from None
     assert isinstance(ws, _CountingConnection)
     return ws
-
-
-async def _two_frames(ws: ClientConnection) -> tuple[Frame, Frame]:
-    return decode_frame(await ws.recv()), decode_frame(await ws.recv())
 
 
 async def _within(clock: Clock, seconds: float, work: Awaitable[T]) -> T:
