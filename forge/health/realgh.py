@@ -80,6 +80,7 @@ def run(
     timeout_s: float | None = None,
     stdin: bytes | None = None,
     env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
 ) -> CallResult:
     """Run the real gh, classify the outcome and record it through the `record` door.
 
@@ -93,6 +94,7 @@ def run(
             capture_output=True,
             timeout=timeout_s,
             env=None if env is None else dict(env),
+            cwd=cwd,
             check=False,
         )
     except subprocess.TimeoutExpired:

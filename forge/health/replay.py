@@ -114,8 +114,14 @@ class _Drain:
         write_json(spool.queue_dir(self.root) / CLAIMS_NAME, self.claims)
 
     def call(self, argv: list[str]) -> realgh.CallResult:
+        # In the project, so an entry whose repo could not be resolved still meets its remote.
         return realgh.run(
-            self.gh, argv, state_dir=self.settings.state_dir, clock=self.clock, stdin=b""
+            self.gh,
+            argv,
+            state_dir=self.settings.state_dir,
+            clock=self.clock,
+            stdin=b"",
+            cwd=self.root,
         )
 
     def log(self, entry: QueueEntry, outcome: str, reason: str) -> None:
