@@ -44,7 +44,8 @@ log = get_logger(__name__)
 DETACHED = 0
 """Detached with the key, or the shell exited, or the terminal was closed."""
 REFUSED = 1
-"""The server refused the terminal (an unknown project, a terminal gone after a reconnect)."""
+"""The server refused or lost the terminal (an unknown project, a crashed host, a terminal gone
+after a reconnect), or attach itself failed."""
 
 COLS = (2, 500)
 ROWS = (1, 300)
@@ -130,6 +131,8 @@ class Attachment:
             asyncio.create_task(self._send_keys(), name="attach-keys"),
             asyncio.create_task(self._watch_seat(), name="attach-seat"),
         ]
+        for task in tasks:
+            task.add_done_callback(self._on_task_done)
         log.info("client_attached", seat=str(self.seat), terminal=hold.id)
         try:
             return await self._ended
@@ -140,6 +143,17 @@ class Attachment:
             for task in (*tasks, *self._background):
                 task.cancel()
             await asyncio.gather(*tasks, *self._background, return_exceptions=True)
+
+    def _on_task_done(self, task: asyncio.Task[None]) -> None:
+        """A task that fails ends the run (with the tty restored), never leaves it hanging."""
+        if task.cancelled() or task.exception() is None:
+            return
+        error = task.exception()
+        log.error("client_attach_failed", task=task.get_name(), error=repr(error))
+        if isinstance(error, OSError):
+            self._end(Ending(f"the terminal failed ({error.strerror or error})", REFUSED))
+        else:
+            self._end(Ending(f"attach stopped: {error!r}", REFUSED))
 
     # Inputs.
 

@@ -41,8 +41,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "opening it on first use, and take control of it. Ctrl-\\ then d detaches; Ctrl-\\ "
         "then anything else sends both keys. The window size follows this terminal.",
         epilog=f"exit status: 0 detached, or the shell exited, or the terminal was closed; "
-        f"1 the server refused the terminal or lost it; 2 a bad seat, flag or forge.toml, or "
-        f"no terminal on stdin; {NO_SUPERVISOR_EXIT} no supervisor answered at the URL.",
+        f"1 the server refused or lost the terminal, or attach failed; 2 a bad seat, flag or "
+        f"forge.toml, or no terminal on stdin; {NO_SUPERVISOR_EXIT} no supervisor answered at "
+        "the URL.",
     )
     attach.add_argument("seat", metavar="ORG/PROJECT/LABEL", help="the seat whose terminal to use")
     _add_location(attach)
