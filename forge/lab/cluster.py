@@ -20,6 +20,7 @@ import contextlib
 import shutil
 import time
 import uuid
+from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -93,13 +94,16 @@ class DaskExecutor:
             record: dict[str, Any] = await future
         except asyncio.CancelledError:
             # The run is aborting: tell every attempt, then wait until this one discarded itself.
-            await asyncio.shield(self.cancel_event.set())
-            with contextlib.suppress(Exception):
-                await asyncio.shield(_settled(future))
+            await _despite_cancellation(self._abandon(future))
             raise
         except KilledWorker as lost:
             raise RunAborted(f"executor lost: {lost}") from None
         return record
+
+    async def _abandon(self, future: Future[Any]) -> None:
+        await self.cancel_event.set()
+        with contextlib.suppress(Exception):
+            await future
 
     async def _refresh_lease(self) -> None:
         while True:
@@ -107,9 +111,12 @@ class DaskExecutor:
             await self.lease.set(time.time())
 
 
-async def _settled(future: Future[Any]) -> None:
-    with contextlib.suppress(Exception):
-        await future
+async def _despite_cancellation(coroutine: Coroutine[Any, Any, None]) -> None:
+    """Run `coroutine` to its end even if the caller is cancelled again meanwhile."""
+    task = asyncio.ensure_future(coroutine)
+    while not task.done():
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.shield(task)
 
 
 def _probe(paths: list[str]) -> dict[str, Any]:

@@ -110,8 +110,7 @@ class CohortRun:
             self.interrupted_by = signal_name
             self.abort_reason = f"interrupted by {signal_name}"
             log.info("lab_interrupted", signal=signal_name)
-        for task in self.in_flight.values():
-            task.cancel()
+        self._cancel_in_flight()
         self._changed.set()
 
     # -- records -----------------------------------------------------------------------------
@@ -213,8 +212,7 @@ class CohortRun:
                     if isinstance(error, RunAborted)
                     else f"attempt {coordinate.label} failed: {error}"
                 )
-            for other in self.in_flight.values():
-                other.cancel()
+            self._cancel_in_flight()
             shutil.rmtree(self._attempt_dir(coordinate), ignore_errors=True)
             return
         if self._halted_hard():
@@ -234,8 +232,7 @@ class CohortRun:
             self._write_report("running")
         except RunAborted as failure:
             self.abort_reason = failure.reason
-            for other in self.in_flight.values():
-                other.cancel()
+            self._cancel_in_flight()
         self._emit("recorded", coordinate, record=record)
 
     async def _wait_for_change(self) -> None:
@@ -248,11 +245,16 @@ class CohortRun:
     def _halted_hard(self) -> bool:
         return self.abort_reason is not None
 
+    def _cancel_in_flight(self) -> None:
+        """Cancel each in-flight attempt once: a second cancel would cut its own clean-up short."""
+        for task in self.in_flight.values():
+            if not task.cancelling():
+                task.cancel()
+
     async def _drain(self) -> None:
         """Stop: let in-flight attempts finish. Abort: cancel them (they discard themselves)."""
         if self._halted_hard():
-            for task in self.in_flight.values():
-                task.cancel()
+            self._cancel_in_flight()
         while self.in_flight:
             await asyncio.gather(*self.in_flight.values(), return_exceptions=True)
             await asyncio.sleep(0)
