@@ -1,17 +1,19 @@
 """Real supervisors for the client: `supervise` (a `forge supervise` subprocess, shared with the
-supervisor's suite) and `in_process` (the same Supervisor and SocketServer in the test's loop, for
-tests that hand it a real WorkerManager's rows)."""
+supervisor's suite) and `in_process` (the same Supervisor and SocketServer in the test's loop,
+with a real WorkerManager and the terminal service where a test needs terminals or worker rows:
+`forge supervise` does not start them yet)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+import contextlib
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
 from forge.config import load_config
 from forge.ipc.manager import WorkerManager
-from forge.supervisor import terminals
+from forge.supervisor import terminals as terminal_service
 from forge.supervisor.core import Supervisor
 from forge.supervisor.server import SocketServer
 from tests.supervisor.conftest import supervise
@@ -25,7 +27,6 @@ name = "proj"
 path = "{path}"
 """
 
-InProcess = Callable[[], Awaitable[Supervisor]]
 TERMINAL_PROJECT_TOML = PROJECT_TOML + 'shell = "/bin/sh"\n'
 """A project whose seats' shells are /bin/sh: a plain prompt the tests can read."""
 
@@ -37,34 +38,49 @@ def project_toml(tmp_path: Path) -> str:
     return TERMINAL_PROJECT_TOML.format(path=project)
 
 
-@pytest.fixture
-async def with_terminals(
-    in_process: InProcess, tmp_path: Path, forge_dirs: dict[str, Path]
-) -> AsyncIterator[Supervisor]:
-    """An in-process supervisor serving the terminal verbs with real terminal host workers."""
-    supervisor = await in_process()
-    async with WorkerManager() as manager:
-        terminals.install(supervisor, manager)
-        supervisor.workers = lambda: [row.to_json() for row in manager.rows()]
-        yield supervisor
+class InProcess:
+    """In-process supervisors on one port: `start` one (with real terminal hosts if asked), `stop`
+    it, and start another, as a restart would."""
+
+    def __init__(self, config: Path, port: int) -> None:
+        self._config = config
+        self._port = port
+        self._running: dict[Supervisor, contextlib.AsyncExitStack] = {}
+
+    async def start(self, *, terminals: bool = False) -> Supervisor:
+        stack = contextlib.AsyncExitStack()
+        supervisor = Supervisor(load_config(self._config, overrides={"server.port": self._port}))
+        if terminals:
+            manager = await stack.enter_async_context(WorkerManager())
+            terminal_service.install(supervisor, manager)
+            supervisor.workers = lambda: [row.to_json() for row in manager.rows()]
+        stack.push_async_callback(supervisor.shutdown)
+        server = SocketServer(supervisor)
+        await server.start()
+        stack.push_async_callback(server.close)
+        self._running[supervisor] = stack
+        return supervisor
+
+    async def stop(self, supervisor: Supervisor) -> None:
+        await self._running.pop(supervisor).aclose()
+
+    async def stop_all(self) -> None:
+        for supervisor in list(self._running):
+            await self.stop(supervisor)
 
 
 @pytest.fixture
 async def in_process(
     forge_dirs: dict[str, Path], free_port: int, tmp_path: Path, project_toml: str
 ) -> AsyncIterator[InProcess]:
-    servers: list[tuple[Supervisor, SocketServer]] = []
+    config = tmp_path / "forge.toml"
+    config.write_text(project_toml, encoding="utf-8")
+    servers = InProcess(config, free_port)
+    yield servers
+    await servers.stop_all()
 
-    async def start() -> Supervisor:
-        config = tmp_path / "forge.toml"
-        config.write_text(project_toml, encoding="utf-8")
-        supervisor = Supervisor(load_config(config, overrides={"server.port": free_port}))
-        server = SocketServer(supervisor)
-        await server.start()
-        servers.append((supervisor, server))
-        return supervisor
 
-    yield start
-    for supervisor, server in servers:
-        await server.close()
-        await supervisor.shutdown()
+@pytest.fixture
+async def with_terminals(in_process: InProcess) -> Supervisor:
+    """An in-process supervisor serving the terminal verbs with real terminal host workers."""
+    return await in_process.start(terminals=True)

@@ -64,7 +64,7 @@ async def test_no_supervisor_exits_3_with_the_reason(free_port: int) -> None:
 
 
 async def test_a_failed_worker_exits_1_and_shows_why(in_process: InProcess, free_port: int) -> None:
-    supervisor = await in_process()
+    supervisor = await in_process.start()
     async with WorkerManager() as manager:
         supervisor.workers = lambda: [row.to_json() for row in manager.rows()]
         healthy = manager.start(WorkerSpec("steady", "misbehaving", "forge.testing.misbehaving"))
