@@ -5,8 +5,10 @@ client keeps what it held and asks for it again.
 attached to (with its control and size). When the connection ends, `next_event` returns one
 `Disconnected`, then redials with a doubling delay on the injected clock until a supervisor
 answers, and replays in the seed's order: re-subscribe, re-attach the terminal (a fresh
-`terminal_view` repaints it), take control and resize again, re-send `showing`. A terminal the
-new server no longer has is a `ServerRefused` naming `terminal_view`.
+`terminal_view` repaints it), take control and resize again, re-send `showing`. A subject the
+new server refuses is let go and its error returned as an event; a terminal the server no longer
+has, or any terminal after a supervisor restart (home's `boot_id` changed: ids start from 1
+again, so the same number may be another shell), is a `ServerRefused` naming `terminal_view`.
 """
 
 from __future__ import annotations
@@ -17,12 +19,12 @@ from typing import Any
 
 from forge.client.connection import OPEN_TIMEOUT_S, ForgeConnection
 from forge.client.errors import ConnectionLost, ServerRefused, SupervisorUnreachable
-from forge.client.frames import Frame, Greeting, Snapshot
+from forge.client.frames import Error, Frame, Greeting, Snapshot
 from forge.client.probe import SEED_TIMING, ProbeTiming
 from forge.clock import SYSTEM_CLOCK, Clock
 from forge.logs import get_logger
 from forge.wire.client import TerminalControl, TerminalResize, TerminalView
-from forge.wire.seats import Seat, Subject
+from forge.wire.seats import HOME, Seat, Subject
 
 log = get_logger(__name__)
 
@@ -88,10 +90,14 @@ class ClientSession:
         self._connection: ForgeConnection | None = None
         self._down = False
         self._replayed: deque[SessionEvent] = deque()
+        self.boot_id: str | None = None
+        """The supervisor run this session talks to (home's `boot_id`): a terminal id means
+        nothing to another run, which numbers its terminals from 1 again."""
 
     async def open(self) -> Greeting:
         """The first connection; raises SupervisorUnreachable at once (no redial)."""
         self._connection = await self._dial()
+        self.boot_id = await _boot_of(self._connection)
         return self._connection.greeting
 
     @property
@@ -193,12 +199,25 @@ class ClientSession:
         return Reconnected(connection.greeting)
 
     async def _replay(self, connection: ForgeConnection) -> None:
-        """Ask again for everything held, in the seed's order (T21)."""
+        """Ask again for everything held, in the seed's order (T21). A subject the new server
+        refuses is let go (its error is an event); a terminal of another supervisor run is gone."""
+        boot_id = await _boot_of(connection)
+        restarted, self.boot_id = boot_id != self.boot_id, boot_id
         for what in list(self._subjects):
-            data = await connection.subscribe(what)
+            try:
+                data = await connection.subscribe(what)
+            except ServerRefused as refused:
+                del self._subjects[what]
+                self._replayed.append(Error(what=refused.what, why=refused.why))
+                continue
             self._replayed.append(Snapshot(subject=what, data=data))
         hold = self.terminal
         if hold is not None:
+            if restarted:
+                self.terminal = None
+                raise ServerRefused(
+                    "terminal_view", f"the supervisor restarted, so terminal {hold.id} is gone"
+                )
             await self.view_terminal(hold.seat, hold.id)
             if hold.control:
                 await self.take_control()
@@ -211,3 +230,11 @@ class ClientSession:
         return await ForgeConnection.open(
             self.url, clock=self._clock, timing=self._timing, open_timeout=self._open_timeout
         )
+
+
+async def _boot_of(connection: ForgeConnection) -> str | None:
+    """The run's `boot_id`, read from a home snapshot (subscribed, then let go)."""
+    home = await connection.subscribe(HOME)
+    await connection.unsubscribe(HOME)
+    boot_id = home.get("boot_id")
+    return boot_id if isinstance(boot_id, str) else None

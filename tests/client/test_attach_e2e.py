@@ -13,6 +13,7 @@ from forge.supervisor.core import Supervisor
 from forge.wire.client import TerminalClose, TerminalControl, TerminalView
 from forge.wire.seats import Seat, session
 
+from .conftest import InProcess
 from .pty_run import FORGE, PtyRun
 from .test_attach_cli import settings_and_code, shell_around
 
@@ -123,3 +124,20 @@ async def test_a_crashed_terminal_host_ends_attach_with_the_reason(
         os.kill(host["pid"], signal.SIGKILL)
         assert await run.finish() == 1
     assert b"host stopped (worker_crashed)" in run.output
+
+
+async def test_after_a_supervisor_restart_attach_never_types_into_another_shell(
+    in_process: InProcess, free_port: int
+) -> None:
+    first = await in_process.start(terminals=True)
+    with PtyRun(attach_argv(free_port)) as run:
+        await shell_ready(run)
+        await in_process.stop(first)
+        await run.expect(b"reconnecting - Ctrl-\\ d detaches]\r\n")
+        await in_process.start(terminals=True)
+        async with connect(f"ws://127.0.0.1:{free_port}/socket") as other:
+            assert (await other.request(TerminalView(seat=SEAT)))["id"] == 1
+            assert await run.finish() == 1
+    assert run.output.endswith(
+        b"forge attach: the terminal is gone: the supervisor restarted, so terminal 1 is gone\r\n"
+    )
