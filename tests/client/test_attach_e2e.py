@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 import signal
 
+import psutil
+
 from forge.client.connection import ForgeConnection, connect
 from forge.client.frames import TerminalControl as ControlFrame
 from forge.client.frames import Update
@@ -141,3 +143,21 @@ async def test_after_a_supervisor_restart_attach_never_types_into_another_shell(
     assert run.output.endswith(
         b"forge attach: the terminal is gone: the supervisor restarted, so terminal 1 is gone\r\n"
     )
+
+
+async def test_sigterm_ends_attach_with_the_tty_restored(
+    with_terminals: Supervisor, free_port: int
+) -> None:
+    with PtyRun(shell_around(attach_argv(free_port))) as run:
+        await shell_ready(run)
+        attach = next(
+            child
+            for child in psutil.Process(run.process.pid).children(recursive=True)
+            if "attach" in child.cmdline()
+        )
+        attach.terminate()
+        assert await run.finish() == 0
+    before, after, code, said = settings_and_code(run.output)
+    assert code == 128 + signal.SIGTERM
+    assert said.endswith("forge attach: terminated (SIGTERM)")
+    assert before == after
