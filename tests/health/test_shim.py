@@ -179,7 +179,9 @@ def test_s08_no_real_gh_exits_127_with_a_message(echo_env: ForgeEnv) -> None:
 
 def test_s09_latency_in_milliseconds(echo_env: ForgeEnv) -> None:
     echo_env.gh("api", "x", env={"ECHOGH_SLEEP": "0.3"})
-    assert 250 <= int(last_observation(echo_env)[2]) <= 2000
+    row = last_observation(echo_env)
+    assert 250 <= int(row[2]) < 30_000  # a slow machine may add start-up time, never lose it
+    assert len(row[0]) == 13
 
 
 def test_s09_perl_clock_when_date_lacks_milliseconds(echo_env: ForgeEnv) -> None:
@@ -189,7 +191,7 @@ def test_s09_perl_clock_when_date_lacks_milliseconds(echo_env: ForgeEnv) -> None
     echo_env.gh("api", "x", env={**env, "ECHOGH_SLEEP": "0.3"})
     row = last_observation(echo_env)
     assert len(row[0]) == 13
-    assert 250 <= int(row[2]) <= 2000
+    assert 250 <= int(row[2]) < 30_000
 
 
 def test_s10_bypass_by_path_and_disable_by_deleting(echo_env: ForgeEnv) -> None:
