@@ -192,6 +192,7 @@ def test_s09_perl_clock_when_date_lacks_milliseconds(echo_env: ForgeEnv) -> None
     row = last_observation(echo_env)
     assert len(row[0]) == 13
     assert 250 <= int(row[2]) < 30_000
+    assert int(row[2]) != 1000  # what the whole-seconds fallback would have recorded
 
 
 def test_s10_bypass_by_path_and_disable_by_deleting(echo_env: ForgeEnv) -> None:
