@@ -189,3 +189,12 @@ def test_c14_a_reader_never_sees_a_torn_entry(seeded: ForgeEnv) -> None:
     while any(w.poll() is None for w in writers):
         assert entry.read_bytes() == expected
     assert [w.returncode for w in writers] == [0, 0]
+
+
+def test_s01_cache_store_and_serve_under_both_shells(any_shell_env: ForgeEnv) -> None:
+    any_shell_env.fake.seed("one")
+    live = any_shell_env.gh("issue", "view", "1", "--json", "title")
+    any_shell_env.fake.fail("issue view*", "net")
+    served = any_shell_env.gh("issue", "view", "1", "--json", "title")
+    assert (served.returncode, served.stdout) == (0, live.stdout)
+    assert MARKER.match(served.stderr.decode().strip())

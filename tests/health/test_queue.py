@@ -252,3 +252,14 @@ def test_queue_and_cache_outside_a_project_say_so(forge_env: ForgeEnv) -> None:
         result = forge_env.forge(*verb, cwd=outside)
         assert result.returncode == 2
         assert "not inside a git project" in result.stderr
+
+
+def test_s01_spool_from_stdin_under_both_shells(any_shell_env: ForgeEnv) -> None:
+    any_shell_env.fake.seed("first")
+    any_shell_env.fake.fail("issue *", "502")
+    result = any_shell_env.gh(
+        "issue", "comment", "1", "-F", "-", stdin=b"body\n", env={"FORGE_REPLAY": "0"}
+    )
+    assert result.returncode == 0
+    assert MARKER.match(result.stderr.decode().strip())
+    assert (queue_dir(any_shell_env) / "000001.d" / "body.md").read_bytes() == b"body\n"
