@@ -97,7 +97,10 @@ class ClientSession:
     async def open(self) -> Greeting:
         """The first connection; raises SupervisorUnreachable at once (no redial)."""
         self._connection = await self._dial()
-        self.boot_id = await _boot_of(self._connection)
+        try:
+            self.boot_id = await _boot_of(self._connection)
+        except ConnectionLost as lost:
+            raise SupervisorUnreachable(self.url, f"no home snapshot ({lost.reason})") from None
         return self._connection.greeting
 
     @property

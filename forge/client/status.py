@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from forge.client.connection import connect
+from forge.client.errors import ConnectionLost, SupervisorUnreachable
 from forge.client.frames import Greeting
 from forge.wire.seats import HOME
 
@@ -35,7 +36,10 @@ class Status:
 async def fetch_status(url: str) -> Status:
     """Connect, subscribe home, and keep its snapshot; raises SupervisorUnreachable."""
     async with connect(url) as connection:
-        home = await connection.subscribe(HOME)
+        try:
+            home = await connection.subscribe(HOME)
+        except ConnectionLost as lost:
+            raise SupervisorUnreachable(url, f"no home snapshot ({lost.reason})") from None
         return Status(url, connection.greeting, home)
 
 
