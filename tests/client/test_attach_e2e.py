@@ -7,13 +7,16 @@ import os
 import signal
 
 import psutil
+import pytest
 
 from forge.client.connection import ForgeConnection, connect
+from forge.client.errors import ServerRefused
 from forge.client.frames import TerminalControl as ControlFrame
 from forge.client.frames import Update
 from forge.supervisor.core import Supervisor
 from forge.wire.client import TerminalClose, TerminalControl, TerminalView
 from forge.wire.seats import Seat, session
+from tests.supervisor.harness import Start
 
 from .conftest import InProcess
 from .pty_run import FORGE, PtyRun
@@ -161,3 +164,21 @@ async def test_sigterm_ends_attach_with_the_tty_restored(
     assert code == 128 + signal.SIGTERM
     assert said.endswith("forge attach: terminated (SIGTERM)")
     assert before == after
+
+
+async def test_attach_to_a_real_forge_supervise(supervise: Start, project_toml: str) -> None:
+    supervised = await supervise(project_toml)
+    async with connect(supervised.url) as probe:
+        try:
+            await probe.request(TerminalView(seat=Seat("acme", "proj", "probe")))
+        except ServerRefused as refused:
+            if "not served" in refused.why:
+                pytest.skip("forge supervise does not serve the terminal verbs yet")
+            raise
+    with PtyRun(attach_argv(supervised.port)) as run:
+        await shell_ready(run)
+        run.write(b"echo $((6*7))\r")
+        await run.expect(b"42\r\n")
+        run.write(b"\x1cd")
+        assert await run.finish() == 0
+    assert run.output.endswith(b"forge attach: detached from acme/proj/lead\r\n")
