@@ -23,9 +23,7 @@ import psutil
 
 from forge.clock import SYSTEM_CLOCK, Clock
 
-_ATTRS = [
-    "pid",
-    "ppid",
+_DETAILS = [
     "name",
     "cmdline",
     "status",
@@ -67,105 +65,93 @@ class ProcessInfo:
 
 
 @dataclass(frozen=True)
-class _Row:
+class _Link:
+    """Where a process sits (parent, group, session): cheap to read for every process."""
+
     pid: int
     ppid: int
-    name: str
-    cmdline: tuple[str, ...]
-    status: str
-    cpu_percent: float
-    cpu_seconds: float
-    rss: int
-    started: float
     pgid: int
     sid: int
+    proc: psutil.Process
 
 
 class ProcessWalker:
-    """Walks the process table; reuse one instance so CPU shares compare consecutive walks."""
+    """Walks the process table; reuse one instance so CPU shares compare consecutive walks.
+
+    Every walk reads only the links (parent, group, session) of all processes, then the details
+    (command line, memory, CPU) of the processes it returns.
+    """
 
     def tree(self, root_pid: int) -> ProcessInfo | None:
         """The process `root_pid` and all its descendants, or None if it is gone."""
-        rows = self._table()
-        if root_pid not in rows:
+        links = _links()
+        if root_pid not in links:
             return None
-        return _build(rows[root_pid], rows, _children_index(rows), parent_sid=None)
+        return _build(links[root_pid], _children_index(links), parent_sid=None)
 
     def group(self, pgid: int) -> list[ProcessInfo]:
         """Every process of group `pgid`, as trees rooted at members whose parent is outside it."""
-        return self._forest(lambda row: row.pgid == pgid)
+        return self._forest(lambda link: link.pgid == pgid)
 
     def session(self, sid: int) -> list[ProcessInfo]:
         """Every process of session `sid`, plus descendants that moved to a session of their own."""
-        return self._forest(lambda row: row.sid == sid)
+        return self._forest(lambda link: link.sid == sid)
 
-    def _forest(self, member: Callable[[_Row], bool]) -> list[ProcessInfo]:
-        rows = self._table()
-        index = _children_index(rows)
+    def _forest(self, member: Callable[[_Link], bool]) -> list[ProcessInfo]:
+        links = _links()
+        index = _children_index(links)
         roots = [
-            row
-            for row in rows.values()
-            if member(row) and not (row.ppid in rows and member(rows[row.ppid]))
+            link
+            for link in links.values()
+            if member(link) and not (link.ppid in links and member(links[link.ppid]))
         ]
-        return [_build(row, rows, index, parent_sid=None) for row in sorted(roots, key=_pid)]
-
-    def _table(self) -> dict[int, _Row]:
-        rows: dict[int, _Row] = {}
-        for proc in psutil.process_iter(_ATTRS):
-            info = proc.info
-            try:
-                pgid, sid = os.getpgid(info["pid"]), os.getsid(info["pid"])
-            except (ProcessLookupError, PermissionError):
-                continue
-            cpu = info["cpu_times"]
-            memory = info["memory_info"]
-            rows[info["pid"]] = _Row(
-                pid=info["pid"],
-                ppid=info["ppid"] or 0,
-                name=info["name"] or "",
-                cmdline=tuple(info["cmdline"] or ()),
-                status=info["status"] or "",
-                cpu_percent=float(info["cpu_percent"] or 0.0),
-                cpu_seconds=(cpu.user + cpu.system) if cpu is not None else 0.0,
-                rss=memory.rss if memory is not None else 0,
-                started=info["create_time"] or 0.0,
-                pgid=pgid,
-                sid=sid,
-            )
-        return rows
+        return [_build(link, index, parent_sid=None) for link in sorted(roots, key=_pid)]
 
 
-def _pid(row: _Row) -> int:
-    return row.pid
+def _links() -> dict[int, _Link]:
+    links: dict[int, _Link] = {}
+    # process_iter keeps its Process objects between calls, so cpu_percent has a baseline.
+    for proc in psutil.process_iter(["ppid"]):
+        try:
+            pgid, sid = os.getpgid(proc.pid), os.getsid(proc.pid)
+        except (ProcessLookupError, PermissionError):
+            continue
+        links[proc.pid] = _Link(proc.pid, proc.info["ppid"] or 0, pgid, sid, proc)
+    return links
 
 
-def _children_index(rows: dict[int, _Row]) -> dict[int, list[_Row]]:
-    index: dict[int, list[_Row]] = {}
-    for row in rows.values():
-        if row.ppid != row.pid:
-            index.setdefault(row.ppid, []).append(row)
+def _pid(link: _Link) -> int:
+    return link.pid
+
+
+def _children_index(links: dict[int, _Link]) -> dict[int, list[_Link]]:
+    index: dict[int, list[_Link]] = {}
+    for link in links.values():
+        if link.ppid != link.pid:
+            index.setdefault(link.ppid, []).append(link)
     return index
 
 
-def _build(
-    row: _Row, rows: dict[int, _Row], index: dict[int, list[_Row]], parent_sid: int | None
-) -> ProcessInfo:
+def _build(link: _Link, index: dict[int, list[_Link]], parent_sid: int | None) -> ProcessInfo:
+    info = link.proc.as_dict(_DETAILS)
+    cpu = info["cpu_times"]
+    memory = info["memory_info"]
     children = tuple(
-        _build(child, rows, index, row.sid) for child in sorted(index.get(row.pid, []), key=_pid)
+        _build(child, index, link.sid) for child in sorted(index.get(link.pid, []), key=_pid)
     )
     return ProcessInfo(
-        pid=row.pid,
-        ppid=row.ppid,
-        name=row.name,
-        cmdline=row.cmdline,
-        status=row.status,
-        cpu_percent=row.cpu_percent,
-        cpu_seconds=row.cpu_seconds,
-        rss=row.rss,
-        started=row.started,
-        pgid=row.pgid,
-        sid=row.sid,
-        own_session=parent_sid is not None and row.sid != parent_sid,
+        pid=link.pid,
+        ppid=link.ppid,
+        name=info["name"] or "",
+        cmdline=tuple(info["cmdline"] or ()),
+        status=info["status"] or "",
+        cpu_percent=float(info["cpu_percent"] or 0.0),
+        cpu_seconds=(cpu.user + cpu.system) if cpu is not None else 0.0,
+        rss=memory.rss if memory is not None else 0,
+        started=info["create_time"] or 0.0,
+        pgid=link.pgid,
+        sid=link.sid,
+        own_session=parent_sid is not None and link.sid != parent_sid,
         children=children,
     )
 

@@ -27,7 +27,8 @@ PYTHON = sys.executable
 ORIGIN = "https://github.com/owner/repo.git"
 PYTEST = ["/usr/bin/env", "PYTEST_DISABLE_PLUGIN_AUTOLOAD=1", PYTHON, "-m", "pytest"]
 """Without the dev plugins a fixture pytest run starts in 0.3 s instead of 2 s."""
-ACCEPTANCE = "#!/bin/sh\nexec python3 -c 'from calc import add; assert add(2, 3) == 5'\n"
+ACCEPTANCE = "#!/bin/sh\ngrep -q 'return a + b' calc.py\n"
+"""The hidden acceptance: add must add. A grep, not Python, so the suite starts fewer interpreters."""
 
 CALC = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n"
 TEST_CALC = (
