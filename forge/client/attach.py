@@ -7,7 +7,8 @@ first use), control is taken and the local size sent (again on every SIGWINCH). 
 through the detach machine (`Ctrl-\\` then `d`). The seat's session subject tells when the shell
 exits (`terminal_changed` with `alive: false`) or the terminal goes (`null`). A lost link is
 redialled by `ClientSession`, which re-attaches and repaints. On SIGCONT (back from a stop) the
-tty is made raw again and the link probed at once.
+tty is made raw again and the link probed at once. What to draw and when to stop is decided by
+the pure `AttachView`; this module is the I/O around it.
 """
 
 from __future__ import annotations
@@ -18,46 +19,22 @@ import os
 import signal
 import termios
 import tty
-from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Awaitable, Iterator
 
-import msgspec
-
+from forge.client.attach_view import REFUSED, AttachView, Ending
 from forge.client.detach import DetachKeys
 from forge.client.errors import ConnectionLost, ServerRefused
-from forge.client.frames import (
-    Error,
-    Snapshot,
-    TerminalControl,
-    TerminalOutput,
-    TerminalView,
-    Update,
-)
-from forge.client.session import ClientSession, Disconnected, Reconnected, SessionEvent
+from forge.client.frames import Error
+from forge.client.session import ClientSession, Reconnected, SessionEvent
 from forge.errors import UserError
 from forge.logs import get_logger
 from forge.wire.seats import Seat, session
 
 log = get_logger(__name__)
 
-DETACHED = 0
-"""Detached with the key, or the shell exited, or the terminal was closed."""
-REFUSED = 1
-"""The server refused or lost the terminal (an unknown project, a crashed host, a terminal gone
-after a reconnect), or attach itself failed."""
-
 COLS = (2, 500)
 ROWS = (1, 300)
 """O-TM4's bounds; a local window outside them is clamped rather than refused."""
-
-
-@dataclass(frozen=True, slots=True)
-class Ending:
-    """Why attach ended: what is printed once the tty is restored, and the exit code."""
-
-    why: str
-    code: int = DETACHED
 
 
 def parse_seat(text: str) -> Seat:
@@ -102,13 +79,10 @@ class Attachment:
         self.seat = seat
         self.tty_fd = tty_fd
         self.out_fd = out_fd
-        self.viewer: int | None = None
+        self.view = AttachView(seat)
         self._keys = DetachKeys()
         self._typed: asyncio.Queue[bytes] = asyncio.Queue()
         self._ended: asyncio.Future[Ending] = asyncio.get_running_loop().create_future()
-        self._last_seq = 0
-        self._seat_key = msgspec.to_builtins(seat)
-        """The seat as an update's `key` carries it."""
         self._background: set[asyncio.Task[None]] = set()
 
     async def run(self) -> Ending:
@@ -180,7 +154,7 @@ class Attachment:
         with contextlib.suppress(ConnectionLost):
             self._spawn(self.client.connection.probe_now())
 
-    def _spawn(self, work: Any) -> None:
+    def _spawn(self, work: Awaitable[None]) -> None:
         task: asyncio.Task[None] = asyncio.ensure_future(_quietly(work))
         self._background.add(task)
         task.add_done_callback(self._background.discard)
@@ -199,7 +173,11 @@ class Attachment:
             data = await self.client.subscribe(session(self.seat))
         except ConnectionLost:
             return
-        self._check_terminal(data.get("terminal"))
+        hold = self.client.terminal
+        if hold is not None:
+            reaction = self.view.summary(data.get("terminal"), hold)
+            if reaction.ending is not None:
+                self._end(reaction.ending)
 
     # Output and the seat's news.
 
@@ -213,65 +191,22 @@ class Attachment:
             self._handle(event)
 
     def _handle(self, event: SessionEvent) -> None:
-        hold = self.client.terminal
-        if isinstance(event, TerminalOutput):
-            if hold is not None and event.terminal == hold.id and event.seq > self._last_seq:
-                self._last_seq = event.seq
-                write_all(self.out_fd, event.data)
-        elif isinstance(event, TerminalView):
-            if hold is not None and event.id == hold.id:
-                self.viewer = event.viewer
-                self._last_seq = event.seq
-                write_all(self.out_fd, event.screen.encode())
-        elif isinstance(event, TerminalControl):
-            if event.controller not in (None, self.viewer) and hold is not None and hold.control:
-                hold.control = False
-                self._notice(f"viewer {event.controller} took control; your keys are ignored")
-        elif isinstance(event, Update):
-            if event.variant == "terminal_changed" and event.body.get("key") == self._seat_key:
-                self._check_terminal(event.body.get("terminal"))
-        elif isinstance(event, Snapshot):
-            if event.subject == session(self.seat):
-                self._check_terminal(event.data.get("terminal"))
-        elif isinstance(event, Error):
-            if event.what == "terminal_close":
-                self._end(Ending(event.why))
-            elif event.what == "terminal_view":
-                self._end(Ending(event.why, REFUSED))
-            else:
-                log.info("client_server_error", what=event.what, why=event.why)
-        elif isinstance(event, Disconnected):
-            self._notice(f"connection lost ({event.reason}); reconnecting - Ctrl-\\ d detaches")
+        if isinstance(event, Error):
+            log.info("client_server_error", what=event.what, why=event.why)
         elif isinstance(event, Reconnected):
             log.info("client_reattached", seat=str(self.seat))
-
-    def _check_terminal(self, summary: Any) -> None:
-        hold = self.client.terminal
-        if hold is None:
-            return
-        if summary is None:
-            self._end(Ending(f"the terminal of {self.seat} was closed"))
-        elif (
-            isinstance(summary, dict)
-            and summary.get("id") == hold.id
-            and summary.get("alive") is False
-        ):
-            if summary.get("reason"):
-                self._end(Ending(f"the terminal's host stopped ({summary['reason']})", REFUSED))
-                return
-            status = summary.get("exit_status")
-            tail = "" if status is None else f" with status {status}"
-            self._end(Ending(f"the shell exited{tail}"))
-
-    def _notice(self, text: str) -> None:
-        write_all(self.out_fd, f"\r\n[forge attach: {text}]\r\n".encode())
+        reaction = self.view.react(event, self.client.terminal)
+        if reaction.output:
+            write_all(self.out_fd, reaction.output)
+        if reaction.ending is not None:
+            self._end(reaction.ending)
 
     def _end(self, ending: Ending) -> None:
         if not self._ended.done():
             self._ended.set_result(ending)
 
 
-async def _quietly(work: Any) -> None:
+async def _quietly(work: Awaitable[None]) -> None:
     """A fire-and-forget send: a link that is down drops it (the replay resends what matters)."""
     with contextlib.suppress(ConnectionLost, ServerRefused):
         await work
