@@ -6,7 +6,8 @@
   re-attach the terminal, re-send showing).
 - `frames`: the server's frames, typed (`decode_frame`).
 - `probe`: the pure liveness probe; `detach`: the pure `Ctrl-\\ d` key machine.
-- `status`: `forge status`; `attach`: `forge attach`; `cli`: their parsers.
+- `status`: `forge status`; `attach`: `forge attach` around the pure `attach_view`; `cli`: their
+  parsers.
 - `errors`: `SupervisorUnreachable` (exit 3), `ServerRefused`, `ConnectionLost`.
 
 Nothing is imported here, so `forge <verb>` pays for the client only when it runs one.
