@@ -51,25 +51,24 @@ async def serve(loaded: LoadedConfig, *, drills: bool = False) -> None:
     from forge.config import watch_config
     from forge.logs import get_logger
     from forge.supervisor import drills as drill_verbs
-    from forge.supervisor.core import Supervisor
+    from forge.supervisor.app import running_supervisor
     from forge.supervisor.server import SocketServer
 
     log = get_logger(__name__)
-    supervisor = Supervisor(loaded)
-    if drills:
-        drill_verbs.install(supervisor)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
-    socket = SocketServer(supervisor)
-    await socket.start()
-    watcher = asyncio.create_task(
-        watch_config(loaded.source, loaded, supervisor.apply_config, clock=supervisor.clock)
-    )
-    await stop.wait()
-    log.info("supervisor_stopping")
-    watcher.cancel()
-    await socket.close()
-    await supervisor.shutdown()
+    async with running_supervisor(loaded) as supervisor:
+        if drills:
+            drill_verbs.install(supervisor)
+        socket = SocketServer(supervisor)
+        await socket.start()
+        watcher = asyncio.create_task(
+            watch_config(loaded.source, loaded, supervisor.apply_config, clock=supervisor.clock)
+        )
+        await stop.wait()
+        log.info("supervisor_stopping")
+        watcher.cancel()
+        await socket.close()
     log.info("supervisor_stopped")

@@ -1,0 +1,71 @@
+"""One running supervisor: the socket's core, the worker manager and every service on them.
+
+`forge supervise` and in-process tests build the same thing here, so what a test drives is what
+a person runs: terminals and browsers served through one `WorkerManager`, its rows on home as
+`workers` (pushed as the keyless `workers_changed` on every change), a worker that can no longer
+restart raised as home's `fatal_error`, and the forge health verdict as `service_status`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+from forge.config import LoadedConfig
+from forge.health.service import service_status
+from forge.ipc.manager import WorkerManager, WorkerRow, WorkerState
+from forge.logs import get_logger
+from forge.supervisor import browsers, terminals
+from forge.supervisor.core import Supervisor
+
+log = get_logger(__name__)
+
+SERVICE_STATUS_POLL_S = 5.0
+"""How often the health verdict is re-read. It never probes (it reads the observations the
+gh shim recorded), so a poll costs a few file reads; 5 s keeps home within one gh call's time."""
+
+
+@contextlib.asynccontextmanager
+async def running_supervisor(
+    loaded: LoadedConfig, manager: WorkerManager | None = None
+) -> AsyncIterator[Supervisor]:
+    """A supervisor with its services, stopped (workers included) when the block ends."""
+    async with contextlib.AsyncExitStack() as stack:
+        if manager is None:
+            manager = await stack.enter_async_context(WorkerManager())
+        supervisor = Supervisor(loaded)
+        stack.push_async_callback(supervisor.shutdown)
+        terminals.install(supervisor, manager)
+        browsers.install(supervisor, manager)
+        _publish_workers(supervisor, manager)
+        poller = asyncio.create_task(_poll_service_status(supervisor))
+        stack.callback(poller.cancel)
+        yield supervisor
+
+
+def _publish_workers(supervisor: Supervisor, manager: WorkerManager) -> None:
+    supervisor.workers = lambda: [row.to_json() for row in manager.rows()]
+
+    def changed(row: WorkerRow) -> None:
+        supervisor.publish_keyless("workers_changed", {"workers": supervisor.workers()})
+        if row.state is WorkerState.FAILED:
+            reason = row.last_reason or "it kept crashing"
+            supervisor.set_fatal_error(f"worker {row.name} ({row.kind}) failed: {reason}")
+
+    manager.on_change(changed)
+
+
+async def _poll_service_status(supervisor: Supervisor) -> None:
+    """Publish the verdict when it changes (`service_status_changed{status}`, O-S12)."""
+    while True:
+        try:
+            status: Any = await asyncio.to_thread(service_status)
+        except Exception:
+            log.exception("service_status_unreadable")
+        else:
+            if status != supervisor.service_status:
+                supervisor.service_status = status
+                supervisor.publish_keyless("service_status_changed", {"status": status})
+        await supervisor.clock.sleep(SERVICE_STATUS_POLL_S)
