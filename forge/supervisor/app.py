@@ -40,6 +40,7 @@ async def running_supervisor(
         terminals.install(supervisor, manager)
         browsers.install(supervisor, manager)
         _publish_workers(supervisor, manager)
+        await _refresh_service_status(supervisor)
         poller = asyncio.create_task(_poll_service_status(supervisor))
         stack.callback(poller.cancel)
         yield supervisor
@@ -57,15 +58,30 @@ def _publish_workers(supervisor: Supervisor, manager: WorkerManager) -> None:
     manager.on_change(changed)
 
 
-async def _poll_service_status(supervisor: Supervisor) -> None:
+def home_service_status(verdict: dict[str, Any]) -> dict[str, Any] | None:
+    """The seed's rule for home: null when there is nothing to tell the person. A verdict is
+    news when the forge is degraded or unreachable, or writes wait in (or were set aside from)
+    the queue; operational and unknown (no evidence yet) with an empty queue are null."""
+    queue = verdict.get("queue") or {}
+    quiet_queue = not queue.get("pending") and not queue.get("set_aside")
+    if verdict.get("state") in ("operational", "unknown") and quiet_queue:
+        return None
+    return verdict
+
+
+async def _refresh_service_status(supervisor: Supervisor) -> None:
     """Publish the verdict when it changes (`service_status_changed{status}`, O-S12)."""
+    try:
+        status = home_service_status(await asyncio.to_thread(service_status))
+    except Exception:
+        log.exception("service_status_unreadable")
+        return
+    if status != supervisor.service_status:
+        supervisor.service_status = status
+        supervisor.publish_keyless("service_status_changed", {"status": status})
+
+
+async def _poll_service_status(supervisor: Supervisor) -> None:
     while True:
-        try:
-            status: Any = await asyncio.to_thread(service_status)
-        except Exception:
-            log.exception("service_status_unreadable")
-        else:
-            if status != supervisor.service_status:
-                supervisor.service_status = status
-                supervisor.publish_keyless("service_status_changed", {"status": status})
         await supervisor.clock.sleep(SERVICE_STATUS_POLL_S)
+        await _refresh_service_status(supervisor)

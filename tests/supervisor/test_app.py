@@ -1,0 +1,61 @@
+"""The composed supervisor: the health verdict on home, as `forge supervise` runs it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from forge.supervisor.app import home_service_status
+
+from .harness import Start
+
+
+def _verdict(state: str, pending: int = 0, set_aside: int = 0) -> dict[str, Any]:
+    return {
+        "state": state,
+        "reason": "r",
+        "sample": {},
+        "cache": {},
+        "queue": {"pending": pending, "set_aside": set_aside, "projects": []},
+    }
+
+
+@pytest.mark.parametrize(
+    ("verdict", "shown"),
+    [
+        (_verdict("operational"), False),
+        (_verdict("unknown"), False),
+        (_verdict("degraded"), True),
+        (_verdict("unreachable"), True),
+        (_verdict("operational", pending=1), True),
+        (_verdict("unknown", set_aside=2), True),
+    ],
+)
+def test_home_shows_a_verdict_only_when_it_has_news(verdict: dict[str, Any], shown: bool) -> None:
+    assert home_service_status(verdict) == (verdict if shown else None)
+
+
+@pytest.fixture
+def recorded_outage(forge_dirs: dict[str, Path]) -> None:
+    """Three network failures recorded through `forge health record`, as the shim would."""
+    for _ in range(3):
+        subprocess.run(
+            [sys.executable, "-m", "forge.cli", "health", "record", "--rc", "1", "--signal", "net"],
+            check=True,
+        )
+
+
+@pytest.mark.usefixtures("recorded_outage")
+async def test_home_carries_the_recorded_forge_verdict(supervise: Start) -> None:
+    supervised = await supervise()
+    client = await supervised.greeted()
+    await client.send(json.dumps({"kind": "subscribe", "what": "home"}))
+    home = json.loads(await client.recv())
+    status = home["data"]["service_status"]
+    assert status["state"] == "unreachable"
+    assert set(status) == {"state", "reason", "sample", "cache", "queue"}
