@@ -19,11 +19,11 @@ import os
 import platform
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from forge.lab.git import add_worktree, capture_tree, make_attempt_source, unified_diff
 
@@ -31,7 +31,8 @@ ROOT = Path(__file__).resolve().parent.parent
 FILES = 2000
 
 
-def load_kit() -> object:
+def load_kit() -> Any:
+    """The Lab's test kit (fixture repository, fake harness): the benchmark runs what tests run."""
     spec = importlib.util.spec_from_file_location("lab_kit", ROOT / "tests" / "lab" / "kit.py")
     assert spec is not None
     assert spec.loader is not None
@@ -41,18 +42,7 @@ def load_kit() -> object:
     return module
 
 
-def git(cwd: Path, *args: str) -> str:
-    env = {**os.environ, "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1"}
-    env.update(
-        GIT_AUTHOR_NAME="b",
-        GIT_AUTHOR_EMAIL="b@b",
-        GIT_COMMITTER_NAME="b",
-        GIT_COMMITTER_EMAIL="b@b",
-    )
-    done = subprocess.run(
-        ["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True
-    )
-    return done.stdout.strip()
+KIT = load_kit()
 
 
 def big_repo(root: Path) -> tuple[Path, str]:
@@ -61,10 +51,10 @@ def big_repo(root: Path) -> tuple[Path, str]:
         path = repo / f"pkg{index % 40}" / f"mod_{index}.py"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(f"VALUE = {index}\n" + "# filler line\n" * 40)
-    git(repo, "init", "-q")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "base")
-    return repo, git(repo, "rev-parse", "HEAD")
+    KIT.git(repo, "init", "-q")
+    KIT.git(repo, "add", "-A")
+    KIT.git(repo, "commit", "-qm", "base")
+    return repo, KIT.git(repo, "rev-parse", "HEAD")
 
 
 async def forge_attempt(repo: Path, base: str, where: Path) -> float:
@@ -82,10 +72,10 @@ async def forge_attempt(repo: Path, base: str, where: Path) -> float:
 
 def bare_worktree(repo: Path, base: str, where: Path) -> float:
     started = time.perf_counter()
-    git(repo, "worktree", "add", "-q", "--detach", str(where), base)
+    KIT.git(repo, "worktree", "add", "-q", "--detach", str(where), base)
     (where / "pkg0" / "mod_0.py").write_text("VALUE = -1\n")
-    git(where, "diff")
-    git(repo, "worktree", "remove", "--force", str(where))
+    KIT.git(where, "diff")
+    KIT.git(repo, "worktree", "remove", "--force", str(where))
     return time.perf_counter() - started
 
 
@@ -102,8 +92,7 @@ def overhead(root: Path, label: str, rounds: int) -> None:
 
 
 def parallel_speedup(root: Path, attempts: int) -> None:
-    kit_module = load_kit()
-    kit = kit_module.Kit(root / "kit")  # type: ignore[attr-defined]
+    kit = KIT.Kit(root / "kit")
     tasks = {f"t{i}": kit.plan(f"t{i}") for i in range(attempts // 2)}
     kit.cohort(
         a=kit.formula("a", knobs={"FAKE_SLEEP_S": "1"}),

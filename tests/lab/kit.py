@@ -14,6 +14,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +29,7 @@ ORIGIN = "https://github.com/owner/repo.git"
 PYTEST = ["/usr/bin/env", "PYTEST_DISABLE_PLUGIN_AUTOLOAD=1", PYTHON, "-m", "pytest"]
 """Without the dev plugins a fixture pytest run starts in 0.3 s instead of 2 s."""
 ACCEPTANCE = "#!/bin/sh\ngrep -q 'return a + b' calc.py\n"
-"""The hidden acceptance: add must add. A grep, not Python, so the suite starts fewer interpreters."""
+"""The hidden acceptance: add must add. A grep, so the suite starts fewer interpreters."""
 
 CALC = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n"
 TEST_CALC = (
@@ -244,6 +245,16 @@ class Kit:
             timeout=110,
         )
 
+    def start(self, *extra: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+        """`forge evaluate` in the background, for tests that signal or kill it mid-run."""
+        return subprocess.Popen(
+            self.argv(*extra),
+            env=self.env(env),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
     def env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
         return {**os.environ, "FORGE_LAB_TRANSIENT_WAITS_MS": "10,20", **(extra or {})}
 
@@ -317,3 +328,12 @@ def normalised(report: dict[str, Any]) -> dict[str, Any]:
         variant.pop("harnessMs")
     clean["notes"] = [n for n in clean["notes"] if "contention" not in n]
     return clean
+
+
+def wait_for(folder: Path, pattern: str, count: int, process: subprocess.Popen[str]) -> None:
+    """Wait until `count` files match `pattern` in `folder`, failing if the CLI exits first."""
+    deadline = time.monotonic() + 90
+    while len(list(folder.glob(pattern))) < count:
+        assert process.poll() is None, process.communicate()
+        assert time.monotonic() < deadline
+        time.sleep(0.05)

@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import json
 import signal
-import subprocess
 from collections.abc import Iterator
 
 import psutil
 import pytest
 from distributed import LocalCluster
 
-from .kit import Kit, marker_processes, normalised
-from .test_run import wait_for
+from .kit import Kit, marker_processes, normalised, wait_for
 
 
 @pytest.fixture(scope="module")
@@ -52,13 +50,10 @@ def test_sigint_cancels_running_attempts_on_the_cluster(kit: Kit, scheduler: str
         b=kit.formula("b", knobs={"FAKE_GATE": "1"}, model="m2"),
         tasks={"t1": kit.plan("t1")},
     )
-    argv = kit.argv(
+    process = kit.start(
         "--approve", kit.digest(), "--executor", "dask", "--scheduler", scheduler, "--parallel", "2"
     )
-    process = subprocess.Popen(
-        argv, env=kit.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
-    wait_for((kit.ctl, "started-*"), 2, process)
+    wait_for(kit.ctl, "started-*", 2, process)
     process.send_signal(signal.SIGINT)
     _, stderr = process.communicate(timeout=90)
     assert process.returncode == 130, stderr
@@ -84,11 +79,8 @@ def test_a_lost_worker_aborts_instead_of_retrying(kit: Kit, scheduler: str) -> N
         b=kit.formula("b", model="m2"),
         tasks={"t1": kit.plan("t1")},
     )
-    argv = kit.argv("--approve", kit.digest(), "--executor", "dask", "--scheduler", scheduler)
-    process = subprocess.Popen(
-        argv, env=kit.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
-    wait_for((kit.ctl, "started-*"), 1, process)
+    process = kit.start("--approve", kit.digest(), "--executor", "dask", "--scheduler", scheduler)
+    wait_for(kit.ctl, "started-*", 1, process)
     harness = psutil.Process(int(next(kit.ctl.glob("started-*")).read_text()))
     worker = next(
         p

@@ -5,15 +5,13 @@ from __future__ import annotations
 
 import json
 import signal
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from forge.lab.git import capture_tree, unified_diff
 
-from .kit import Kit, git, marker_processes
-from .test_run import wait_for
+from .kit import Kit, git, marker_processes, wait_for
 
 
 def hooks(**document: object) -> dict[str, str]:
@@ -58,15 +56,9 @@ def test_sigint_while_held_discards_the_attempt(kit: Kit, phase: str) -> None:
         b=kit.formula("b", model="m2", knobs={"FAKE_MODEL": "m2"}),
         tasks={"t1": kit.plan("t1", checks=["tests/test_flaky.py"])},
     )
-    env = kit.env(hooks(holds=[{"coordinate": "t1/a/rep-1", "phase": phase, "until": str(gate)}]))
-    process = subprocess.Popen(
-        kit.argv("--approve", kit.digest()),
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    wait_for((kit.root, "release.waiting"), 1, process)
+    hold = hooks(holds=[{"coordinate": "t1/a/rep-1", "phase": phase, "until": str(gate)}])
+    process = kit.start("--approve", kit.digest(), env=hold)
+    wait_for(kit.root, "release.waiting", 1, process)
     process.send_signal(signal.SIGINT)
     process.communicate(timeout=60)
     assert process.returncode == 130
@@ -145,17 +137,9 @@ async def test_diff_ignores_the_callers_git_configuration(
 def test_cli_killed_before_the_record_is_written_redoes_the_attempt(kit: Kit) -> None:
     gate = kit.root / "release"
     kit.cohort(a=kit.formula("a"), b=kit.formula("b", model="m2"), tasks={"t1": kit.plan("t1")})
-    env = kit.env(
-        hooks(holds=[{"coordinate": "t1/a/rep-1", "phase": "record", "until": str(gate)}])
-    )
-    process = subprocess.Popen(
-        kit.argv("--approve", kit.digest()),
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    wait_for((kit.root, "release.waiting"), 1, process)
+    hold = hooks(holds=[{"coordinate": "t1/a/rep-1", "phase": "record", "until": str(gate)}])
+    process = kit.start("--approve", kit.digest(), env=hold)
+    wait_for(kit.root, "release.waiting", 1, process)
     process.kill()
     process.communicate(timeout=60)
     assert not (kit.out / "attempts" / "t1" / "a" / "rep-1" / "attempt.json").exists()

@@ -8,8 +8,6 @@ import json
 import os
 import shutil
 import signal
-import subprocess
-import time
 from pathlib import Path
 
 import psutil
@@ -21,7 +19,7 @@ from forge.lab.cohort import load_cohort
 from forge.lab.coordinates import Coordinate
 from forge.lab.settings import LabSettings
 
-from .kit import Kit, marker_processes, normalised
+from .kit import Kit, marker_processes, normalised, wait_for
 
 LOCALHOST = {"ANTHROPIC_BASE_URL": "http://localhost:1"}
 
@@ -247,15 +245,6 @@ async def test_an_unresolvable_provider_host_uses_checks_not_resumes(kit: Kit) -
     assert record["correct"] is True
 
 
-def wait_for(path_glob: tuple[Path, str], count: int, process: subprocess.Popen[str]) -> None:
-    folder, pattern = path_glob
-    deadline = time.monotonic() + 90
-    while len(list(folder.glob(pattern))) < count:
-        assert process.poll() is None, process.communicate()
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
-
-
 @pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_interrupt_discards_in_flight_attempts_and_resume_matches_a_clean_run(
     kit: Kit, signum: int, code: int
@@ -269,14 +258,8 @@ def test_interrupt_discards_in_flight_attempts_and_resume_matches_a_clean_run(
         repetitions=2,
     )
     digest = kit.digest()
-    process = subprocess.Popen(
-        kit.argv("--approve", digest, "--parallel", "2"),
-        env=kit.env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    wait_for((kit.ctl, "started-*"), 2, process)
+    process = kit.start("--approve", digest, "--parallel", "2")
+    wait_for(kit.ctl, "started-*", 2, process)
     process.send_signal(signum)
     _, stderr = process.communicate(timeout=60)
     assert process.returncode == code, stderr
@@ -310,14 +293,8 @@ def test_report_is_valid_and_running_mid_run(kit: Kit) -> None:
         b=kit.formula("b", model="m2"),
         tasks={"t1": kit.plan("t1")},
     )
-    process = subprocess.Popen(
-        kit.argv("--approve", kit.digest()),
-        env=kit.env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    wait_for((kit.ctl, "started-*"), 1, process)
+    process = kit.start("--approve", kit.digest())
+    wait_for(kit.ctl, "started-*", 1, process)
     assert kit.report()["status"] == "running"
     (kit.ctl / "go").write_text("")
     process.communicate(timeout=90)
@@ -331,14 +308,8 @@ def test_a_runner_killed_mid_attempt_aborts_and_leaves_nothing(kit: Kit) -> None
         b=kit.formula("b", model="m2"),
         tasks={"t1": kit.plan("t1")},
     )
-    process = subprocess.Popen(
-        kit.argv("--approve", kit.digest()),
-        env=kit.env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    wait_for((kit.ctl, "started-*"), 1, process)
+    process = kit.start("--approve", kit.digest())
+    wait_for(kit.ctl, "started-*", 1, process)
     runners = [
         p
         for p in psutil.Process(process.pid).children(recursive=True)
