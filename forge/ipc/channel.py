@@ -77,11 +77,17 @@ async def send(
 
 
 def offer(socket: zmq.asyncio.Socket, envelope: Envelope, identity: bytes | None = None) -> bool:
-    """Send only if the peer can take it now; False means the caller's drop policy applies.
+    """Send only if the peer can take it now; False means the caller's drop policy applies."""
+    return offer_frames(socket, frames_for(envelope, identity))
+
+
+def offer_frames(socket: zmq.asyncio.Socket, frames: list[Payload]) -> bool:
+    """`offer` for frames already encoded.
 
     ZeroMQ queues a multipart message whole or not at all, so a refusal never splits one.
     """
-    future = start_send(socket, envelope, identity, zmq.DONTWAIT)
+    sending = socket.send_multipart(frames, flags=zmq.DONTWAIT, copy=False)
+    future = cast("asyncio.Future[Any]", sending)
     if not future.done():
         # Queued behind a waiting `send` on the same socket: it is tried, still without
         # waiting, when that one goes out; a refusal then is only observed, not raised.
@@ -120,4 +126,5 @@ async def messages(socket: zmq.asyncio.Socket) -> AsyncIterator[list[zmq.Frame]]
 
 def views(frames: Sequence[zmq.Frame]) -> list[memoryview]:
     """The frames' buffers: views that keep each frame alive, never copies."""
-    return [frame.buffer for frame in frames]
+    # pyzmq types `Frame.__buffer__` wrongly; a Frame does export the buffer protocol.
+    return [memoryview(frame) for frame in frames]  # type: ignore[arg-type]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from forge.ipc.envelope import Payload
 
@@ -29,8 +29,7 @@ class Reply:
     payloads: tuple[Payload, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
-class StreamFrame:
+class StreamFrame(NamedTuple):
     """One bulk frame: `payload` is a view of the received ZeroMQ frame, never decoded or copied.
 
     `seq` counts every frame the sender offered on the stream, so a gap shows frames its drop

@@ -7,7 +7,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from forge.ipc.envelope import PROTOCOL_VERSION, Envelope, MessageType, decode, encode
+from forge.ipc.envelope import (
+    PROTOCOL_VERSION,
+    DataHeaders,
+    Envelope,
+    MessageType,
+    decode,
+    encode,
+)
 from forge.ipc.errors import ProtocolViolation
 
 
@@ -76,3 +83,13 @@ def test_another_version_still_decodes_so_the_handshake_can_refuse_it() -> None:
     envelope = decode([_header(2, "hello", None, None, 0, {"protocol": 2})])
     assert envelope.version == 2
     assert envelope.type is MessageType.HELLO
+
+
+@given(
+    seq=st.integers(min_value=0, max_value=2**63),
+    meta=st.none() | st.integers(-(2**63), 2**63) | st.text(),
+)
+def test_the_bulk_fast_path_packs_the_same_header_as_encode(seq: int, meta: object) -> None:
+    headers = DataHeaders("pty")
+    expected = encode(Envelope(MessageType.DATA, None, "pty", seq, meta, (b"x",)))[0]
+    assert headers.pack(seq, meta) == expected
