@@ -78,7 +78,6 @@ class Connection:
         self.reviews: set[Seat] = set()
         """Seats this connection subscribed with `review: true` (stored; no effect yet, O-S5)."""
         self._ws = ws
-        self._limits = limits
         self._clock = clock
         self._backlog = OutboundBacklog()
         self._wakeup = asyncio.Event()
@@ -126,6 +125,8 @@ class Connection:
         queued = self._backlog.bounded(stream, data, limit=limit, on_overflow=on_overflow)
         if queued:
             self._wake()
+        elif self._waiters:
+            self._wake_writers()  # the cut freed bytes a producer may be waiting on
         return queued
 
     @property
@@ -134,6 +135,7 @@ class Connection:
         return self._backlog.pending_bytes
 
     def stream_pending(self, stream: Hashable) -> int:
+        """Bytes of one bounded or latest stream still waiting."""
         return self._backlog.stream_pending(stream)
 
     async def writable(self, below: int = 0) -> None:
