@@ -2,9 +2,10 @@
 
 Connections come and go through `attach`/`detach`; each client frame is decoded by `accept` on
 the connection's read path (which answers `ping` itself), and `dispatch` hands the typed message
-or binary frame to the handler registered for its type. Areas plug in with `register_verb`, `register_command`,
-`register_binary`, `on_disconnect` and `on_shutdown`, start seats with `start_seat` and publish
-with `publish_seat_update`/`publish_keyless`; see the package docstring for the contract.
+or binary frame to the handler registered for its type. Areas plug in with `register_verb`,
+`register_command`, `register_binary`, `on_disconnect` and `on_shutdown`, start seats with
+`start_seat` and publish with `publish_seat_update`/`publish_keyless`; see the package docstring
+for the contract.
 """
 
 from __future__ import annotations
@@ -175,7 +176,12 @@ class Supervisor:
     async def dispatch(self, connection: Connection, item: object) -> None:
         """Run the handler registered for a decoded message or binary frame."""
         if not isinstance(item, ClientMessage):
-            await self._binary[type(item)](connection, item)
+            try:
+                await self._binary[type(item)](connection, item)
+            except Exception:  # a binary frame has no reply channel: the record is the answer
+                log.exception(
+                    "socket_handler_failed", peer=connection.peer, what=type(item).__name__
+                )
             return
         kind = str(item.__struct_config__.tag)
         try:
