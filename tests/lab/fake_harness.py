@@ -52,18 +52,17 @@ if env.get("FAKE_STRAY") == "1":
 
 action = env.get("FAKE_ACTION", "fix")
 calc = cwd / "calc.py"
-if action in ("fix", "outside", "break", "fixtest"):
+if action in ("fix", "outside", "break", "retest"):
     calc.write_text(calc.read_text().replace("return a - b", "return a + b"))
 if action == "break":
     calc.write_text(calc.read_text().replace("return a * b", "return a * b + 1"))
 if action == "outside":
     (cwd / "README").write_text("changed\n")
-if action == "fixtest":
+if action == "retest":
+    # The task changes mul's contract and updates its own test to match.
+    calc.write_text(calc.read_text().replace("return a * b", "return str(a * b)"))
     test = cwd / "tests" / "test_calc.py"
-    test.write_text(
-        test.read_text()
-        + "\n\ndef test_add():\n    from calc import add\n    assert add(1, 1) == 2\n"
-    )
+    test.write_text(test.read_text().replace("== 6", '== "6"').replace("== 0", '== "0"'))
 if action == "big":
     (cwd / "calc.py").write_text(
         calc.read_text() + "".join(f"# line {i:08d} {'x' * 60}\n" for i in range(90_000))

@@ -66,3 +66,35 @@ def test_flaky_at_base_is_classified_and_excused_but_broken_is_not(kit: Kit) -> 
     assert "tests/test_flaky.py::test_flip [flaky at base (2/3 failed)]" in markdown
     assert "tests/test_broken.py::test_always [broken at base]" in markdown
     assert "failed check `pytest-1` (candidate view, exit 1)" in markdown
+
+
+def test_candidate_test_files_keep_the_candidates_version_in_the_protected_view(kit: Kit) -> None:
+    allowed = ("calc.py", "tests/test_calc.py")
+    kit.cohort(
+        a=kit.formula("a", knobs={"FAKE_ACTION": "retest"}),
+        b=kit.formula("b", knobs={"FAKE_OUTCOME": "failed"}),
+        tasks={
+            "t-exempt": kit.plan(
+                "t-exempt",
+                checks=["tests/test_calc.py"],
+                allowed=allowed,
+                candidate_test_files=("tests/test_calc.py",),
+            ),
+            "t-plain": kit.plan("t-plain", checks=["tests/test_calc.py"], allowed=allowed),
+        },
+    )
+    assert "plan-has-protected-exemptions: tests/test_calc.py" in kit.cli().stdout
+    kit.approve()
+    exempt, plain = kit.record("t-exempt", "a"), kit.record("t-plain", "a")
+    assert (exempt["correct"], exempt["requiredChecksPass"]) == (True, True)
+    assert (plain["correct"], plain["requiredChecksPass"], plain["hiddenAcceptance"]) == (
+        False,
+        False,
+        True,
+    )
+    assert plain["regressionFailedTests"] == [
+        "tests/test_calc.py::test_mul",
+        "tests/test_calc.py::test_zero",
+    ]
+    assert all(not f["flakyAtBase"] and not f["brokenAtBase"] for f in plain["regressionFailures"])
+    assert plain["correctExcludingBaseFlakes"] is False
