@@ -19,8 +19,9 @@ BOUNDS = "[server]\nwrite_timeout_s = 0.5\nwatchdog_s = 2.0\n"
 
 
 def test_the_production_durations(tmp_path: Path) -> None:
-    """O-T7: the defaults are the seed's 15/60/60/240 s; tests only scale them through config."""
+    """O-T1, O-T7: 127.0.0.1:8790 and the seed's 15/60/60/240 s; tests scale them by config."""
     server = load_config(tmp_path / "absent.toml").config.server
+    assert (server.bind, server.port) == ("127.0.0.1", 8790)
     assert (server.ping_interval_s, server.ping_timeout_s) == (15, 60)
     assert (server.write_timeout_s, server.watchdog_s) == (60, 240)
 

@@ -7,6 +7,7 @@ import gzip
 import json
 import os
 import struct
+import subprocess
 import sys
 from pathlib import Path
 
@@ -252,3 +253,12 @@ async def test_a_bounded_stream_past_one_mib_is_cut_and_its_owner_told(supervise
     # 15 chunks of 64 KiB fit under 1 MiB; the 16th cuts the waiting 15 and is itself refused.
     # Nothing is written during the burst, so 17-31 are cut by the 32nd the same way.
     assert seen == ["overflow@16", "overflow@32", *range(33, 41)]
+
+
+def test_the_supervise_verb_and_its_options() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "forge.cli", "supervise", "--help"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    for option in ("--config PATH", "--bind BIND", "--port PORT"):
+        assert option in done.stdout
