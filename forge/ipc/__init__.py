@@ -71,7 +71,8 @@ Supervising (in `forge supervise` or `forge evaluate`)::
         unsubscribe = term.on_event(lambda e: ...)     # WorkerEvent(worker, event, data, payloads)
         term.send_bulk("paste", data)                   # False: the worker is full, dropped
         await term.wait_for(lambda row: row.state is WorkerState.READY)
-        await term.stop()
+        await term.stop()                               # row stays, state `stopped`
+        await manager.remove("term-1")                  # stop, free sockets, drop the row
 
 `request` raises `RequestFailed` (the handler's refusal, its `code`), `RequestTimeout` at its own
 deadline, `WorkerCrashed` when the worker dies with it in flight (at once, from the pidfd), and

@@ -11,6 +11,7 @@ typed error and ends every stream the worker served, so callers can send their c
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 import random
 import shutil
@@ -520,6 +521,7 @@ class WorkerManager:
         self.directory = _private_directory(runtime_dir or paths.runtime_dir())
         self.zmq = zmq.asyncio.Context()
         self._workers: dict[str, WorkerHandle] = {}
+        self._slots = itertools.count()
         self._listeners: list[OnChange] = []
 
     async def __aenter__(self) -> WorkerManager:
@@ -532,7 +534,7 @@ class WorkerManager:
         """Bind the worker's sockets, spawn it, and return its handle (state `starting`)."""
         if spec.name in self._workers:
             raise ValueError(f"a worker named {spec.name!r} already exists")
-        handle = WorkerHandle(self, spec, len(self._workers))
+        handle = WorkerHandle(self, spec, next(self._slots))
         self._workers[spec.name] = handle
         return handle
 
@@ -549,7 +551,17 @@ class WorkerManager:
         return partial(self._listeners.remove, callback)
 
     async def stop(self, name: str) -> None:
+        """Stop a worker and keep its row (state `stopped`)."""
         await self._workers[name].stop()
+
+    async def remove(self, name: str) -> None:
+        """Stop a worker, release its sockets and drop its row (a closed terminal, an idle
+        browser profile): `rows()` no longer lists it, and listeners hear its last row."""
+        handle = self._workers[name]
+        await handle.stop()
+        await handle._close()
+        del self._workers[name]
+        self._changed(handle.row)
 
     async def close(self) -> None:
         """Stop every worker (in parallel), then release the sockets and the runtime directory."""
@@ -557,6 +569,7 @@ class WorkerManager:
         await asyncio.gather(*(handle.stop() for handle in handles))
         for handle in handles:
             await handle._close()
+        self._workers.clear()
         self.zmq.term()
         shutil.rmtree(self.directory, ignore_errors=True)
 

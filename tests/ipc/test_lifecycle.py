@@ -227,3 +227,19 @@ async def test_a_worker_that_never_says_hello_is_stopped_and_restarted(
         assert row.state == "restarting"
         assert row.last_reason is not None
         assert row.last_reason.startswith("no hello within 0.5 s; ")
+
+
+async def test_remove_stops_the_worker_forgets_its_row_and_frees_the_name(
+    manager: WorkerManager,
+) -> None:
+    heard: list[WorkerRow] = []
+    manager.on_change(heard.append)
+    worker = manager.start(misbehaving("closing"))
+    keeper = manager.start(misbehaving("keeper"))
+    await ready(worker)
+    await manager.remove("closing")
+    assert [row.name for row in manager.rows()] == ["keeper"]
+    assert (heard[-1].name, heard[-1].state) == ("closing", "stopped")
+    again = manager.start(misbehaving("closing"))
+    assert (await again.request("echo", "new")).result == "new"
+    assert (await keeper.request("echo", "kept")).result == "kept"
