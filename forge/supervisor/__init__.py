@@ -36,6 +36,8 @@ it once to each connection holding the seat's session (and home, with `home=True
 `seat_changed`/`work_changed`). `publish_keyless(variant, body)` reaches every home holder with
 no seq; `set_fatal_error(message)` and `mark_unseen(seat)` are the O-H5 and O-H4 hooks.
 `supervisor.workers` is the callable that lists home `workers` rows (the worker manager sets it).
+`supervisor.is_held(seat)` says whether any connection subscribes the seat's session (the
+process walker walks only held seats).
 
 Sending to one connection (`forge.supervisor.connection.Connection`). Every frame goes through
 the connection's backlog and its one writer, whose writes are bounded by `write_timeout_s`:

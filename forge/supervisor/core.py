@@ -258,6 +258,10 @@ class Supervisor:
             connection.send_frame(frame)
         return seq
 
+    def is_held(self, seat: Seat) -> bool:
+        """A seat is held while a connection subscribes its session (O-H7: walk only held seats)."""
+        return bool(self._subscribers.get(session(seat)))
+
     def publish_keyless(self, variant: str, body: dict[str, Any] | None) -> None:
         """An update that belongs to no seat: no `seq`, to every home holder (S22, H07)."""
         frame = JsonFrame.encode(server.update(variant, body, seq=None))

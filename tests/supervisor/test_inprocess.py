@@ -1,0 +1,79 @@
+"""The supervisor's API as a host sees it, in-process over a real socket: seats, holding, hooks."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from websockets.asyncio.client import connect
+
+from forge.config import load_config
+from forge.supervisor.connection import Connection
+from forge.supervisor.core import Supervisor
+from forge.supervisor.server import SocketServer
+from forge.wire.client import TerminalDetach
+from forge.wire.seats import Seat
+
+from .harness import ask, quiet
+
+SEAT = Seat("acme", "proj", "lead")
+WIRE_SEAT = {"org": "acme", "project": "proj", "label": "lead"}
+
+
+@pytest.fixture
+async def served(
+    forge_dirs: dict[str, Path], free_port: int, tmp_path: Path
+) -> AsyncIterator[Supervisor]:
+    config = tmp_path / "forge.toml"
+    config.write_text(f'[[projects]]\norg = "acme"\nname = "proj"\npath = "{tmp_path}"\n')
+    supervisor = Supervisor(load_config(config, overrides={"server.port": free_port}))
+    socket = SocketServer(supervisor)
+    await socket.start()
+    yield supervisor
+    await socket.close()
+    await supervisor.shutdown()
+
+
+def url(supervisor: Supervisor) -> str:
+    return f"ws://127.0.0.1:{supervisor.loaded.config.server.port}/socket"
+
+
+async def test_a_seat_is_held_while_its_session_is_subscribed(served: Supervisor) -> None:
+    await served.start_seat(SEAT)
+    async with connect(url(served)) as client:
+        await client.recv(), await client.recv()
+        assert not served.is_held(SEAT)
+        await ask(client, {"kind": "subscribe", "what": {"session": WIRE_SEAT}})
+        assert served.is_held(SEAT)
+        await client.send(json.dumps({"kind": "unsubscribe", "what": {"session": WIRE_SEAT}}))
+        await quiet(client)
+        assert not served.is_held(SEAT)
+
+
+async def test_a_registered_verb_and_the_teardown_hook_see_the_same_connection(
+    served: Supervisor,
+) -> None:
+    seen: list[tuple[str, int]] = []
+    torn_down = asyncio.Event()
+
+    async def detach(connection: Connection, message: TerminalDetach) -> None:
+        seen.append(("verb", connection.id))
+        connection.send({"kind": "detached"})
+
+    def teardown(connection: Connection) -> None:
+        seen.append(("teardown", connection.id))
+        torn_down.set()
+
+    served.register_verb(TerminalDetach, detach)
+    served.on_disconnect(teardown)
+    async with connect(url(served)) as client:
+        await client.recv(), await client.recv()
+        assert await ask(client, {"kind": "terminal_detach"}) == {"kind": "detached"}
+    await torn_down.wait()
+    (verb, first), (hook, second) = seen
+    assert (verb, hook) == ("verb", "teardown")
+    assert first == second
+    assert not served.connections
