@@ -51,8 +51,11 @@ the connection's backlog and its one writer, whose writes are bounded by `write_
 - `await connection.writable(below=n)`: backpressure for a producer (a controller's terminal).
 
 Lifecycle. `supervisor.on_disconnect(hook)` runs `hook(connection)` inside the one teardown every
-close path runs (release roles, detach viewers). `supervisor.on_shutdown(async_hook)` is awaited
-when `forge supervise` stops on SIGINT/SIGTERM (the worker manager's stop goes here).
+close path runs (release roles, detach viewers). `supervisor.on_held(hook)` runs
+`hook(subject, True)` when a subject gains its first holder and `hook(subject, False)` when it
+loses its last (the process walker works only for held seats).
+`supervisor.on_shutdown(async_hook)` is awaited when `forge supervise` stops on SIGINT/SIGTERM
+(the worker manager's stop goes here).
 Per-connection facts a host may read: `connection.id`, `.peer`, `.deflate`, `.formats` (the
 `?formats=` the client declared, D3), `.showing`, `.subscriptions`, `.answering`, `.closed`.
 """

@@ -17,7 +17,7 @@ from forge.config import LoadedConfig
 from forge.health.service import service_status
 from forge.ipc.manager import WorkerManager, WorkerRow, WorkerState
 from forge.logs import get_logger
-from forge.supervisor import browsers, terminals
+from forge.supervisor import browsers, processes, terminals
 from forge.supervisor.core import Supervisor
 
 log = get_logger(__name__)
@@ -37,7 +37,8 @@ async def running_supervisor(
             manager = await stack.enter_async_context(WorkerManager())
         supervisor = Supervisor(loaded)
         stack.push_async_callback(supervisor.shutdown)
-        terminals.install(supervisor, manager)
+        shells = terminals.install(supervisor, manager)
+        processes.install(supervisor, manager, shells.shell_pids)
         browsers.install(supervisor, manager)
         _publish_workers(supervisor, manager)
         await _refresh_service_status(supervisor)

@@ -3,9 +3,9 @@
 Connections come and go through `attach`/`detach`; each client frame is decoded by `accept` on
 the connection's read path (which answers `ping` itself), and `dispatch` hands the typed message
 or binary frame to the handler registered for its type. Areas plug in with `register_verb`,
-`register_command`, `register_binary`, `on_disconnect` and `on_shutdown`, start seats with
-`start_seat` and publish with `publish_seat_update`/`publish_keyless`; see the package docstring
-for the contract.
+`register_command`, `register_binary`, `on_disconnect`, `on_held` and `on_shutdown`, start
+seats with `start_seat` and publish with `publish_seat_update`/`publish_keyless`; see the
+package docstring for the contract.
 """
 
 from __future__ import annotations
@@ -51,6 +51,7 @@ VerbHandler = Callable[[Connection, M], Awaitable[None]]
 CommandHandler = Callable[[Connection, CommandCall], Awaitable[None]]
 BinaryHandler = Callable[[Connection, B], Awaitable[None]]
 ShutdownHook = Callable[[], Awaitable[None]]
+HeldHook = Callable[[Subject, bool], None]
 
 
 class Supervisor:
@@ -72,6 +73,7 @@ class Supervisor:
         self._commands: dict[str, CommandHandler] = {}
         self._binary: dict[type, BinaryHandler[Any]] = {}
         self._disconnect_hooks: list[Callable[[Connection], None]] = []
+        self._held_hooks: list[HeldHook] = []
         self._shutdown_hooks: list[ShutdownHook] = []
         self._decoder = ClientDecoder()
         self._background: set[asyncio.Task[None]] = set()
@@ -124,6 +126,11 @@ class Supervisor:
     def on_disconnect(self, hook: Callable[[Connection], None]) -> None:
         """Run `hook(connection)` in every connection's one teardown (T16)."""
         self._disconnect_hooks.append(hook)
+
+    def on_held(self, hook: HeldHook) -> None:
+        """Run `hook(subject, True)` when a subject gains its first holder and `hook(subject,
+        False)` when it loses its last: work done only for held subjects starts and stops here."""
+        self._held_hooks.append(hook)
 
     def on_shutdown(self, hook: ShutdownHook) -> None:
         """Await `hook()` when the supervisor stops (the worker manager's stop goes here)."""
@@ -322,6 +329,14 @@ class Supervisor:
             holders.discard(connection)
             if not holders:
                 del self._subscribers[subject]
+                self._tell_held(subject, False)
+
+    def _tell_held(self, subject: Subject, held: bool) -> None:
+        for hook in self._held_hooks:
+            try:
+                hook(subject, held)
+            except Exception:
+                log.exception("socket_held_hook_failed", subject=str(subject), held=held)
 
     def _spend_marks(self) -> bool:
         """S11: a mark is spent by a connection that shows the seat and holds its session."""
@@ -371,10 +386,13 @@ class Supervisor:
             connection.answering = True
         if message.review and isinstance(message.what, SessionSubject):
             connection.reviews.add(message.what.session)
+        first = message.what not in self._subscribers
         connection.subscriptions[message.what] += 1
         self._subscribers[message.what].add(connection)
         connection.send(server.snapshot(message.what, data))
         self._spend_marks()
+        if first:
+            self._tell_held(message.what, True)
 
     async def _unsubscribe(self, connection: Connection, message: Unsubscribe) -> None:
         count = connection.subscriptions[message.what]

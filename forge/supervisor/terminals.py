@@ -134,6 +134,17 @@ class TerminalService:
             )
         terminal.handle.send_bulk(INPUT_STREAM, data)
 
+    def shell_pids(self, seat: Seat) -> list[int]:
+        """The pids of the seat's live shells: the roots of its process view (H12)."""
+        return sorted(
+            int(terminal.summary["pid"])
+            for terminal in self._terminals.values()
+            if terminal.room.seat == seat
+            and terminal.gone is None
+            and terminal.summary.get("alive")
+            and terminal.summary.get("pid")
+        )
+
     async def close_all(self) -> None:
         for terminal in list(self._terminals.values()):
             await self._close(terminal, notify=False)
