@@ -1,9 +1,10 @@
 """ZeroMQ sockets with the options the lifecycle relies on, and the two ways of sending.
 
-Each worker has two socket pairs, so a heartbeat never queues behind bulk frames: *control*
-(handshake, heartbeats, requests, replies, events; never dropped) and *bulk* (stream frames,
-dropped by the sender's policy when the peer is full). The supervisor binds a ROUTER for each
-before it spawns the worker; the worker connects a DEALER whose identity names its generation.
+Each worker has three socket pairs, so a heartbeat never queues behind bulk frames: *control*
+(handshake, heartbeats, requests, replies, events; never dropped), *bulk* (worker -> supervisor
+stream frames) and *bulk in* (supervisor -> worker); bulk frames are dropped by the sender's
+policy when the peer is full. The supervisor binds a ROUTER for each before it spawns the
+worker; the worker connects a DEALER whose identity names its generation.
 """
 
 from __future__ import annotations
@@ -29,17 +30,27 @@ YIELD_EVERY = 64
 peer cannot starve the other workers' loops (a ready socket never suspends an `await`)."""
 
 
-def _configure(socket: zmq.asyncio.Socket, hwm: int) -> None:
+def _socket(context: zmq.asyncio.Context, kind: int, hwm: int) -> zmq.asyncio.Socket:
+    socket = context.socket(kind)
     socket.setsockopt(zmq.LINGER, 0)
     socket.setsockopt(zmq.SNDHWM, hwm)
     socket.setsockopt(zmq.RCVHWM, hwm)
-    socket.copy_threshold = COPY_THRESHOLD
+    return socket
+
+
+def outgoing(payload: Payload) -> Payload | zmq.Frame:
+    """A payload as ZeroMQ should take it: zero-copy from `COPY_THRESHOLD` up, copied below.
+
+    Explicit, because the asyncio socket's own `copy_threshold` is not the one its sends read.
+    """
+    if len(payload) >= COPY_THRESHOLD:
+        return zmq.Frame(payload, copy=False)
+    return payload
 
 
 def open_router(context: zmq.asyncio.Context, path: Path, hwm: int) -> zmq.asyncio.Socket:
     """Bind the supervisor's side; an unknown peer raises EHOSTUNREACH instead of vanishing."""
-    socket = context.socket(zmq.ROUTER)
-    _configure(socket, hwm)
+    socket = _socket(context, zmq.ROUTER, hwm)
     socket.setsockopt(zmq.ROUTER_MANDATORY, 1)
     socket.bind(f"ipc://{path}")
     return socket
@@ -49,15 +60,15 @@ def open_dealer(
     context: zmq.asyncio.Context, endpoint: str, identity: bytes, hwm: int
 ) -> zmq.asyncio.Socket:
     """Connect the worker's side under `identity` (kind/name/generation)."""
-    socket = context.socket(zmq.DEALER)
-    _configure(socket, hwm)
+    socket = _socket(context, zmq.DEALER, hwm)
     socket.setsockopt(zmq.IDENTITY, identity)
     socket.connect(endpoint)
     return socket
 
 
-def frames_for(envelope: Envelope, identity: bytes | None = None) -> list[Payload]:
-    frames = encode(envelope)
+def frames_for(envelope: Envelope, identity: bytes | None = None) -> list[Payload | zmq.Frame]:
+    header, *payloads = encode(envelope)
+    frames = [header, *map(outgoing, payloads)]
     return frames if identity is None else [identity, *frames]
 
 
@@ -81,7 +92,7 @@ def offer(socket: zmq.asyncio.Socket, envelope: Envelope, identity: bytes | None
     return offer_frames(socket, frames_for(envelope, identity))
 
 
-def offer_frames(socket: zmq.asyncio.Socket, frames: list[Payload]) -> bool:
+def offer_frames(socket: zmq.asyncio.Socket, frames: list[Payload | zmq.Frame]) -> bool:
     """`offer` for frames already encoded.
 
     ZeroMQ queues a multipart message whole or not at all, so a refusal never splits one.

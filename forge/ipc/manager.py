@@ -133,7 +133,8 @@ class WorkerHandle:
             manager.zmq, base.with_suffix(".ctl"), channel.CONTROL_HWM
         )
         self._bulk = channel.open_router(manager.zmq, base.with_suffix(".bulk"), channel.BULK_HWM)
-        self._endpoints = (f"ipc://{base}.ctl", f"ipc://{base}.bulk")
+        self._bulk_in = channel.open_router(manager.zmq, base.with_suffix(".in"), channel.BULK_HWM)
+        self._endpoints = (f"ipc://{base}.ctl", f"ipc://{base}.bulk", f"ipc://{base}.in")
         self._pending = PendingRequests(spec.name, self._clock)
         self._streams = StreamRegistry()
         self._bulk_seq: dict[str, int] = {}
@@ -235,7 +236,7 @@ class WorkerHandle:
         envelope = Envelope(
             MessageType.DATA, stream_id=stream_id, seq=seq, body=meta, payloads=(payload,)
         )
-        return channel.offer(self._bulk, envelope, self._identity)
+        return channel.offer(self._bulk_in, envelope, self._identity)
 
     async def wait_for(
         self, predicate: Callable[[WorkerRow], bool], within: float | None = None
@@ -303,6 +304,7 @@ class WorkerHandle:
             generation=self.generation,
             control_endpoint=self._endpoints[0],
             bulk_endpoint=self._endpoints[1],
+            bulk_in_endpoint=self._endpoints[2],
             parent_pid=os.getpid(),
             config=self.spec.config,
         )
@@ -499,6 +501,7 @@ class WorkerHandle:
         await asyncio.gather(*self._tasks, self._supervisor, return_exceptions=True)
         self._control.close(linger=0)
         self._bulk.close(linger=0)
+        self._bulk_in.close(linger=0)
 
 
 class WorkerManager:

@@ -38,6 +38,7 @@ from forge.ipc.orphans import die_with_parent, parent_is
 
 ENV_CONTROL = "FORGE_IPC_CONTROL"
 ENV_BULK = "FORGE_IPC_BULK"
+ENV_BULK_IN = "FORGE_IPC_BULK_IN"
 ENV_NAME = "FORGE_WORKER_NAME"
 ENV_KIND = "FORGE_WORKER_KIND"
 ENV_GENERATION = "FORGE_WORKER_GENERATION"
@@ -68,6 +69,10 @@ class WorkerContext:
     generation: int
     control_endpoint: str
     bulk_endpoint: str
+    """Worker -> supervisor frames."""
+    bulk_in_endpoint: str
+    """Supervisor -> worker frames: a socket of its own, so the outgoing stream's sends never
+    share a socket with a pending receive (pyzmq re-polls on every send while one waits)."""
     parent_pid: int
     config: Mapping[str, Any] = field(default_factory=dict)
 
@@ -78,6 +83,7 @@ class WorkerContext:
             ENV_GENERATION: str(self.generation),
             ENV_CONTROL: self.control_endpoint,
             ENV_BULK: self.bulk_endpoint,
+            ENV_BULK_IN: self.bulk_in_endpoint,
             ENV_PARENT: str(self.parent_pid),
             ENV_CONFIG: json.dumps(dict(self.config)),
         }
@@ -91,6 +97,7 @@ class WorkerContext:
                 generation=int(environ[ENV_GENERATION]),
                 control_endpoint=environ[ENV_CONTROL],
                 bulk_endpoint=environ[ENV_BULK],
+                bulk_in_endpoint=environ[ENV_BULK_IN],
                 parent_pid=int(environ[ENV_PARENT]),
                 config=json.loads(environ.get(ENV_CONFIG) or "{}"),
             )
@@ -124,7 +131,8 @@ class BulkStream:
     def offer(self, payload: Payload, meta: Any = None) -> bool:
         """Send now or drop this frame (newest is dropped): for frames a newer one replaces."""
         self.seq += 1
-        sent = channel.offer_frames(self._socket, [self._headers.pack(self.seq, meta), payload])
+        header = self._headers.pack(self.seq, meta)
+        sent = channel.offer_frames(self._socket, [header, channel.outgoing(payload)])
         if not sent:
             self.dropped += 1
         return sent
@@ -133,7 +141,7 @@ class BulkStream:
         """Send, waiting while the supervisor is full: backpressure for bytes that must all go."""
         self.seq += 1
         header = self._headers.pack(self.seq, meta)
-        await self._socket.send_multipart([header, payload], copy=False)
+        await self._socket.send_multipart([header, channel.outgoing(payload)], copy=False)
 
     async def end(self, reason: str = "ended") -> None:
         """Tell the supervisor this stream is over; its subscribers get their end callback."""
@@ -176,6 +184,9 @@ class Worker:
         )
         self._bulk = channel.open_dealer(
             self._zmq, context.bulk_endpoint, context.identity, channel.BULK_HWM
+        )
+        self._bulk_in = channel.open_dealer(
+            self._zmq, context.bulk_in_endpoint, context.identity, channel.BULK_HWM
         )
         self._stopping = asyncio.Event()
         self._tasks: set[asyncio.Task[None]] = set()
@@ -256,6 +267,7 @@ class Worker:
         finally:
             self._control.close(linger=0)
             self._bulk.close(linger=0)
+            self._bulk_in.close(linger=0)
             self._zmq.term()
 
     async def _handshake(self) -> float | None:
@@ -336,7 +348,7 @@ class Worker:
         return Envelope(MessageType.ERROR, request_id=envelope.request_id, body=body)
 
     async def _serve_bulk(self) -> None:
-        async for frames in channel.messages(self._bulk):
+        async for frames in channel.messages(self._bulk_in):
             try:
                 envelope = decode(channel.views(frames))
             except ProtocolViolation as error:
