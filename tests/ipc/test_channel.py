@@ -1,0 +1,65 @@
+"""Socket-level rules that need no worker: zero-copy from 16 KiB, offers refused when full."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import zmq
+import zmq.asyncio
+
+from forge.ipc import channel
+from forge.ipc.envelope import COPY_THRESHOLD, Envelope, MessageType
+
+
+@pytest.fixture
+def socket_path() -> Iterator[Path]:
+    """An ipc:// path short enough for the Unix socket limit (pytest's tmp_path may not be)."""
+    directory = tempfile.mkdtemp(prefix="forge-ipc-test-")
+    yield Path(directory) / "s"
+    shutil.rmtree(directory, ignore_errors=True)
+
+
+def test_payloads_from_16_kib_go_zero_copy_and_smaller_ones_are_copied() -> None:
+    small = bytes(COPY_THRESHOLD - 1)
+    large = bytes(COPY_THRESHOLD)
+    assert channel.outgoing(small) is small
+    frame = channel.outgoing(large)
+    assert isinstance(frame, zmq.Frame)
+    assert memoryview(frame).obj is frame
+    assert frame.bytes == large
+
+
+async def test_an_offer_to_a_peer_that_is_not_there_is_refused_not_lost(
+    socket_path: Path,
+) -> None:
+    context = zmq.asyncio.Context()
+    router = channel.open_router(context, socket_path, 4)
+    try:
+        data = Envelope(MessageType.DATA, stream_id="s", seq=1, payloads=(b"x",))
+        assert channel.offer(router, data, b"nobody") is False
+    finally:
+        router.close(linger=0)
+        context.term()
+
+
+async def test_offers_beyond_the_high_water_mark_are_refused(socket_path: Path) -> None:
+    context = zmq.asyncio.Context()
+    router = channel.open_router(context, socket_path, 4)
+    dealer = channel.open_dealer(context, f"ipc://{socket_path}", b"peer", 4)
+    try:
+        hello = Envelope(MessageType.HELLO, body={})
+        await channel.send(dealer, hello)
+        identity, *_ = await router.recv_multipart()
+        assert identity == b"peer"
+        frame = Envelope(MessageType.DATA, stream_id="s", seq=1, payloads=(bytes(70_000),))
+        results = [channel.offer(router, frame, identity) for _ in range(200)]
+        assert results[0]
+        assert not all(results)
+    finally:
+        dealer.close(linger=0)
+        router.close(linger=0)
+        context.term()
