@@ -273,7 +273,13 @@ class WorkerHandle:
 
     async def _supervise(self) -> None:
         while True:
-            process = self._spawn()
+            try:
+                process = self._spawn()
+            except OSError as error:
+                self._last_reason = f"could not start {self.spec.module}: {error}"
+                self._log.error("worker_failed", reason=self._last_reason)
+                self._set_state(WorkerState.FAILED)
+                return
             watchdog = asyncio.ensure_future(self._watchdog(process, self._hello))
             status = await process.exited
             watchdog.cancel()
@@ -372,27 +378,33 @@ class WorkerHandle:
 
     async def _receive_control(self) -> None:
         async for frames in channel.messages(self._control):
-            if frames[0].bytes != self._identity:
-                continue  # a previous generation's last words
             try:
-                envelope = decode(channel.views(frames[1:]))
-            except ProtocolViolation as error:
-                self._log.error("ipc_envelope_invalid", channel="control", reason=str(error))
-                continue
-            self._last_seen = self._clock.monotonic()
-            kind = envelope.type
-            if kind is MessageType.HELLO:
-                self._on_hello(envelope)
-            elif kind is MessageType.REPLY:
-                body = envelope.body if isinstance(envelope.body, dict) else {}
-                reply = Reply(body.get("result"), tuple(map(memoryview, envelope.payloads)))
-                self._pending.resolve(envelope.request_id, reply)
-            elif kind is MessageType.ERROR:
-                body = envelope.body if isinstance(envelope.body, dict) else {}
-                refusal = RequestFailed(str(body.get("code")), str(body.get("message")))
-                self._pending.fail(envelope.request_id, refusal)
-            elif kind is MessageType.EVENT:
-                self._on_event(envelope)
+                self._dispatch_control(frames)
+            except Exception:  # a listener's bug must not end this worker's channel
+                self._log.exception("ipc_dispatch_failed", channel="control")
+
+    def _dispatch_control(self, frames: list[zmq.Frame]) -> None:
+        if frames[0].bytes != self._identity:
+            return  # a previous generation's last words
+        try:
+            envelope = decode(channel.views(frames[1:]))
+        except ProtocolViolation as error:
+            self._log.error("ipc_envelope_invalid", channel="control", reason=str(error))
+            return
+        self._last_seen = self._clock.monotonic()
+        kind = envelope.type
+        if kind is MessageType.HELLO:
+            self._on_hello(envelope)
+        elif kind is MessageType.REPLY:
+            body = envelope.body if isinstance(envelope.body, dict) else {}
+            reply = Reply(body.get("result"), tuple(map(memoryview, envelope.payloads)))
+            self._pending.resolve(envelope.request_id, reply)
+        elif kind is MessageType.ERROR:
+            body = envelope.body if isinstance(envelope.body, dict) else {}
+            refusal = RequestFailed(str(body.get("code")), str(body.get("message")))
+            self._pending.fail(envelope.request_id, refusal)
+        elif kind is MessageType.EVENT:
+            self._on_event(envelope)
 
     def _on_hello(self, envelope: Envelope) -> None:
         if self._hello.done():
@@ -438,26 +450,35 @@ class WorkerHandle:
             tuple(map(memoryview, envelope.payloads)),
         )
         for listener in list(self._event_listeners):
-            listener(event)
+            try:
+                listener(event)
+            except Exception:
+                self._log.exception("event_listener_failed", name=event.event)
 
     async def _receive_bulk(self) -> None:
         async for frames in channel.messages(self._bulk):
-            if frames[0].bytes != self._identity:
-                continue
             try:
-                envelope = decode(channel.views(frames[1:]))
-            except ProtocolViolation as error:
-                self._log.error("ipc_envelope_invalid", channel="bulk", reason=str(error))
-                continue
-            stream_id = envelope.stream_id
-            if stream_id is None:
-                continue
-            if envelope.type is MessageType.DATA and envelope.payloads:
-                payload = envelope.payloads[0]
-                assert isinstance(payload, memoryview)
-                self._streams.deliver(StreamFrame(stream_id, envelope.seq, envelope.body, payload))
-            elif envelope.type is MessageType.END:
-                self._streams.end(stream_id, str(envelope.body))
+                self._dispatch_bulk(frames)
+            except Exception:  # a subscriber's bug must not end this worker's streams
+                self._log.exception("ipc_dispatch_failed", channel="bulk")
+
+    def _dispatch_bulk(self, frames: list[zmq.Frame]) -> None:
+        if frames[0].bytes != self._identity:
+            return
+        try:
+            envelope = decode(channel.views(frames[1:]))
+        except ProtocolViolation as error:
+            self._log.error("ipc_envelope_invalid", channel="bulk", reason=str(error))
+            return
+        stream_id = envelope.stream_id
+        if stream_id is None:
+            return
+        if envelope.type is MessageType.DATA and envelope.payloads:
+            payload = envelope.payloads[0]
+            assert isinstance(payload, memoryview)
+            self._streams.deliver(StreamFrame(stream_id, envelope.seq, envelope.body, payload))
+        elif envelope.type is MessageType.END:
+            self._streams.end(stream_id, str(envelope.body))
 
     # --- small helpers --------------------------------------------------------------------
 

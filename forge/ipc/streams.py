@@ -10,7 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from forge import logs
 from forge.ipc.messages import StreamFrame
+
+log = logs.get_logger("forge.ipc")
 
 OnFrame = Callable[[StreamFrame], None]
 OnEnd = Callable[[str, str], None]
@@ -59,19 +62,23 @@ class StreamRegistry:
 
     def deliver(self, frame: StreamFrame) -> None:
         self._live.add(frame.stream_id)
-        for subscription in self._by_stream.get(frame.stream_id, ()):
-            subscription.on_frame(frame)
-        for subscription in self._every:
-            subscription.on_frame(frame)
+        for subscription in [*self._by_stream.get(frame.stream_id, ()), *self._every]:
+            try:
+                subscription.on_frame(frame)
+            except Exception:  # one subscriber's bug must not starve the others
+                log.exception("stream_subscriber_failed", stream=frame.stream_id)
 
     def end(self, stream_id: str, reason: str) -> None:
         """The stream is over: its own subscriptions get `on_end` once and are removed."""
         self._live.discard(stream_id)
-        for subscription in self._by_stream.pop(stream_id, []):
+        ending = self._by_stream.pop(stream_id, [])
+        for subscription in ending:
             subscription._registry = None
-            subscription.on_end(stream_id, reason)
-        for subscription in self._every:
-            subscription.on_end(stream_id, reason)
+        for subscription in [*ending, *self._every]:
+            try:
+                subscription.on_end(stream_id, reason)
+            except Exception:
+                log.exception("stream_subscriber_failed", stream=stream_id)
 
     def end_all(self, reason: str) -> list[str]:
         """The worker is gone: end every live or subscribed stream; returns their ids."""

@@ -14,7 +14,7 @@ from structlog.testing import capture_logs
 
 from forge.ipc.errors import RequestFailed, RequestTimeout, WorkerCrashed, WorkerUnavailable
 from forge.ipc.exits import CONFIG_ERROR_EXIT
-from forge.ipc.manager import WorkerEvent, WorkerManager, WorkerRow, WorkerState
+from forge.ipc.manager import WorkerEvent, WorkerManager, WorkerRow, WorkerSpec, WorkerState
 from forge.ipc.messages import StreamFrame
 
 from .helpers import HANG_TIMINGS, TEST_TIMINGS, misbehaving, ready
@@ -243,3 +243,26 @@ async def test_remove_stops_the_worker_forgets_its_row_and_frees_the_name(
     again = manager.start(misbehaving("closing"))
     assert (await again.request("echo", "new")).result == "new"
     assert (await keeper.request("echo", "kept")).result == "kept"
+
+
+async def test_a_failing_subscriber_does_not_stop_the_others(manager: WorkerManager) -> None:
+    worker = manager.start(misbehaving("shared"))
+    seen: list[int] = []
+    ended: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+
+    def broken(frame: StreamFrame) -> None:
+        raise RuntimeError("a subscriber bug")
+
+    worker.subscribe("out", broken, print)
+    worker.subscribe(None, lambda f: seen.append(f.seq), lambda s, r: ended.set_result(r))
+    await worker.request("stream", {"stream": "out", "chunks": [b"a", b"b"]})
+    assert await ended == "finished"
+    assert seen == [1, 2]
+    assert (await worker.request("echo", "alive")).result == "alive"
+
+
+async def test_a_module_that_cannot_start_fails_the_worker(manager: WorkerManager) -> None:
+    spec = WorkerSpec("nowhere", "misbehaving", "forge.testing.misbehaving", cwd=Path("/nope"))
+    row = await manager.start(spec).wait_for(lambda r: r.state == "failed", 30.0)
+    assert row.last_reason is not None
+    assert row.last_reason.startswith("could not start forge.testing.misbehaving: ")

@@ -60,3 +60,17 @@ def test_closed_subscriptions_hear_nothing() -> None:
     one.close()
     registry.deliver(frame("a", 1))
     assert seen == []
+
+
+def test_a_raising_subscriber_does_not_starve_the_others() -> None:
+    registry = StreamRegistry()
+    seen: list[str] = []
+
+    def broken(*args: object) -> None:
+        raise RuntimeError("bug")
+
+    registry.subscribe("a", broken, broken)
+    registry.subscribe(None, lambda f: seen.append("frame"), lambda s, r: seen.append(r))
+    registry.deliver(frame("a", 1))
+    registry.end("a", "over")
+    assert seen == ["frame", "over"]
