@@ -6,13 +6,15 @@ Measures, in one run: small-request round trips (p50/p99) through `WorkerHandle.
 through a bare zmq.asyncio ROUTER/DEALER echo; bulk throughput for 64 KiB and 1 MiB frames
 through `BulkStream.send` -> subscriber and through the bare pair; death detection (SIGKILL to
 the in-flight request's `worker_crashed`) and hang detection (SIGSTOP to the restart) over 20
-trials each. Prints each figure with its ratio to the bare pair.
+trials each; and how long after a SIGKILL of a process running a manager its workers and their
+children are all gone (PDEATHSIG). Prints each figure with its ratio to the bare pair.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import platform
 import signal
@@ -171,6 +173,38 @@ async def hang_trials(manager: WorkerManager, trials: int, parallel: int) -> lis
     return samples
 
 
+async def orphan_trials(trials: int) -> list[float]:
+    """SIGKILL a process running a manager (2 workers, 1 child each); time until all exited."""
+    loop = asyncio.get_running_loop()
+    samples = []
+    for _ in range(trials):
+        host = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "forge.testing.manager_host", "2", stdout=asyncio.subprocess.PIPE
+        )
+        assert host.stdout is not None
+        report = json.loads(await host.stdout.readline())
+        exits = [exited(loop, os.pidfd_open(pid)) for pid in report["workers"] + report["children"]]
+        start = time.perf_counter()
+        host.send_signal(signal.SIGKILL)
+        await asyncio.gather(*exits)
+        samples.append(time.perf_counter() - start)
+        await host.wait()
+    return samples
+
+
+def exited(loop: asyncio.AbstractEventLoop, pidfd: int) -> asyncio.Future[None]:
+    """Resolves when the process behind `pidfd` exits (a pidfd works for any process)."""
+    done: asyncio.Future[None] = loop.create_future()
+
+    def readable() -> None:
+        loop.remove_reader(pidfd)
+        os.close(pidfd)
+        done.set_result(None)
+
+    loop.add_reader(pidfd, readable)
+    return done
+
+
 def line(label: str, forge: float, bare: float, unit: str, higher_is_better: bool) -> None:
     ratio = forge / bare if bare else float("nan")
     better = "forge/bare" if higher_is_better else "forge/bare (lower is better)"
@@ -225,7 +259,7 @@ async def main(quick: bool) -> None:
 
         async with WorkerManager(
             runtime_dir=Path(tmp),
-            timings=LifecycleTimings(backoff_initial=0.01, backoff_jitter=0, crash_limit=1000),
+            timings=LifecycleTimings(backoff_initial=0.01, backoff_max=0.01, crash_limit=1000),
         ) as manager:
             deaths = await death_trials(manager, trials)
             print(f"death detection, SIGKILL -> in-flight request fails ({len(deaths)} trials)")
@@ -241,6 +275,12 @@ async def main(quick: bool) -> None:
                 f"  p50 {percentile(hangs, 0.5):.2f} s   p99 {percentile(hangs, 0.99):.2f} s"
                 f"   max {max(hangs):.2f} s   (goal: <= 6 s)"
             )
+    orphans = await orphan_trials(10)
+    print("orphans, SIGKILL of a process running a manager -> every worker and child exited")
+    print(
+        f"  ({len(orphans)} trials) p50 {percentile(orphans, 0.5) * 1e3:.1f} ms"
+        f"   max {max(orphans) * 1e3:.1f} ms   (goal: <= 50 ms)"
+    )
 
 
 if __name__ == "__main__":
