@@ -43,6 +43,8 @@ class Limits:
     watchdog_s: float
 
 
+_PONG = JsonFrame.encode(server.pong()).text
+
 INBOX_LIMIT = 256
 """Client frames waiting for the dispatcher; past this the reader stops reading (TCP pushback)."""
 
@@ -99,6 +101,12 @@ class Connection:
         """Send a JSON frame encoded once for many connections (text, or kind 3 when large)."""
         data, is_text = frame.for_connection(self.deflate)
         self._queue_control(data, is_text)
+
+    def send_pong(self) -> None:
+        """Answer a client's `ping`. A pong proves the reader runs, not that handlers progress,
+        so it does not count as progress for the watchdog (else a pinging client would keep a
+        connection whose handler never returns alive for ever)."""
+        self._queue_control(_PONG, True, keepalive=True)
 
     def send_binary(self, data: bytes) -> None:
         """Send a binary frame that must arrive (never dropped, like a control frame)."""
@@ -157,11 +165,11 @@ class Connection:
             self._closing_reason = reason
         self._ws.transport.abort()
 
-    def _queue_control(self, data: bytes, is_text: bool) -> None:
+    def _queue_control(self, data: bytes, is_text: bool, *, keepalive: bool = False) -> None:
         if self._closed:
             return
         try:
-            self._backlog.control(data, text=is_text)
+            self._backlog.control(data, text=is_text, keepalive=keepalive)
         except ControlOverflow as overflow:
             log.warning("socket_backlog_overflow", peer=self.peer, why=str(overflow))
             self.close("backlog_overflow")
@@ -237,7 +245,8 @@ class Connection:
             except ConnectionClosed:
                 return
             self._write_started = None
-            self._liveness.wrote(self._clock.monotonic())
+            if not entry.keepalive:
+                self._liveness.wrote(self._clock.monotonic())
             if self._waiters:
                 self._wake_writers()
 

@@ -176,7 +176,7 @@ class Supervisor:
             self._refuse(connection, refusal)
             return None
         if isinstance(message, Ping):
-            connection.send(server.pong())
+            connection.send_pong()
             return None
         return message
 

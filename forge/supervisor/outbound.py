@@ -33,6 +33,8 @@ class Entry:
     text: bool
     stream: Hashable | None = None
     dropped: bool = False
+    keepalive: bool = False
+    """A pong: written like any control frame, but not progress for the watchdog."""
 
 
 @dataclass(slots=True)
@@ -61,13 +63,13 @@ class OutboundBacklog:
     def __len__(self) -> int:
         return len(self._queue)
 
-    def control(self, data: bytes, *, text: bool) -> None:
+    def control(self, data: bytes, *, text: bool, keepalive: bool = False) -> None:
         """A frame that must arrive; raises ControlOverflow when the backlog is past its limit."""
         if self.pending_bytes + len(data) > self._control_limit:
             raise ControlOverflow(
                 f"{self.pending_bytes} bytes unsent, over the {self._control_limit}-byte backlog"
             )
-        self._push(Entry(data, text))
+        self._push(Entry(data, text, keepalive=keepalive))
 
     def latest(self, stream: Hashable, data: bytes) -> None:
         """A frame that supersedes the stream's frame still waiting, if any (newest wins)."""

@@ -82,3 +82,13 @@ def test_git_status_parsing() -> None:
     )
     assert parse_status(output) == {"branch": "main", "changed": 3, "gate": True}
     assert parse_status("# branch.head (detached)\0")["branch"] is None
+
+
+def test_a_pong_is_marked_as_keepalive() -> None:
+    backlog = OutboundBacklog()
+    backlog.control(b'{"kind":"pong"}', text=True, keepalive=True)
+    backlog.control(b"{}", text=True)
+    pong, other = backlog.pop(), backlog.pop()
+    assert pong is not None
+    assert other is not None
+    assert (pong.keepalive, other.keepalive) == (True, False)
