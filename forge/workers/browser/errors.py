@@ -13,7 +13,7 @@ class BrowserMissing(UserError):
     def __init__(self, executable: Path) -> None:
         super().__init__(
             f"no Chromium at {executable}: install Debian's chromium package "
-            "(apt-get install chromium) or set [browser] executable in forge.toml"
+            "(apt-get install chromium) or set [browser] chromium_path in forge.toml"
         )
         self.executable = executable
 

@@ -39,6 +39,13 @@ log = get_logger(__name__)
 _DIALOG_KEYS = {"Enter": True, "Escape": False}
 """While a JavaScript dialog holds the tab, Enter accepts it and Escape dismisses it."""
 
+NAV_STATE_TRIES = 10
+NAV_STATE_RETRY_S = 0.1
+"""History read mid-commit is refused; it is asked again this often, this many times."""
+
+TITLE_POLL_S = 1.0
+"""How often viewed profiles re-read tab titles (Chromium announces no script-set title)."""
+
 MAX_SURFACE_PX = 8192
 """O-BR8's largest surface: the screencast is capped there once, so a resize never restarts it."""
 
@@ -275,6 +282,7 @@ class BrowserHost:
         await self._tab_attached.wait()
         boot = self._tabs[min(self._tabs)]
         await boot.ready.wait()
+        self._spawn(self._watch_titles())
 
     async def stop(self) -> None:
         """Close Chromium (it quits on the pipe's EOF) and every pump."""
@@ -466,13 +474,22 @@ class BrowserHost:
         shot = await self._cdp.call(
             "Page.captureScreenshot", {"format": "webp", "quality": 100}, tab.session
         )
-        self._spawn(self._refresh_info(tab))
         return base64.b64decode(shot["data"])
 
     async def _refresh_info(self, tab: _Tab) -> None:
-        """Chromium sends no event when a script sets the title: ask after loads and paints."""
+        """Chromium sends no event when a script sets the title: ask after loads and moves."""
         info = await self._cdp.call("Target.getTargetInfo", {"targetId": tab.target})
         self._info_changed(info, None)
+
+    async def _watch_titles(self) -> None:
+        """While anything is viewed, read every tab's title each `TITLE_POLL_S` (one call), so
+        a title a script sets after load still reaches the strip."""
+        while True:
+            await self._clock.sleep(TITLE_POLL_S)
+            if any(tab.pump is not None for tab in self._tabs.values()):
+                targets = await self._cdp.call("Target.getTargets")
+                for info in targets["targetInfos"]:
+                    self._info_changed({"targetInfo": info}, None)
 
     async def _start_screencast(self, tab: _Tab) -> None:
         await self._cdp.call(
@@ -509,10 +526,14 @@ class BrowserHost:
 
     async def _push_nav_state(self, tab: _Tab) -> None:
         """Tell viewers where history sits when the page moved on its own."""
-        try:
-            state = await self._nav_state(tab)
-        except CdpCommandFailed as error:  # mid-commit; the load event asks again
-            log.debug("browser_nav_state_deferred", tab=tab.number, error=str(error))
+        for _ in range(NAV_STATE_TRIES):
+            try:
+                state = await self._nav_state(tab)
+                break
+            except CdpCommandFailed as error:  # mid-commit: the page is not there to ask yet
+                log.debug("browser_nav_state_deferred", tab=tab.number, error=str(error))
+                await self._clock.sleep(NAV_STATE_RETRY_S)
+        else:
             return
         if state != tab.nav_state:
             tab.nav_state = state

@@ -25,6 +25,9 @@ from forge.wire.binary import FORMAT_JPEG, FORMAT_WEBP, browser_frame
 
 log = get_logger(__name__)
 
+KEY_FRAME_TRIES = 5
+"""Captures tried in a row (a quiet period apart) before motion is let through without one."""
+
 SEQ_MODULUS = 2**32
 """O-B3: per-tab frame seqs start at 1 and wrap modulo 2^32."""
 
@@ -151,6 +154,7 @@ class FramePump:
                 await self._clock.sleep(rest)
 
     async def _key_frames(self) -> None:
+        failures = 0
         while True:
             if not self._key_asked.is_set():
                 await self._until_quiet_or_asked()
@@ -159,9 +163,16 @@ class FramePump:
             try:
                 image = await self._capture_key()
             except Exception as error:
+                # Mid-navigation Chromium refuses a capture: try again once the page settles.
+                failures += 1
                 log.warning("browser_key_frame_failed", tab=self.tab, error=str(error))
-                self._holding = False
+                if failures < KEY_FRAME_TRIES:
+                    await self._clock.sleep(self._settings.quiet_s)
+                    self._key_asked.set()
+                else:
+                    self._holding = False
                 continue
+            failures = 0
             width, height = image_size(image)
             self._emit(FORMAT_WEBP, True, image, width, height)
             self._holding = False
