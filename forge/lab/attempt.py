@@ -149,7 +149,7 @@ class _Attempt:
             formulaSha256=spec.variant.spec.formula_sha256,
             planSha256=spec.task.spec.plan_sha256,
             pinnedModel=self.atom.model,
-            startedAt=_iso(self.clock.time()),
+            startedAt=iso_utc(self.clock.time()),
         )
         if spec.parallel > 1:
             record["parallel"] = spec.parallel
@@ -174,7 +174,7 @@ class _Attempt:
         record.setdefault("error", None)
         await self._cleanup()
         await self._hold("record")
-        record["finishedAt"] = _iso(self.clock.time())
+        record["finishedAt"] = iso_utc(self.clock.time())
         record["elapsedMs"] = round((self.clock.monotonic() - started) * 1000)
         return record
 
@@ -309,6 +309,7 @@ class _Attempt:
                 i["usage"]["costBasis"] for i in invocations if i["usage"]["costUsd"] is not None
             ),
             models=sorted({i["usage"]["model"] or "unknown" for i in invocations}),
+            resumed=invocations[-1]["resumed"],
         )
 
     async def _invoke(
@@ -700,5 +701,6 @@ def _write_executable(path: Path, data: bytes) -> None:
     path.chmod(0o500)
 
 
-def _iso(epoch: float) -> str:
+def iso_utc(epoch: float) -> str:
+    """`2026-11-29T20:00:00Z`: the form of every timestamp a Lab file records."""
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))

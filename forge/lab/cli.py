@@ -17,9 +17,10 @@ import signal
 import sys
 from pathlib import Path
 
-from forge.clock import SYSTEM_CLOCK, epoch_ms
+from forge.clock import SYSTEM_CLOCK
 from forge.ipc.manager import WorkerManager
 from forge.lab.activation import OutState, activate, check_out, read_activation, review_text
+from forge.lab.attempt import iso_utc
 from forge.lab.cohort import load_cohort
 from forge.lab.digest import activation_digest, canonical_out
 from forge.lab.errors import LabRefusal
@@ -143,7 +144,7 @@ async def evaluate(args: argparse.Namespace) -> int:
             digest=digest,
             source=source.toplevel,
             out_text=out_text,
-            now=str(epoch_ms()),
+            now=iso_utc(SYSTEM_CLOCK.time()),
         )
     else:
         approval = read_activation(out)

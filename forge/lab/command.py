@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
-import signal
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -157,14 +155,14 @@ async def _wait(
 
 
 async def _kill_tree(pid: int, clock: Clock) -> None:
-    """SIGTERM the command's group and every descendant the walker sees; SIGKILL after the grace."""
+    """SIGTERM the command's group and every descendant the walker sees; SIGKILL after the grace.
+
+    Members are signalled one by one (psutil checks each is still the same process), never with
+    `killpg`: once a group is empty its id can be handed to a new session on a busy machine.
+    """
     info = await asyncio.to_thread(ProcessWalker().tree, pid)
     pids = {p.pid for p in info.walk()} if info is not None else set()
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGTERM)
     await kill_processes(sorted(pids | set(group_pids(pid))), grace_s=KILL_GRACE_S, clock=clock)
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)
 
 
 async def _kill_leftovers(pid: int, marker: str, clock: Clock) -> int:

@@ -9,7 +9,9 @@ from .kit import Kit, kill_all, marker_processes
 
 
 @pytest.fixture
-def kit(tmp_path: Path) -> Iterator[Kit]:
+def kit(tmp_path: Path, forge_dirs: dict[str, Path]) -> Iterator[Kit]:
+    """A fresh fixture repository and cohort folder; runtime sockets in this test's own dir."""
+    del forge_dirs
     kit = Kit(tmp_path)
     yield kit
     leftovers = marker_processes(str(kit.ctl))
