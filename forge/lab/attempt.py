@@ -47,6 +47,7 @@ from forge.lab.harness import (
     served_model_mismatch,
     task_input,
 )
+from forge.lab.plan import Command
 from forge.lab.redact import Redactor
 from forge.lab.regression import (
     MAX_RERUN_TESTS,
@@ -216,22 +217,34 @@ class _Attempt:
     # -- setup and coding --------------------------------------------------------------------
 
     async def _setup_and_code(self) -> None:
-        for command in self.plan.setup:
-            cwd = self.workspace if command.dir == "." else self.workspace / command.dir
-            result = await run_command(
-                command.argv,
-                cwd=cwd,
-                env=self._check_env(),
-                timeout_s=command.timeout_ms / 1000,
-                clock=self.clock,
-                output_cap=HARNESS_STDOUT_CAP,
-            )
-            self._account(result)
-            if not result.ok:
-                self.record.update(outcome="setup-failed", error=f"setup {command.id} failed")
-                self._failed("setup", command.id, "workspace", result)
-                return
+        failure = await self._setup(self.workspace)
+        if failure is not None:
+            command, result = failure
+            self.record.update(outcome="setup-failed", error=f"setup {command.id} failed")
+            self._failed("setup", command.id, "workspace", result)
+            return
         await self._code()
+
+    async def _setup(self, root: Path) -> tuple[Command, CommandResult] | None:
+        """Run the plan's setup in `root`, each from its dir; the first failure, if any."""
+        for command in self.plan.setup:
+            cwd = root if command.dir == "." else root / command.dir
+            result = await self._run_check(command.argv, cwd, command.timeout_ms)
+            if not result.ok:
+                return command, result
+        return None
+
+    async def _run_check(self, argv: tuple[str, ...], cwd: Path, timeout_ms: int) -> CommandResult:
+        result = await run_command(
+            argv,
+            cwd=cwd,
+            env=self._check_env(),
+            timeout_s=timeout_ms / 1000,
+            clock=self.clock,
+            output_cap=HARNESS_STDOUT_CAP,
+        )
+        self._account(result)
+        return result
 
     async def _code(self) -> None:
         record = self.record
@@ -569,30 +582,13 @@ class _Attempt:
         base_view = self.work / "views" / "base"
         try:
             await add_worktree(self.source, base_view, self.plan.base_commit)
-            for command in self.plan.setup:
-                result = await run_command(
-                    command.argv,
-                    cwd=base_view if command.dir == "." else base_view / command.dir,
-                    env=self._check_env(),
-                    timeout_s=command.timeout_ms / 1000,
-                    clock=self.clock,
-                    output_cap=HARNESS_STDOUT_CAP,
-                )
-                self._account(result)
-                if not result.ok:
-                    return entries
+            if await self._setup(base_view) is not None:
+                return entries
             for position, nodeid in enumerate(ordered[:MAX_RERUN_TESTS]):
                 verdicts = []
                 for _ in range(RUNS_PER_TEST):
-                    result = await run_command(
-                        rerun_argv(failed[nodeid].argv, nodeid),
-                        cwd=base_view,
-                        env=self._check_env(),
-                        timeout_s=RERUN_TIMEOUT_MS / 1000,
-                        clock=self.clock,
-                        output_cap=HARNESS_STDOUT_CAP,
-                    )
-                    self._account(result)
+                    argv = rerun_argv(failed[nodeid].argv, nodeid)
+                    result = await self._run_check(argv, base_view, RERUN_TIMEOUT_MS)
                     verdicts.append(
                         rerun_verdict(
                             result.stdout.decode("utf-8", errors="replace"),
