@@ -80,5 +80,5 @@ deadline, `WorkerCrashed` when the worker dies with it in flight (at once, from 
 served calls `on_end(stream_id, "worker_crashed")` (or "worker_stopped"): that is where the
 caller sends its client-facing end. Stream callbacks run synchronously in the receive loop and
 must only enqueue. Every timing is a `LifecycleTimings` field (tests pass `.scaled(0.05)`), read
-through `forge.clock.Clock`.
+through `forge.clock.Clock`; a `WorkerSpec(timings=...)` overrides the manager's for one worker.
 """

@@ -99,6 +99,8 @@ class WorkerSpec:
     env: Mapping[str, str] = field(default_factory=dict)
     """Extra environment variables on top of the supervisor's own."""
     cwd: Path | None = None
+    timings: LifecycleTimings | None = None
+    """This worker's own timings (a slow Chromium start's `hello_timeout`), else the manager's."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,8 +127,8 @@ class WorkerHandle:
         self.kind = spec.kind
         self._manager = manager
         self._clock = manager.clock
-        self._timings = manager.timings
-        self._policy = RestartPolicy(manager.timings, manager.rng)
+        self._timings = spec.timings or manager.timings
+        self._policy = RestartPolicy(self._timings, manager.rng)
         self._log = log.bind(worker=spec.name, kind=spec.kind)
         base = manager.directory / str(slot)
         self._control = channel.open_router(

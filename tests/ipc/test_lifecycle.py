@@ -6,6 +6,7 @@ import asyncio
 import dataclasses
 import os
 import signal
+import sys
 from pathlib import Path
 
 import psutil
@@ -266,3 +267,32 @@ async def test_a_module_that_cannot_start_fails_the_worker(manager: WorkerManage
     row = await manager.start(spec).wait_for(lambda r: r.state == "failed", 30.0)
     assert row.last_reason is not None
     assert row.last_reason.startswith("could not start forge.testing.misbehaving: ")
+
+
+async def test_a_worker_started_by_hand_refuses_with_the_config_error_code() -> None:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "forge.testing.misbehaving",
+        stderr=asyncio.subprocess.PIPE,
+        env={k: v for k, v in os.environ.items() if not k.startswith("FORGE_")},
+    )
+    _, stderr = await process.communicate()
+    assert process.returncode == CONFIG_ERROR_EXIT
+    assert b"workers are started by forge's worker manager, not by hand" in stderr
+
+
+async def test_a_spec_can_bring_its_own_timings(manager: WorkerManager) -> None:
+    own = dataclasses.replace(TEST_TIMINGS, hello_timeout=0.3)
+    worker = manager.start(
+        WorkerSpec(
+            "impatient",
+            "misbehaving",
+            "forge.testing.misbehaving",
+            config={"silent_start": True},
+            timings=own,
+        )
+    )
+    row = await worker.wait_for(lambda r: r.restarts == 1, 60.0)
+    assert row.last_reason is not None
+    assert row.last_reason.startswith("no hello within 0.3 s; ")
