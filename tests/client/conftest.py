@@ -1,7 +1,7 @@
 """Real supervisors for the client: `supervise` (a `forge supervise` subprocess, shared with the
 supervisor's suite) and `in_process` (the same Supervisor and SocketServer in the test's loop,
-with a real WorkerManager and the terminal service where a test needs terminals or worker rows:
-`forge supervise` does not start them yet)."""
+composed by `running_supervisor` exactly as `forge supervise` composes it: for tests that stop and
+restart a supervisor, or hand it their own WorkerManager)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 
 from forge.config import load_config
 from forge.ipc.manager import WorkerManager
-from forge.supervisor import terminals as terminal_service
+from forge.supervisor.app import running_supervisor
 from forge.supervisor.core import Supervisor
 from forge.supervisor.server import SocketServer
 from tests.supervisor.conftest import supervise
@@ -39,22 +39,19 @@ def project_toml(tmp_path: Path) -> str:
 
 
 class InProcess:
-    """In-process supervisors on one port: `start` one (with real terminal hosts if asked), `stop`
-    it, and start another, as a restart would."""
+    """In-process supervisors on one port, composed as `forge supervise` composes them
+    (`running_supervisor`: terminals, browsers, process walks, home `workers`). `start` one,
+    optionally on a test's own WorkerManager, `stop` it, and start another, as a restart would."""
 
     def __init__(self, config: Path, port: int) -> None:
         self._config = config
         self._port = port
         self._running: dict[Supervisor, contextlib.AsyncExitStack] = {}
 
-    async def start(self, *, terminals: bool = False) -> Supervisor:
+    async def start(self, manager: WorkerManager | None = None) -> Supervisor:
+        loaded = load_config(self._config, overrides={"server.port": self._port})
         stack = contextlib.AsyncExitStack()
-        supervisor = Supervisor(load_config(self._config, overrides={"server.port": self._port}))
-        if terminals:
-            manager = await stack.enter_async_context(WorkerManager())
-            terminal_service.install(supervisor, manager)
-            supervisor.workers = lambda: [row.to_json() for row in manager.rows()]
-        stack.push_async_callback(supervisor.shutdown)
+        supervisor = await stack.enter_async_context(running_supervisor(loaded, manager))
         server = SocketServer(supervisor)
         await server.start()
         stack.push_async_callback(server.close)
@@ -83,4 +80,4 @@ async def in_process(
 @pytest.fixture
 async def with_terminals(in_process: InProcess) -> Supervisor:
     """An in-process supervisor serving the terminal verbs with real terminal host workers."""
-    return await in_process.start(terminals=True)
+    return await in_process.start()

@@ -7,10 +7,8 @@ import os
 import signal
 
 import psutil
-import pytest
 
 from forge.client.connection import ForgeConnection, connect
-from forge.client.errors import ServerRefused
 from forge.client.frames import TerminalControl as ControlFrame
 from forge.client.frames import Update
 from forge.supervisor.core import Supervisor
@@ -134,12 +132,12 @@ async def test_a_crashed_terminal_host_ends_attach_with_the_reason(
 async def test_after_a_supervisor_restart_attach_never_types_into_another_shell(
     in_process: InProcess, free_port: int
 ) -> None:
-    first = await in_process.start(terminals=True)
+    first = await in_process.start()
     with PtyRun(attach_argv(free_port)) as run:
         await shell_ready(run)
         await in_process.stop(first)
         await run.expect(b"reconnecting - Ctrl-\\ d detaches]\r\n")
-        await in_process.start(terminals=True)
+        await in_process.start()
         async with connect(f"ws://127.0.0.1:{free_port}/socket") as other:
             assert (await other.request(TerminalView(seat=SEAT)))["id"] == 1
             assert await run.finish() == 1
@@ -168,13 +166,6 @@ async def test_sigterm_ends_attach_with_the_tty_restored(
 
 async def test_attach_to_a_real_forge_supervise(supervise: Start, project_toml: str) -> None:
     supervised = await supervise(project_toml)
-    async with connect(supervised.url) as probe:
-        try:
-            await probe.request(TerminalView(seat=Seat("acme", "proj", "probe")))
-        except ServerRefused as refused:
-            if "not served" in refused.why:
-                pytest.skip("forge supervise does not serve the terminal verbs yet")
-            raise
     with PtyRun(attach_argv(supervised.port)) as run:
         await shell_ready(run)
         run.write(b"echo $((6*7))\r")

@@ -8,7 +8,6 @@ import sys
 
 from forge.client.connection import connect
 from forge.ipc.manager import WorkerManager, WorkerSpec
-from forge.supervisor.core import Supervisor
 from forge.wire.client import TerminalView
 from forge.wire.seats import HOME, Seat
 from tests.supervisor.harness import Start
@@ -64,9 +63,8 @@ async def test_no_supervisor_exits_3_with_the_reason(free_port: int) -> None:
 
 
 async def test_a_failed_worker_exits_1_and_shows_why(in_process: InProcess, free_port: int) -> None:
-    supervisor = await in_process.start()
     async with WorkerManager() as manager:
-        supervisor.workers = lambda: [row.to_json() for row in manager.rows()]
+        await in_process.start(manager)
         healthy = manager.start(WorkerSpec("steady", "misbehaving", "forge.testing.misbehaving"))
         broken = manager.start(
             WorkerSpec(
@@ -81,6 +79,10 @@ async def test_a_failed_worker_exits_1_and_shows_why(in_process: InProcess, free
             "status", "--json", "--url", f"ws://127.0.0.1:{free_port}/socket"
         )
     assert code == json_code == 1
+    assert out.splitlines()[2].startswith(
+        "fatal error: worker misconfigured (misbehaving) failed: "
+        "configuration error (exit code 78); not restarting (at "
+    )
     rows = {line.split()[0]: line for line in out.splitlines() if line.startswith("  ")}
     assert rows["steady"].split()[1:4] == ["misbehaving", str(steady.pid), "ready"]
     assert rows["misconfigured"].split(None, 6)[1:] == [
@@ -100,13 +102,13 @@ async def test_the_help_documents_the_exit_codes() -> None:
 
 
 async def test_an_open_terminal_shows_its_seat_and_its_host_worker(
-    with_terminals: Supervisor, free_port: int
+    supervise: Start, project_toml: str
 ) -> None:
-    url = f"ws://127.0.0.1:{free_port}/socket"
-    async with connect(url) as client:
+    supervised = await supervise(project_toml)
+    async with connect(supervised.url) as client:
         reply = await client.request(TerminalView(seat=Seat("acme", "proj", "lead")))
         assert reply["ok"]
-        code, out, _ = await forge("status", "--url", url)
+        code, out, _ = await forge("status", "--url", supervised.url)
     assert code == 0
     rows = [line.split() for line in out.splitlines() if line.startswith("  ")]
     assert rows[3][:2] == ["acme/proj/lead", "idle"]
