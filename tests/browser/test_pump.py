@@ -43,7 +43,7 @@ async def test_paints_become_webp_and_jpeg_frames_then_a_key_frame_after_quiet()
     pump.wants_jpeg = True
     pump.start()
     jpeg = picture((255, 0, 0), "JPEG")
-    pump.paint(jpeg)
+    pump.paint(jpeg, (64, 48))
     (passthrough,) = recorder.frames
     assert (passthrough.image_format, passthrough.image, passthrough.seq) == (FORMAT_JPEG, jpeg, 1)
     webp = await recorder.until(
@@ -80,11 +80,11 @@ async def test_an_asked_key_frame_comes_at_once_and_webp_motion_is_capped() -> N
     assert recorder.frames[0].key
 
     for shade in range(5):
-        pump.paint(picture((shade * 40, 0, 0), "JPEG"))
+        pump.paint(picture((shade * 40, 0, 0), "JPEG"), (64, 48))
     await recorder.until(lambda: len(recorder.frames) == 2)
     await settle(clock, 1)
-    pump.paint(picture((250, 0, 0), "JPEG"))
-    pump.paint(picture((0, 0, 250), "JPEG"))
+    pump.paint(picture((250, 0, 0), "JPEG"), (64, 48))
+    pump.paint(picture((0, 0, 250), "JPEG"), (64, 48))
     await asyncio.sleep(0)
     assert len(recorder.frames) == 2  # capped: nothing encodes until the interval passes
     clock.advance(0.1)

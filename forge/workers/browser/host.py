@@ -630,7 +630,12 @@ class BrowserHost:
             "Page.screencastFrameAck", {"sessionId": params["sessionId"]}, tab.session
         ).add_done_callback(_quietly)
         if tab.pump is not None:
-            tab.pump.paint(base64.b64decode(params["data"]))
+            metadata = params.get("metadata", {})
+            page_size = (
+                round(metadata.get("deviceWidth", tab.viewport.css[0])),
+                round(metadata.get("deviceHeight", tab.viewport.css[1])),
+            )
+            tab.pump.paint(base64.b64decode(params["data"]), page_size)
 
     def _dialog_opening(self, params: JsonObject, tab: _Tab | None) -> None:
         assert tab is not None

@@ -86,7 +86,7 @@ class FramePump:
         self._capture_key = capture_key
         self._settings = settings
         self._seq = 0
-        self._motion: bytes | None = None
+        self._motion: tuple[bytes, tuple[int, int]] | None = None
         self._motion_ready = asyncio.Event()
         self._key_asked = asyncio.Event()
         self._painted = asyncio.Event()
@@ -112,22 +112,31 @@ class FramePump:
         self._holding = True
         self._key_asked.set()
 
-    def paint(self, jpeg: bytes) -> None:
-        """One screencast frame from Chromium (already acknowledged)."""
+    def paint(self, jpeg: bytes, page_size: tuple[int, int]) -> None:
+        """One screencast frame from Chromium (already acknowledged), laid out at `page_size`
+        CSS pixels: a frame painted before a resize keeps the size it was painted at."""
         self._last_paint = self._clock.monotonic()
         self._painted.set()
         if self._holding:
             return
         if self.wants_jpeg:
             width, height = image_size(jpeg)
-            self._emit(FORMAT_JPEG, False, jpeg, width, height)
+            self._emit(FORMAT_JPEG, False, jpeg, width, height, page_size)
         if self.wants_webp:
-            self._motion = jpeg
+            self._motion = (jpeg, page_size)
             self._motion_ready.set()
 
-    def _emit(self, image_format: int, key: bool, image: bytes, width: int, height: int) -> None:
+    def _emit(
+        self,
+        image_format: int,
+        key: bool,
+        image: bytes,
+        width: int,
+        height: int,
+        page_size: tuple[int, int],
+    ) -> None:
         self._seq = self._seq % (SEQ_MODULUS - 1) + 1
-        page_width, page_height = self.page_size
+        page_width, page_height = page_size
         frame = browser_frame(
             profile=self.profile_id, tab=self.tab, seq=self._seq, width=width, height=height,
             image_format=image_format, key=key, page_width=page_width, page_height=page_height,
@@ -140,15 +149,16 @@ class FramePump:
         while True:
             await self._motion_ready.wait()
             self._motion_ready.clear()
-            jpeg, self._motion = self._motion, None
-            if jpeg is None or not self.wants_webp:
+            motion, self._motion = self._motion, None
+            if motion is None or not self.wants_webp:
                 continue
+            jpeg, page_size = motion
             started = self._clock.monotonic()
             webp, width, height = await asyncio.to_thread(
                 webp_from_jpeg, jpeg, self._settings.webp_quality
             )
             if not self._holding:
-                self._emit(FORMAT_WEBP, False, webp, width, height)
+                self._emit(FORMAT_WEBP, False, webp, width, height, page_size)
             rest = interval - (self._clock.monotonic() - started)
             if rest > 0:
                 await self._clock.sleep(rest)
@@ -174,7 +184,7 @@ class FramePump:
                 continue
             failures = 0
             width, height = image_size(image)
-            self._emit(FORMAT_WEBP, True, image, width, height)
+            self._emit(FORMAT_WEBP, True, image, width, height, self.page_size)
             self._holding = False
 
     async def _until_quiet_or_asked(self) -> None:
