@@ -18,8 +18,9 @@ TEST_TIMINGS = LifecycleTimings(
 )
 """Fast restarts; heartbeats stay at 1 s so a loaded machine never looks hung by accident."""
 
-HANG_TIMINGS = dataclasses.replace(TEST_TIMINGS, heartbeat_interval=0.1)
-"""For hang tests: heartbeats every 0.1 s, hung after 0.5 s of silence."""
+HANG_TIMINGS = dataclasses.replace(TEST_TIMINGS, heartbeat_interval=0.1, kill_grace=2.0)
+"""For hang tests: heartbeats every 0.1 s, hung after 0.5 s of silence; a loaded machine still
+gets 2 s to act on SIGTERM."""
 
 
 def misbehaving(name: str, **config: object) -> WorkerSpec:
