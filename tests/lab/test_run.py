@@ -323,3 +323,20 @@ def test_a_runner_killed_mid_attempt_aborts_and_leaves_nothing(kit: Kit) -> None
     assert kit.report()["status"] == "aborted"
     assert not (kit.out / "attempts" / "t1" / "a" / "rep-1").exists()
     assert marker_processes(str(kit.ctl)) == []
+
+
+def test_a_resume_with_gaps_still_honours_max_attempts(kit: Kit) -> None:
+    kit.cohort(
+        a=kit.formula("a"),
+        b=kit.formula("b", model="m2"),
+        tasks={"t1": kit.plan("t1"), "t2": kit.plan("t2"), "t3": kit.plan("t3")},
+        stop={"maxAttempts": 4},
+    )
+    assert kit.approve().returncode == 0
+    assert len(kit.probes()) == 4
+    (kit.out / "attempts" / "t2" / "a" / "rep-1" / "attempt.json").unlink()
+    assert kit.approve("--parallel", "4").returncode == 0
+    assert [p["coordinate"] for p in kit.probes()[4:]] == ["t2/a/rep-1"]
+    report = kit.report()
+    assert (report["status"], report["stopReason"]) == ("stopped", "maxAttempts 4 reached")
+    assert [v["attempts"] for v in report["variants"]] == [2, 2]
