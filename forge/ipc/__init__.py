@@ -78,7 +78,9 @@ Supervising (in `forge supervise` or `forge evaluate`)::
 deadline, `WorkerCrashed` when the worker dies with it in flight (at once, from the pidfd), and
 `WorkerUnavailable` when the worker is failed or stopped. When a worker dies, every stream it
 served calls `on_end(stream_id, "worker_crashed")` (or "worker_stopped"): that is where the
-caller sends its client-facing end. Stream callbacks run synchronously in the receive loop and
-must only enqueue. Every timing is a `LifecycleTimings` field (tests pass `.scaled(0.05)`), read
-through `forge.clock.Clock`; a `WorkerSpec(timings=...)` overrides the manager's for one worker.
+caller sends its client-facing end. A subscription to one stream id ends with that stream (after
+a restart, subscribe again); a catch-all subscription (`None`) and event listeners last across
+restarts. Stream callbacks run synchronously in the receive loop and must only enqueue. Every
+timing is a `LifecycleTimings` field (tests pass `.scaled(0.05)`), read through
+`forge.clock.Clock`; a `WorkerSpec(timings=...)` overrides the manager's for one worker.
 """
