@@ -173,6 +173,7 @@ class _Attempt:
             notes=self.notes,
         )
         record.setdefault("error", None)
+        record.setdefault("invalid", None)
         await self._cleanup()
         await self._hold("record")
         record["finishedAt"] = iso_utc(self.clock.time())
