@@ -1,0 +1,352 @@
+"""Browser host benchmark: frames/s, paint->viewer and input->visible latency, CPU per viewer.
+
+One run compares, side by side, WebP motion (format 1) and JPEG passthrough (format 2) for an
+animated 1280x720 page with 1, 4 and 16 viewers, and a phone viewport (1170x2532 at 3x) with one.
+A real supervisor (its own process, this script with --serve) hosts the browser verbs; the viewers
+are websockets clients in this process. The page stamps Date.now() into its pixels as 40 black or
+white blocks, so a viewer reads the paint time off each frame it receives.
+
+    .venv/bin/python -P bench/browser.py [--seconds 4]
+
+(-P: bench/socket.py would otherwise shadow the standard library's socket module.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import io
+import json
+import os
+import socket
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import psutil
+from PIL import Image
+from websockets.asyncio.client import ClientConnection, connect
+
+from forge.wire.binary import BROWSER_FRAME_HEADER
+
+SEAT = {"org": "bench", "project": "proj", "label": "lead"}
+BITS = 32
+"""The page stamps Date.now() modulo 2^32 ms; the reader unwraps it against its own clock."""
+BLOCK = 10
+
+PAGE = f"""<!doctype html><body style="margin:0;overflow:hidden">
+<canvas id=c style="display:block"></canvas><script>
+const c = document.getElementById('c'), x = c.getContext('2d');
+let hue = 0, marker = 'rgb(255,0,0)';
+function fit() {{ c.width = innerWidth; c.height = innerHeight; }}
+fit(); addEventListener('resize', fit);
+addEventListener('mousedown', () => {{
+  marker = marker === 'rgb(255,0,0)' ? 'rgb(0,0,255)' : 'rgb(255,0,0)'; }});
+addEventListener('touchstart', () => {{
+  marker = marker === 'rgb(255,0,0)' ? 'rgb(0,0,255)' : 'rgb(255,0,0)'; }});
+function frame() {{
+  hue = (hue + 3) % 360;
+  x.fillStyle = `hsl(${{hue}},70%,50%)`; x.fillRect(0, 0, c.width, c.height);
+  for (let i = 0; i < 200; i++) {{
+    x.fillStyle = `hsl(${{(hue + i * 7) % 360}},80%,60%)`;
+    x.fillRect((i * 37 + hue * 5) % c.width, (i * 53) % c.height, 40, 40); }}
+  const now = Date.now();
+  for (let i = 0; i < {BITS}; i++) {{
+    x.fillStyle = Math.floor(now / 2 ** i) % 2 ? '#fff' : '#000';  // low 32 bits
+    x.fillRect(i * {BLOCK}, 0, {BLOCK}, {BLOCK}); }}
+  x.fillStyle = marker; x.fillRect(0, 64, 96, 96);
+  requestAnimationFrame(frame);
+}}
+frame();
+</script>"""
+
+
+class _Page(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        body = PAGE.encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+    return port
+
+
+async def serve(config: Path, port: int) -> None:
+    """The supervisor process: the browser verbs over a worker manager, until killed."""
+    from forge.config import load_config
+    from forge.ipc.manager import WorkerManager
+    from forge.supervisor import browsers
+    from forge.supervisor.core import Supervisor
+    from forge.supervisor.server import SocketServer
+
+    supervisor = Supervisor(load_config(config, overrides={"server.port": port}))
+    async with WorkerManager() as manager:
+        browsers.install(supervisor, manager)
+        server = SocketServer(supervisor)
+        await server.start()
+        print("ready", flush=True)
+        await asyncio.Event().wait()
+
+
+def read_stamp(image: Image.Image, scale: float) -> int:
+    """The low 32 bits of the Date.now() the page drew into its first row of blocks."""
+    value = 0
+    rgb = image.convert("L")
+    for bit in range(BITS):
+        x, y = int((bit * BLOCK + BLOCK / 2) * scale), int(BLOCK / 2 * scale)
+        if rgb.getpixel((x, y)) > 128:  # type: ignore[operator]
+            value |= 1 << bit
+    return value
+
+
+def marker_is_blue(image: Image.Image, scale: float) -> bool:
+    pixel = image.convert("RGB").getpixel((int(48 * scale), int(112 * scale)))
+    assert isinstance(pixel, tuple)
+    return bool(pixel[2] > 150 and pixel[0] < 100)
+
+
+class Viewer:
+    def __init__(self, ws: ClientConnection) -> None:
+        self.ws = ws
+        self.frames: list[tuple[float, bytes]] = []
+        self.replies: dict[str, Any] = {}
+        self.asks = 0
+        self.keep = False
+        self.arrived = asyncio.Event()
+        self.task = asyncio.ensure_future(self.read())
+
+    async def read(self) -> None:
+        async for message in self.ws:
+            if isinstance(message, str):
+                decoded = json.loads(message)
+                if decoded["kind"] == "reply":
+                    self.replies[decoded["reply_to"]] = decoded["body"]
+                    self.arrived.set()
+            else:
+                self.frames.append((time.time(), message if self.keep else message[:19]))
+                self.arrived.set()
+
+    async def ask(self, message: dict[str, Any]) -> Any:
+        self.asks += 1
+        key = f"b{self.asks}"
+        await self.ws.send(json.dumps({**message, "reply_to": key}))
+        while key not in self.replies:
+            self.arrived.clear()
+            await self.arrived.wait()
+        return self.replies.pop(key)
+
+    async def send(self, message: dict[str, Any]) -> None:
+        await self.ws.send(json.dumps(message))
+
+
+def cpu_seconds(processes: list[psutil.Process]) -> float:
+    total = 0.0
+    for process in processes:
+        try:
+            times = process.cpu_times()
+            total += times.user + times.system
+        except psutil.NoSuchProcess:
+            pass
+    return total
+
+
+def decode(data: bytes) -> tuple[Image.Image, float]:
+    header = BROWSER_FRAME_HEADER.unpack_from(data)
+    image = Image.open(io.BytesIO(data[BROWSER_FRAME_HEADER.size :]))
+    image.load()
+    return image, header[4] / header[8]  # device width / page width
+
+
+async def scenario(
+    url: str, page: str, supervisor: psutil.Process, *, viewers: int, jpeg: bool,
+    size: tuple[int, int, float], seconds: float, seq: list[int],
+) -> dict[str, Any]:  # fmt: skip
+    query = "?formats=webp,jpeg" if jpeg else ""
+    clients = [Viewer(await connect(url + query, max_size=None)) for _ in range(viewers)]
+    lead = clients[0]
+    tab = (await lead.ask({"kind": "browser_open", "seat": SEAT, "url": page}))["tab"]
+    for client in clients:
+        await client.ask({"kind": "browser_view", "seat": SEAT, "tab": tab})
+    await lead.send({"kind": "browser_control", "take": True})
+    width, height, scale = size
+    await lead.send({"kind": "browser_resize", "width": width, "height": height, "scale": scale})
+    host = next(
+        p for p in supervisor.children() if "forge.workers.browser" in " ".join(p.cmdline())
+    )
+    chromium = host.children(recursive=True)
+    await asyncio.sleep(1.5)
+
+    lead.keep = True
+    for client in clients:
+        client.frames.clear()
+    host_cpu, chromium_cpu, sup_cpu = (
+        cpu_seconds([host]),
+        cpu_seconds(chromium),
+        cpu_seconds([supervisor]),
+    )
+    started = time.time()
+    await asyncio.sleep(seconds)
+    elapsed = time.time() - started
+    host_cpu = (cpu_seconds([host]) - host_cpu) / elapsed
+    chromium_cpu = (cpu_seconds(chromium) - chromium_cpu) / elapsed
+    sup_cpu = (cpu_seconds([supervisor]) - sup_cpu) / elapsed
+    lead.keep = False
+    measured = list(lead.frames)
+    fps = [len(c.frames) / elapsed for c in clients]
+    latencies = []
+    for arrived, data in measured[:: max(1, len(measured) // 40)]:
+        image, ratio = await asyncio.to_thread(decode, data)
+        latencies.append((int(arrived * 1000) - read_stamp(image, ratio)) % 2**BITS)
+
+    visible = []
+    for _ in range(12):
+        lead.frames.clear()
+        lead.keep = True
+        await asyncio.sleep(0.25)
+        before = lead.frames[-1][1] if lead.frames else None
+        blue_before = marker_is_blue(*decode(before)) if before else False
+        seq[0] += 1
+        sent = time.time()
+        for down in (True, False):
+            seq[0] += 1
+            press = {"press": {"x": 48, "y": 112, "button": "left", "down": down}}
+            await lead.send({"kind": "browser_input", "seq": seq[0], "event": press})
+        deadline = sent + 2
+        seen = 0
+        while time.time() < deadline:
+            lead.arrived.clear()
+            await asyncio.wait_for(lead.arrived.wait(), 2)
+            fresh = lead.frames[seen:]
+            seen = len(lead.frames)
+            hit = None
+            for arrived, data in fresh:
+                if arrived < sent:
+                    continue
+                image, ratio = await asyncio.to_thread(decode, data)
+                if marker_is_blue(image, ratio) != blue_before:
+                    hit = arrived
+                    break
+            if hit is not None:
+                visible.append((hit - sent) * 1000)
+                break
+        lead.keep = False
+    await lead.send({"kind": "browser_navigate", "url": "about:blank"})
+    await asyncio.sleep(0.3)
+    for client in clients:
+        await client.ws.close()
+        client.task.cancel()
+    return {
+        "format": "jpeg" if jpeg else "webp",
+        "viewport": f"{width}x{height}@{scale:g}",
+        "viewers": viewers,
+        "fps": statistics.median(fps),
+        "fps_min": min(fps),
+        "paint_p50": statistics.median(latencies) if latencies else float("nan"),
+        "paint_p90": _p90(latencies),
+        "input_p50": statistics.median(visible) if visible else float("nan"),
+        "input_p90": _p90(visible),
+        "host_cpu": host_cpu * 100,
+        "chromium_cpu": chromium_cpu * 100,
+        "supervisor_cpu": sup_cpu * 100,
+    }
+
+
+def _p90(values: list[float]) -> float:
+    if len(values) < 2:
+        return float("nan")
+    return statistics.quantiles(values, n=10)[-1]
+
+
+async def main(seconds: float) -> None:
+    page_server = ThreadingHTTPServer(("127.0.0.1", 0), _Page)
+    threading.Thread(target=page_server.serve_forever, daemon=True).start()
+    page = f"http://127.0.0.1:{page_server.server_address[1]}/"
+    with tempfile.TemporaryDirectory() as scratch:
+        root = Path(scratch)
+        (root / "proj").mkdir()
+        config = root / "forge.toml"
+        config.write_text(f'[[projects]]\norg = "bench"\nname = "proj"\npath = "{root / "proj"}"\n')
+        port = free_port()
+        env = dict(
+            os.environ, XDG_STATE_HOME=str(root / "state"), XDG_RUNTIME_DIR=str(root / "run")
+        )
+        (root / "run").mkdir()
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-P", __file__, "--serve", str(config), "--port", str(port),
+            env=env, stdout=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        assert process.stdout is not None
+        await process.stdout.readline()
+        supervisor = psutil.Process(process.pid)
+        url = f"ws://127.0.0.1:{port}/socket"
+        seq = [0]
+        rows = []
+        try:
+            for size, counts in (((1280, 720, 1.0), (1, 4, 16)), ((1170, 2532, 3.0), (1,))):
+                for viewers in counts:
+                    for jpeg in (False, True):
+                        row = await scenario(
+                            url, page, supervisor, viewers=viewers, jpeg=jpeg, size=size,
+                            seconds=seconds, seq=seq,
+                        )  # fmt: skip
+                        rows.append(row)
+                        print(_line(row), flush=True)
+        finally:
+            process.kill()
+            await process.wait()
+            page_server.shutdown()
+    print()
+    for size in ("1280x720@1", "1170x2532@3"):
+        for fmt in ("webp", "jpeg"):
+            one = [r for r in rows if r["viewport"] == size and r["format"] == fmt]
+            if len(one) > 1:
+                extra = (one[-1]["supervisor_cpu"] - one[0]["supervisor_cpu"]) / (
+                    one[-1]["viewers"] - one[0]["viewers"]
+                )
+                print(f"{size} {fmt}: supervisor CPU per added viewer {extra:.2f} % of a core")
+    for size in ("1280x720@1", "1170x2532@3"):
+        webp = next(r for r in rows if r["viewport"] == size and r["format"] == "webp")
+        jpeg = next(r for r in rows if r["viewport"] == size and r["format"] == "jpeg")
+        print(
+            f"{size} 1 viewer, jpeg/webp: fps x{jpeg['fps'] / webp['fps']:.2f}, paint->viewer "
+            f"x{jpeg['paint_p50'] / webp['paint_p50']:.2f}, host CPU "
+            f"x{jpeg['host_cpu'] / max(webp['host_cpu'], 0.01):.2f}"
+        )
+
+
+def _line(row: dict[str, Any]) -> str:
+    return (
+        f"{row['viewport']:>12} {row['format']:>4} viewers={row['viewers']:>2} "
+        f"fps={row['fps']:5.1f} (min {row['fps_min']:5.1f}) "
+        f"paint->viewer p50={row['paint_p50']:6.1f} p90={row['paint_p90']:6.1f} ms "
+        f"input->visible p50={row['input_p50']:6.1f} p90={row['input_p90']:6.1f} ms "
+        f"cpu host={row['host_cpu']:5.1f}% chromium={row['chromium_cpu']:5.1f}% "
+        f"supervisor={row['supervisor_cpu']:5.1f}%"
+    )
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=4.0, help="measuring window per row")
+    parser.add_argument("--serve", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.serve:
+        asyncio.run(serve(args.serve, args.port))
+    else:
+        asyncio.run(main(args.seconds))
