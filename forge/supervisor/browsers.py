@@ -165,10 +165,11 @@ class BrowserService:
             raise ClientRefusal(what, str(unknown), seat) from None
         profile = self._profile_for(what, seat)
         async with profile.starting:
-            if profile.handle is None or profile.handle.row.state in {
+            started = profile.handle is None or profile.handle.row.state in {
                 WorkerState.STOPPED,
                 WorkerState.FAILED,
-            }:
+            }
+            if started:
                 self._start_host(what, seat, profile)
             assert profile.handle is not None
             seen = profile.restarts_seen
@@ -182,6 +183,8 @@ class BrowserService:
         if row.state is WorkerState.FAILED:
             raise ClientRefusal(what, f"the browser host failed: {row.last_reason}", seat)
         self._touch(profile)
+        if started:
+            self._push_tabs(profile)  # its rows arrived before it was up
         return profile
 
     def _start_host(self, what: str, seat: Seat, profile: _Profile) -> None:

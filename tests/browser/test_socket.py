@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import socket
 from collections.abc import AsyncIterator
@@ -81,16 +82,13 @@ class Client:
         self._reader.cancel()
 
 
-@pytest_asyncio.fixture(loop_scope="module", scope="module")
-async def served(
-    tmp_path_factory: pytest.TempPathFactory, site: str
-) -> AsyncIterator[tuple[str, Path]]:
+@contextlib.asynccontextmanager
+async def serving(root: Path, extra_toml: str = "") -> AsyncIterator[tuple[str, Path]]:
     """A supervisor serving the browser verbs on a free port; yields its URL and its log."""
-    root = tmp_path_factory.mktemp("served")
     project = root / "proj"
     project.mkdir()
     toml = root / "forge.toml"
-    toml.write_text(f'[[projects]]\norg = "acme"\nname = "proj"\npath = "{project}"\n')
+    toml.write_text(f'[[projects]]\norg = "acme"\nname = "proj"\npath = "{project}"\n{extra_toml}')
     log = root / "forge.log"
     with pytest.MonkeyPatch.context() as patch:
         patch.delenv(LOG_FILE_ENV, raising=False)  # restored after: workers of later tests
@@ -110,6 +108,14 @@ async def served(
             await server.close()
             await supervisor.shutdown()
     configure(None, to_stderr=False)
+
+
+@pytest_asyncio.fixture(loop_scope="module", scope="module")
+async def served(
+    tmp_path_factory: pytest.TempPathFactory, site: str
+) -> AsyncIterator[tuple[str, Path]]:
+    async with serving(tmp_path_factory.mktemp("served")) as url_and_log:
+        yield url_and_log
 
 
 async def client(served: tuple[str, Path], query: str = "") -> Client:
@@ -338,3 +344,21 @@ async def test_chromium_dying_is_said_to_viewers_and_a_reattach_works(
     count = len(a.frames)
     await a.until(lambda: len(a.frames) > count and a.frames[-1].tab == answer["tab"])
     await a.close()
+
+
+async def test_an_idle_host_closes_and_the_next_attach_starts_it(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    async with serving(tmp_path_factory.mktemp("idle"), "[browser]\nidle_close_s = 1\n") as served:
+        a = await client(served)
+        assert (await a.ask({"kind": "browser_view", "seat": SEAT}))["ok"]
+        tabs = await a.ask({"kind": "browser_tabs", "seat": SEAT})
+        assert tabs["tabs"]["up"]
+        assert tabs["tabs"]["closing_at_ms"] is not None
+        await a.send({"kind": "browser_detach"})
+        closed = await a.until(lambda: [t for t in a.kinds("browser_tabs") if not t["up"]])
+        assert (closed[0]["closing_at_ms"], closed[0]["rows"]) == (None, [])
+        assert records(served, "browser_host_idle_closed")
+        assert (await a.ask({"kind": "browser_view", "seat": SEAT}))["ok"]
+        await a.until(lambda: a.kinds("browser_tabs")[-1]["up"])
+        await a.close()
