@@ -63,7 +63,8 @@ class StateDetector:
         if self._carry:
             data = self._carry + data
             self._carry = b""
-        if b"\x1b]" in data:
+        # One-byte search is memchr; a two-byte `in` scans ~50x slower on a flood.
+        if data.find(b"\x1b") != -1:
             end = 0
             for match in _OSC.finditer(data):
                 end = match.end()
@@ -72,8 +73,9 @@ class StateDetector:
                     self._integration = text[:1].decode("ascii", "replace") or None
                 else:
                     self.title = text.decode("utf-8", "replace")
-            start = data.rfind(b"\x1b]", end)
-            if start != -1 and len(data) - start <= _CARRY_LIMIT:
+            start = data.rfind(b"\x1b", end)
+            cut_short = data[start + 1 : start + 2] in (b"]", b"")
+            if start != -1 and cut_short and len(data) - start <= _CARRY_LIMIT:
                 self._carry = bytes(data[start:])
         return self._derive()
 

@@ -1,0 +1,435 @@
+"""Terminal benchmark: forge's whole terminal path beside terminado and the raw PTY floor.
+
+    .venv/bin/pip install terminado      # once; the side-by-side needs it
+    .venv/bin/python bench/terminal.py [--mb 40] [--keys 200] [--stall 10] [--repeats 3]
+
+Three ways of moving the same shell's output, measured in one run, alternating:
+- raw floor: ptyprocess runs the workload and this process reads the PTY into nothing;
+- forge: a supervisor process (socket, `forge.supervisor.terminals`) with its terminal host
+  worker, read by a websockets client (PTY -> host -> ZeroMQ -> supervisor -> WebSocket);
+- terminado: tornado + terminado's `TermSocket` in its own process, read the same way.
+The same shell (`bash --noprofile --norc -i`) runs the same keystrokes in each. Printed: flood
+throughput (`head -c N /dev/zero | tr '\\0' x`) and its ratio to the floor, server CPU seconds
+per MB moved (forge: supervisor + host; terminado: its process), forge's average frame under
+flood, keystroke echo latency p50/p99, bytes lost when the shell exits right after printing,
+and what a 10 s stalled viewer costs the supervisor (memory growth, CPU).
+"""
+
+from __future__ import annotations
+
+import sys
+
+# bench/ holds socket.py: keep this folder off sys.path so `import socket` is the stdlib's.
+if sys.path[0] == __file__.rpartition("/")[0]:
+    sys.path.pop(0)
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psutil
+from ptyprocess import PtyProcess
+from websockets.asyncio.client import ClientConnection, connect
+
+from forge.wire.binary import TERMINAL_OUTPUT_HEADER, terminal_input
+
+SHELL = ["/bin/bash", "--noprofile", "--norc", "-i"]
+SEAT = {"org": "bench", "project": "terminal", "label": "main"}
+MARK_COMMAND = "echo D''ONE"
+"""Typed after a workload: the echo of the line holds `D''ONE`, only the output holds DONE."""
+MARK = b"DONE\r\n"
+
+
+def flood_command(megabytes: int) -> str:
+    return f"head -c {megabytes * 1_000_000} /dev/zero | tr '\\0' x; {MARK_COMMAND}"
+
+
+# --- the servers, each run as its own process -------------------------------------------
+
+
+async def serve_forge(port: int, project: Path) -> None:
+    from forge import logs
+    from forge.config import load_config
+    from forge.ipc.manager import WorkerManager
+    from forge.supervisor.core import Supervisor
+    from forge.supervisor.server import SocketServer
+    from forge.supervisor.terminals import install
+
+    logs.configure(None, to_stderr=False)
+    toml = project / "forge.toml"
+    toml.write_text(f'[[projects]]\norg = "bench"\nname = "terminal"\npath = "{project}"\n')
+    supervisor = Supervisor(load_config(toml, overrides={"server.port": port}))
+    async with WorkerManager(runtime_dir=project / "run") as manager:
+        install(supervisor, manager, host_config={"argv": SHELL})
+        server = SocketServer(supervisor)
+        await server.start()
+        print("ready", flush=True)
+        await asyncio.Event().wait()
+
+
+def serve_terminado(port: int) -> None:
+    import tornado.ioloop
+    import tornado.web
+    from terminado import TermSocket, UniqueTermManager
+
+    manager = UniqueTermManager(shell_command=SHELL)
+    app = tornado.web.Application([(r"/websocket", TermSocket, {"term_manager": manager})])
+    app.listen(port, "127.0.0.1")
+    print("ready", flush=True)
+    tornado.ioloop.IOLoop.current().start()
+
+
+@dataclass
+class Server:
+    name: str
+    process: subprocess.Popen[bytes]
+    url: str
+
+    def cpu_seconds(self) -> float:
+        """The server's own CPU (forge: supervisor and terminal hosts; never the workload)."""
+        total = 0.0
+        for proc in [psutil.Process(self.process.pid), *self._hosts()]:
+            try:
+                times = proc.cpu_times()
+            except psutil.NoSuchProcess:
+                continue
+            total += times.user + times.system
+        return total
+
+    def rss(self) -> int:
+        return int(psutil.Process(self.process.pid).memory_info().rss)
+
+    def _hosts(self) -> list[psutil.Process]:
+        children = psutil.Process(self.process.pid).children()
+        return [c for c in children if "forge.workers.terminal" in " ".join(c.cmdline())]
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(10)
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+    return port
+
+
+def start_server(kind: str, home: Path) -> Server:
+    port = free_port()
+    argv = [sys.executable, __file__, f"--serve-{kind}", str(port), str(home)]
+    env = {**os.environ, "PS1": "$ ", "HOME": str(home)}
+    process = subprocess.Popen(argv, stdout=subprocess.PIPE, env=env)
+    assert process.stdout is not None
+    if process.stdout.readline().strip() != b"ready":
+        raise SystemExit(f"the {kind} server did not start")
+    path = "/socket" if kind == "forge" else "/websocket"
+    return Server(kind, process, f"ws://127.0.0.1:{port}{path}")
+
+
+# --- clients speaking each protocol ------------------------------------------------------
+
+
+@dataclass
+class Received:
+    data_bytes: int = 0
+    frames: int = 0
+    tail: bytes = b""
+    zs: int = 0
+    """Z bytes seen (the exit test prints Zs; no prompt or echo holds one)."""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def add(self, data: bytes) -> None:
+        self.data_bytes += len(data)
+        self.frames += 1
+        self.tail = (self.tail + data)[-4096:]
+        self.zs += data.count(b"Z")
+
+
+class ForgeClient:
+    def __init__(self, ws: ClientConnection, terminal: int) -> None:
+        self.ws = ws
+        self.terminal = terminal
+
+    @classmethod
+    async def open(cls, url: str, *, subscribe: bool = False, **kwargs: Any) -> ForgeClient:
+        ws = await connect(url, max_size=None, compression=None, **kwargs)
+        await ws.send(json.dumps({"kind": "terminal_view", "seat": SEAT, "reply_to": 1}))
+        terminal = 0
+        while True:
+            message = await ws.recv()
+            if isinstance(message, str):
+                frame = json.loads(message)
+                if frame["kind"] == "reply":
+                    if not frame["body"]["ok"]:
+                        raise SystemExit(f"terminal_view refused: {frame['body']['why']}")
+                    terminal = frame["body"]["id"]
+                if frame["kind"] == "terminal_view":
+                    break
+        if subscribe:
+            await ws.send(json.dumps({"kind": "subscribe", "what": {"session": SEAT}}))
+        return cls(ws, terminal)
+
+    async def type(self, keys: str) -> None:
+        await self.ws.send(terminal_input(terminal=self.terminal, data=keys.encode()))
+
+    async def until(self, done: Callable[[Received], bool]) -> Received:
+        received = Received()
+        while not done(received):
+            message = await self.ws.recv()
+            if isinstance(message, str):
+                frame = json.loads(message)
+                update = frame.get("update")
+                if isinstance(update, dict) and "terminal_changed" in update:
+                    summary = update["terminal_changed"]["terminal"] or {}
+                    received.extra["alive"] = summary.get("alive")
+                continue
+            received.add(message[TERMINAL_OUTPUT_HEADER.size :])
+        return received
+
+    async def close(self) -> None:
+        await self.ws.close()
+
+
+class TerminadoClient:
+    def __init__(self, ws: ClientConnection) -> None:
+        self.ws = ws
+
+    @classmethod
+    async def open(cls, url: str, **kwargs: Any) -> TerminadoClient:
+        ws = await connect(url, max_size=None, compression=None, **kwargs)
+        return cls(ws)
+
+    async def type(self, keys: str) -> None:
+        await self.ws.send(json.dumps(["stdin", keys]))
+
+    async def until(self, done: Callable[[Received], bool]) -> Received:
+        received = Received()
+        while not done(received):
+            try:
+                message = await self.ws.recv()
+            except Exception:
+                received.extra["alive"] = False
+                break
+            kind, *rest = json.loads(message)
+            if kind == "stdout":
+                received.add(rest[0].encode())
+            elif kind == "disconnect":
+                received.extra["alive"] = False
+        return received
+
+    async def close(self) -> None:
+        await self.ws.close()
+
+
+Client = ForgeClient | TerminadoClient
+Opener = Callable[[], Awaitable[Client]]
+
+
+def opener(server: Server, **kwargs: Any) -> Opener:
+    async def open_client() -> Client:
+        if server.name == "forge":
+            return await ForgeClient.open(server.url, **kwargs)
+        return await TerminadoClient.open(server.url)
+
+    return open_client
+
+
+async def prompt(client: Client) -> None:
+    """Wait until the shell is at its prompt (a marker echoed on an emptied line)."""
+    await client.type(f"\x15{MARK_COMMAND}\r")
+    async with asyncio.timeout(30):
+        await client.until(lambda r: MARK in r.tail and b"$ " in r.tail.rpartition(MARK)[2])
+
+
+def progress(text: str) -> None:
+    print(f"... {text}", file=sys.stderr, flush=True)
+
+
+# --- the measurements --------------------------------------------------------------------
+
+
+def raw_floor(megabytes: int) -> float:
+    """MB/s of the workload read straight off a PTY into nothing."""
+    command = f"head -c {megabytes * 1_000_000} /dev/zero | tr '\\0' x"
+    process = PtyProcess.spawn(["/bin/sh", "-c", command])
+    started = time.perf_counter()
+    while True:
+        try:
+            if not os.read(process.fd, 65536):
+                break
+        except OSError:
+            break
+    elapsed = time.perf_counter() - started
+    process.close(force=True)
+    return megabytes / elapsed
+
+
+async def flood(server: Server, megabytes: int) -> dict[str, float]:
+    client = await opener(server)()
+    await prompt(client)
+    cpu = server.cpu_seconds()
+    started = time.perf_counter()
+    await client.type(flood_command(megabytes) + "\r")
+    received = await client.until(lambda r: MARK in r.tail)
+    elapsed = time.perf_counter() - started
+    cpu = server.cpu_seconds() - cpu
+    await client.close()
+    return {
+        "mb_s": megabytes / elapsed,
+        "cpu_per_mb": cpu / megabytes,
+        "frame_kib": received.data_bytes / received.frames / 1024,
+    }
+
+
+async def echo(server: Server, keys: int) -> list[float]:
+    client = await opener(server)()
+    await prompt(client)
+    latencies = []
+    for index in range(keys):
+        if index and index % 60 == 0:
+            await client.type("\x15")  # kill the line, so it never wraps
+            await client.until(lambda r: r.frames > 0)
+        started = time.perf_counter()
+        await client.type("a")
+        await client.until(lambda r: b"a" in r.tail)
+        latencies.append((time.perf_counter() - started) * 1000)
+    await client.close()
+    return latencies
+
+
+async def exit_tail(server: Server, megabytes: int) -> int:
+    """Bytes of a print that never arrive when the shell exits right after printing them."""
+    client = await opener(server, subscribe=True)()
+    await prompt(client)
+    wanted = megabytes * 1_000_000
+    await client.type(f"head -c {wanted} /dev/zero | tr '\\0' '\\132'; exit\r")
+    received = await client.until(lambda r: r.extra.get("alive") is False)
+    await client.close()
+    return wanted - received.zs
+
+
+async def stalled_viewer(server: Server, seconds: float, command: str) -> dict[str, float]:
+    """Supervisor memory growth and CPU while a viewer that never reads watches `command`."""
+    runner = await ForgeClient.open(server.url)
+    await prompt(runner)
+    sock = socket.create_connection(("127.0.0.1", int(server.url.split(":")[2].split("/")[0])))
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 32 * 1024)
+    stalled = await ForgeClient.open(server.url, sock=sock, max_queue=1)
+    await runner.close()
+    watcher = stalled.ws.transport
+    watcher.pause_reading()
+    supervisor = psutil.Process(server.process.pid)
+    rss_before = server.rss()
+    cpu_before = sum(supervisor.cpu_times()[:2])
+    await stalled.type(f"timeout {seconds:g} sh -c '{command}'\r")
+    peak = rss_before
+    deadline = time.perf_counter() + seconds + 0.5
+    while time.perf_counter() < deadline:
+        peak = max(peak, server.rss())
+        await asyncio.sleep(0.05)
+    cpu = sum(supervisor.cpu_times()[:2]) - cpu_before
+    watcher.resume_reading()
+    stalled.ws.transport.abort()
+    return {"rss_growth_mb": (peak - rss_before) / 1e6, "cpu_s": cpu}
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
+
+
+async def run(args: argparse.Namespace) -> None:
+    home = Path(tempfile.mkdtemp(prefix="forge-bench-terminal-"))
+    servers: list[Server] = []
+    try:
+        servers += [start_server("forge", home), start_server("terminado", home)]
+        floors: list[float] = []
+        floods: dict[str, list[dict[str, float]]] = {s.name: [] for s in servers}
+        for _ in range(args.repeats):
+            floors.append(raw_floor(args.mb))
+            for server in servers:
+                progress(f"flood through {server.name}")
+                floods[server.name].append(await phase(flood(server, args.mb)))
+        floor = max(floors)
+        progress("echo latency")
+        echoes = {s.name: await phase(echo(s, args.keys)) for s in servers}
+        progress("bytes at exit")
+        tails = {s.name: await phase(exit_tail(s, 10)) for s in servers}
+        forge = servers[0]
+        progress("stalled viewers")
+        stalls = {
+            "flood": await phase(stalled_viewer(forge, args.stall, "yes")),
+            "trickle": await phase(
+                stalled_viewer(forge, args.stall, "while :; do seq 1 2000; sleep 0.1; done")
+            ),
+        }
+    finally:
+        for server in servers:
+            server.stop()
+    print(f"# bench/terminal.py  {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
+    print(f"# {platform.node()}  {os.cpu_count()} CPUs  {platform.platform()}")
+    print(f"# workload: head -c {args.mb}M /dev/zero | tr '\\0' x   best of {args.repeats}")
+    print(
+        f"raw PTY floor         {floor:8.1f} MB/s  (runs: {', '.join(f'{f:.0f}' for f in floors)})"
+    )
+    for name, runs in floods.items():
+        best = max(runs, key=lambda r: r["mb_s"])
+        cpu = min(r["cpu_per_mb"] for r in runs)
+        line = f"{name:<10} flood    {best['mb_s']:8.1f} MB/s  {best['mb_s'] / floor:6.1%} of floor"
+        line += f"   CPU {cpu * 1000:6.2f} ms/MB"
+        if name == "forge":
+            line += f"   avg frame {best['frame_kib']:.1f} KiB"
+        print(line)
+    forge_cpu = min(r["cpu_per_mb"] for r in floods["forge"])
+    terminado_cpu = min(r["cpu_per_mb"] for r in floods["terminado"])
+    print(f"forge CPU per MB / terminado's: {forge_cpu / terminado_cpu:.2f}")
+    for name, values in echoes.items():
+        p50, p99 = percentile(values, 0.5), percentile(values, 0.99)
+        print(f"{name:<10} echo     p50 {p50:6.2f} ms   p99 {p99:6.2f} ms   ({len(values)} keys)")
+    for name, lost in tails.items():
+        print(f"{name:<10} exit     {lost} of 10000000 bytes lost")
+    for name, stall in stalls.items():
+        print(
+            f"forge stalled viewer ({name}, {args.stall:g} s): supervisor RSS +"
+            f"{stall['rss_growth_mb']:.1f} MB, CPU {stall['cpu_s']:.2f} s"
+        )
+
+
+def phase(work: Awaitable[Any]) -> Awaitable[Any]:
+    """Bound one measurement, so a hang reports instead of waiting forever."""
+
+    async def bounded() -> Any:
+        async with asyncio.timeout(180):
+            return await work
+
+    return bounded()
+
+
+def main() -> None:
+    if len(sys.argv) == 4 and sys.argv[1] == "--serve-forge":
+        asyncio.run(serve_forge(int(sys.argv[2]), Path(sys.argv[3])))
+        return
+    if len(sys.argv) == 4 and sys.argv[1] == "--serve-terminado":
+        serve_terminado(int(sys.argv[2]))
+        return
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mb", type=int, default=40, help="flood size in MB")
+    parser.add_argument("--keys", type=int, default=200, help="keystrokes timed for echo")
+    parser.add_argument("--stall", type=float, default=10.0, help="seconds a viewer stalls")
+    parser.add_argument("--repeats", type=int, default=3, help="flood runs per system")
+    asyncio.run(run(parser.parse_args()))
+
+
+if __name__ == "__main__":
+    main()
