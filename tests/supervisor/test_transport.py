@@ -148,6 +148,13 @@ async def test_binary_frames_a_client_may_not_send_get_no_answer(supervise: Star
     assert "dictation payload of 16386 bytes exceeds 16384" in reasons
 
 
+async def test_an_inbound_message_of_ten_mib_is_taken(supervise: Start) -> None:
+    supervised = await supervise()
+    client = await supervised.greeted()
+    await client.send(json.dumps({"kind": "client_perf", "blob": "x" * (10_700 * 1024)}))
+    await quiet(client)
+
+
 async def test_an_inbound_message_over_16_mib_closes_with_1009(supervise: Start) -> None:
     supervised = await supervise()
     client = await supervised.greeted()
