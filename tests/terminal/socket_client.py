@@ -69,7 +69,8 @@ class Client:
 
     @classmethod
     async def open(cls, url: str, **kwargs: Any) -> Client:
-        ws = await connect(url, max_size=None, **kwargs)
+        # No client pings: drawing a screen in pyte can hold this test loop for a while.
+        ws = await connect(url, max_size=None, ping_interval=None, **kwargs)
         client = cls(ws)
         await client.until(lambda: any(f["kind"] == "settings" for f in client.frames))
         return client
