@@ -148,13 +148,13 @@ class PtySession:
             try:
                 data = os.read(self._fd, READ_SIZE)
             except BlockingIOError:
-                frames += self._batcher.drained()
+                frames += self._batcher.drained(self._clock.monotonic())
                 break
             except OSError:  # EIO: no process holds the PTY's other side any more
                 data = b""
             if not data:
                 self._end_of_output()
-                frames += self._batcher.flush()
+                frames += self._batcher.flush(self._clock.monotonic())
                 break
             total += len(data)
             frames += self._batcher.push(data, self._clock.monotonic())
@@ -179,10 +179,6 @@ class PtySession:
         if not self._eof:
             self._eof = True
             self._loop.remove_reader(self._fd)
-
-    def flush(self) -> None:
-        """Frame what the batcher holds now, so a view's seq covers every byte read so far."""
-        self._emit(self._batcher.flush())
 
     # --- backpressure -------------------------------------------------------------------
 
@@ -293,7 +289,7 @@ class PtySession:
                 self._end_of_output()
                 break
             frames += self._batcher.push(data, self._clock.monotonic())
-        frames += self._batcher.flush()
+        frames += self._batcher.flush(self._clock.monotonic())
         self._emit(frames)
         self._process.wait()
         status = self._process.exitstatus
