@@ -596,7 +596,9 @@ class WorkerManager:
         for handle in handles:
             await handle._close()
         self._workers.clear()
-        self.zmq.term()
+        # destroy, not term: term blocks in C, beyond any timeout, while a socket some caller
+        # forgot is still open; the manager owns this context, so closing the rest is safe.
+        self.zmq.destroy(linger=0)
         shutil.rmtree(self.directory, ignore_errors=True)
 
     def _changed(self, row: WorkerRow) -> None:
