@@ -100,8 +100,8 @@ class _Profile:
     last_use: float = 0.0
     idle: asyncio.Task[None] | None = None
     starting: asyncio.Lock = field(default_factory=asyncio.Lock)
-    restarts_seen: int | None = None
-    """The host's restart count when its Chromium failed: the next attach waits for a newer one."""
+    failed_pid: int | None = None
+    """The pid of a host whose Chromium failed: the next attach waits for its successor."""
 
     @property
     def up(self) -> bool:
@@ -172,14 +172,14 @@ class BrowserService:
             if started:
                 self._start_host(what, seat, profile)
             assert profile.handle is not None
-            seen = profile.restarts_seen
+            failed_pid = profile.failed_pid
 
             def settled(row: WorkerRow) -> bool:
-                fresh = seen is None or row.restarts > seen
+                fresh = failed_pid is None or row.pid not in {failed_pid, None}
                 return row.state is WorkerState.FAILED or (row.state is WorkerState.READY and fresh)
 
             row = await profile.handle.wait_for(settled, within=HOST_READY_S)
-            profile.restarts_seen = None
+            profile.failed_pid = None
         if row.state is WorkerState.FAILED:
             raise ClientRefusal(what, f"the browser host failed: {row.last_reason}", seat)
         self._touch(profile)
@@ -276,8 +276,21 @@ class BrowserService:
             _connection(viewer).send_latest((wire_id, tab), data)
 
     def _end(self, profile: _Profile, stream: str, reason: str) -> None:
+        """A tab stream ended: its host stopped, crashed, or its Chromium died (its words)."""
         tab = int(stream.removeprefix("tab:"))
-        self._surface_failed(profile, [tab], reason)
+        if reason == "worker_stopped":
+            self._surface_failed(profile, [tab], reason)
+            return
+        self._host_failing(profile)
+        viewed = {surface[1] for surface in self.table.surfaces(profile.key)}
+        self._surface_failed(profile, sorted(viewed | {tab}), reason)
+        self._host_gone(profile)
+
+    def _host_failing(self, profile: _Profile) -> None:
+        """The host is going down and the lifecycle restarts it: attaches wait for the new one.
+        (Its stream ends and its `surface_failed` event ride different channels, either first.)"""
+        if profile.handle is not None and profile.failed_pid is None:
+            profile.failed_pid = profile.handle.row.pid
 
     def _event(self, profile: _Profile, event: WorkerEvent) -> None:
         data = event.data if isinstance(event.data, dict) else {}
@@ -296,8 +309,7 @@ class BrowserService:
         elif event.event == "download":
             self._download(profile, data, event.payloads)
         elif event.event == "surface_failed":
-            if profile.handle is not None:
-                profile.restarts_seen = profile.handle.row.restarts
+            self._host_failing(profile)
             self._surface_failed(profile, data["tabs"], data["reason"])
             self._host_gone(profile)
 
