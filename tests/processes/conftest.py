@@ -1,0 +1,83 @@
+"""Real process trees in sessions of their own (as a terminal's shell is), and a walker worker."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from forge.ipc.manager import WorkerHandle, WorkerManager, WorkerSpec
+from forge.supervisor.processes import WALKER_MODULE
+from forge.workers.walker.host import KIND
+
+SESSION_SCRIPT = """
+sleep 60 &
+setsid sleep 61 &
+(sleep 62 &)
+echo ready
+exec cat
+"""
+"""A session leader with a plain child, a child that moved to its own session, and an orphan
+whose parent exited (still in the session): what a shell with background jobs looks like."""
+
+Rows = list[dict[str, Any]]
+
+
+@pytest.fixture
+async def manager(forge_dirs: dict[str, Path]) -> AsyncIterator[WorkerManager]:
+    async with WorkerManager() as running:
+        yield running
+
+
+@pytest.fixture
+async def walker(manager: WorkerManager) -> WorkerHandle:
+    return manager.start(WorkerSpec("walker", KIND, WALKER_MODULE))
+
+
+@pytest.fixture
+async def session_leader() -> AsyncIterator[asyncio.subprocess.Process]:
+    """`sh` leading its own session, its background jobs started (it printed `ready`)."""
+    leader = await asyncio.create_subprocess_exec(
+        "sh", "-c", SESSION_SCRIPT,
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, start_new_session=True,
+    )  # fmt: skip
+    assert leader.stdout is not None
+    assert await leader.stdout.readline() == b"ready\n"
+    yield leader
+    for pid in _session_members(leader.pid):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    await leader.wait()
+
+
+def _session_members(sid: int) -> list[int]:
+    """The session's processes and the one that moved away (found by its command line)."""
+    members = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        pid = int(entry.name)
+        with contextlib.suppress(OSError):
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+            if os.getsid(pid) == sid or cmdline == b"sleep\x0061\x00":
+                members.append(pid)
+    return members
+
+
+def commands(rows: Rows) -> list[list[str]]:
+    return [row["cmdline"] for row in rows]
+
+
+async def until(check: Callable[[], Awaitable[bool]], *, within: float = 30.0) -> None:
+    """Ask `check` again until it holds: for states that settle (a fork that has yet to exec)."""
+    async with asyncio.timeout(within):
+        while True:
+            if await check():
+                return
+            await asyncio.sleep(0.05)
