@@ -362,3 +362,25 @@ async def test_an_idle_host_closes_and_the_next_attach_starts_it(
         assert (await a.ask({"kind": "browser_view", "seat": SEAT}))["ok"]
         await a.until(lambda: a.kinds("browser_tabs")[-1]["up"])
         await a.close()
+
+
+async def test_the_host_dying_is_said_to_viewers_and_a_reattach_works(
+    served: tuple[str, Path], site: str
+) -> None:
+    import psutil
+
+    a = await client(served)
+    tab = (await a.ask({"kind": "browser_open", "seat": SEAT, "url": f"{site}/button"}))["tab"]
+    assert (await a.ask({"kind": "browser_view", "seat": SEAT, "tab": tab}))["ok"]
+    await a.until(lambda: a.frames)
+    (host,) = [
+        p for p in psutil.Process().children() if "forge.workers.browser" in " ".join(p.cmdline())
+    ]
+    host.kill()
+    failed = await a.until(lambda: a.kinds("browser_surface_failed"))
+    assert (failed[0]["tab"], failed[0]["reason"]) == (tab, "worker_crashed")
+    answer = await a.ask({"kind": "browser_view", "seat": SEAT})
+    assert answer["ok"], answer
+    count = len(a.frames)
+    await a.until(lambda: len(a.frames) > count)
+    await a.close()
