@@ -1,12 +1,14 @@
-"""The output policy: echoes go at once, floods go in big numbered kind-4 frames."""
+"""The output policy: interactive output goes at once, floods go in big numbered kind-4 frames."""
 
 from __future__ import annotations
 
 from forge.wire.binary import TERMINAL_OUTPUT_HEADER
-from forge.workers.terminal.batcher import MAX_BYTES, SEQ_LIMIT, OutputBatcher
+from forge.workers.terminal.batcher import INTERACTIVE_BYTES, MAX_BYTES, SEQ_LIMIT, OutputBatcher
+
+READ = b"x" * 4096
 
 
-def test_output_after_silence_goes_once_drained() -> None:
+def test_small_output_goes_once_the_pty_is_drained() -> None:
     batcher = OutputBatcher(terminal=3)
     assert batcher.push(b"h", now=10.0) == []
     assert batcher.push(b"i", now=10.0) == []
@@ -17,42 +19,32 @@ def test_output_after_silence_goes_once_drained() -> None:
     assert batcher.drained(10.0) == []
 
 
-def test_quiet_is_measured_from_the_last_frame() -> None:
+def test_back_to_back_echoes_are_not_held() -> None:
     batcher = OutputBatcher(terminal=1)
-    batcher.push(b"$ ", now=5.0)
-    batcher.drained(5.0)
-    batcher.push(b"a", now=5.0004)
-    assert batcher.drained(5.0004) == []
-    assert batcher.expire(5.0024) != []
-    batcher.push(b"b", now=5.0040)
-    [echo] = batcher.drained(5.0040)
-    assert echo.data == b"b"
+    for step in range(10):
+        now = 5.0 + step * 0.0001
+        batcher.push(b"a", now=now)
+        [echo] = batcher.drained(now)
+        assert echo.data == b"a"
 
 
-def test_output_that_keeps_coming_waits_for_the_deadline() -> None:
+def test_a_flood_is_batched_until_the_deadline_or_the_size() -> None:
     batcher = OutputBatcher(terminal=1)
-    batcher.push(b"a", now=10.0)
-    batcher.drained(10.0)
-    assert batcher.push(b"b", now=10.0005) == []
-    assert batcher.drained(10.0005) == []
-    assert batcher.push(b"c", now=10.001) == []
-    assert batcher.drained(10.001) == []
-    assert batcher.deadline() == 10.0005 + batcher.max_delay
-    assert batcher.expire(now=10.002) == []
-    [frame] = batcher.expire(now=10.0026)
-    assert (frame.seq, frame.data) == (2, b"bc")
-
-
-def test_a_full_batch_goes_without_waiting() -> None:
-    batcher = OutputBatcher(terminal=1)
-    batcher.push(b"x", now=1.0)
-    batcher.drained(1.0)
-    chunk = b"y" * 4096
+    batcher.push(READ[:INTERACTIVE_BYTES], now=1.0)
+    assert len(batcher.drained(1.0)) == 1
+    assert batcher.push(READ, now=1.0001) == []
+    assert batcher.drained(1.0001) == []
+    assert batcher.push(READ, now=1.0002) == []
+    assert batcher.drained(1.0002) == []
+    assert batcher.deadline() == 1.0001 + batcher.max_delay
+    assert batcher.expire(now=1.002) == []
+    [frame] = batcher.expire(now=1.0022)
+    assert (frame.seq, len(frame.data)) == (2, 2 * len(READ))
     frames = []
-    for i in range(MAX_BYTES // len(chunk)):
-        frames += batcher.push(chunk, now=1.0 + i * 1e-5)
-    [frame] = frames
-    assert len(frame.data) == MAX_BYTES
+    for i in range(MAX_BYTES // len(READ)):
+        frames += batcher.push(READ, now=1.0023 + i * 1e-6)
+    [full] = frames
+    assert len(full.data) == MAX_BYTES
     assert batcher.pending == 0
 
 
@@ -61,7 +53,9 @@ def test_flush_sends_what_is_pending_and_seq_wraps_past_zero() -> None:
     batcher.push(b"a", now=1.0)
     [last] = batcher.drained(1.0)
     assert last.seq == SEQ_LIMIT - 1
-    batcher.push(b"b", now=1.0)
+    batcher.push(READ, now=1.0)
+    batcher.push(READ, now=1.0)
+    assert batcher.drained(1.0) == []
     [frame] = batcher.flush(1.0)
-    assert (frame.seq, frame.data) == (1, b"b")
+    assert (frame.seq, len(frame.data)) == (1, 2 * len(READ))
     assert batcher.flush(1.0) == []
