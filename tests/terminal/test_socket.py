@@ -35,6 +35,16 @@ async def served(
         yield running
 
 
+async def attach_at_prompt(served: Served, *, subscribed: bool = False) -> tuple[Client, int]:
+    """Attach; subscribe to the seat's session when asked; wait for the shell's prompt."""
+    client, terminal = await attach(served)
+    if subscribed:
+        await client.send({"kind": "subscribe", "what": {"session": SEAT}})
+        await client.next_of_kind("snapshot")
+    await client.wait_screen("$ ")
+    return client, terminal
+
+
 def last_summary(client: Client) -> dict[str, Any]:
     """The seat's terminal as the client last heard it (an update, else the snapshot)."""
     updates = client.updates("terminal_changed")
@@ -173,10 +183,7 @@ async def test_resize_pause_and_resume(served: Served) -> None:
 
 
 async def test_close_kills_jobs_and_the_next_view_starts_a_fresh_shell(served: Served) -> None:
-    client, terminal = await attach(served)
-    await client.send({"kind": "subscribe", "what": {"session": SEAT}})
-    await client.next_of_kind("snapshot")
-    await client.wait_screen("$ ")
+    client, terminal = await attach_at_prompt(served, subscribed=True)
     await client.type(terminal, b"sleep 999 & echo JOB=$!\r")
     await client.until(lambda: re.search(rb"JOB=(\d+)\r\n", client.data) is not None)
     job = int(re.findall(rb"JOB=(\d+)\r\n", client.output())[0])
@@ -292,10 +299,7 @@ async def test_a_stalled_controller_holds_the_shell_back_and_loses_nothing(
 
 
 async def test_every_byte_printed_before_exit_reaches_the_viewer(served: Served) -> None:
-    client, terminal = await attach(served)
-    await client.send({"kind": "subscribe", "what": {"session": SEAT}})
-    await client.next_of_kind("snapshot")
-    await client.wait_screen("$ ")
+    client, terminal = await attach_at_prompt(served, subscribed=True)
     await client.type(terminal, b"head -c 3000000 /dev/zero | tr '\\0' '\\132'; exit 0\r")
     await client.until(lambda: last_summary(client)["alive"] is False)
     exited = max(
