@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 import pytest_asyncio
 from websockets.asyncio.client import ClientConnection, connect
@@ -22,21 +23,20 @@ from forge.supervisor.core import Supervisor
 from forge.supervisor.server import SocketServer
 from forge.wire.binary import FORMAT_JPEG, FORMAT_WEBP
 
-from .harness import WAIT_S, Frame
+from .harness import Recorder
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 SEAT = {"org": "acme", "project": "proj", "label": "lead"}
 
 
-class Client:
+class Client(Recorder):
     """One socket: every JSON message and every kind-1 frame it received, awaitable."""
 
     def __init__(self, ws: ClientConnection) -> None:
+        super().__init__()
         self.ws = ws
         self.messages: list[dict[str, Any]] = []
-        self.frames: list[Frame] = []
-        self._changed = asyncio.Event()
         self._reader = asyncio.ensure_future(self._read())
         self._asks = 0
 
@@ -44,18 +44,9 @@ class Client:
         async for message in self.ws:
             if isinstance(message, str):
                 self.messages.append(json.loads(message))
+                self._changed.set()
             else:
-                self.frames.append(Frame.parse(message))
-            self._changed.set()
-
-    async def until(self, found: Any) -> Any:
-        async def poll() -> Any:
-            while not (result := found()):
-                self._changed.clear()
-                await self._changed.wait()
-            return result
-
-        return await asyncio.wait_for(poll(), WAIT_S)
+                self.frame(message)
 
     def kinds(self, kind: str) -> list[dict[str, Any]]:
         return [m for m in self.messages if m["kind"] == kind]
@@ -116,6 +107,14 @@ async def served(
 ) -> AsyncIterator[tuple[str, Path]]:
     async with serving(tmp_path_factory.mktemp("served")) as url_and_log:
         yield url_and_log
+
+
+def browser_host() -> psutil.Process:
+    """The one browser host worker this process supervises now."""
+    (host,) = [
+        p for p in psutil.Process().children() if "forge.workers.browser" in " ".join(p.cmdline())
+    ]
+    return host
 
 
 async def client(served: tuple[str, Path], query: str = "") -> Client:
@@ -325,16 +324,11 @@ async def test_history_moves_resizes_and_downloads(served: tuple[str, Path], sit
 async def test_chromium_dying_is_said_to_viewers_and_a_reattach_works(
     served: tuple[str, Path], site: str
 ) -> None:
-    import psutil
-
     a = await client(served)
     tab = (await a.ask({"kind": "browser_open", "seat": SEAT, "url": f"{site}/canvas"}))["tab"]
     assert (await a.ask({"kind": "browser_view", "seat": SEAT, "tab": tab}))["ok"]
     await a.until(lambda: a.frames)
-    hosts = [
-        p for p in psutil.Process().children() if "forge.workers.browser" in " ".join(p.cmdline())
-    ]
-    (chromium,) = [c for c in hosts[0].children() if "chrom" in c.name().lower()]
+    (chromium,) = [c for c in browser_host().children() if "chrom" in c.name().lower()]
     chromium.kill()
     failed = await a.until(lambda: a.kinds("browser_surface_failed"))
     assert failed[0]["tab"] == tab
@@ -367,16 +361,11 @@ async def test_an_idle_host_closes_and_the_next_attach_starts_it(
 async def test_the_host_dying_is_said_to_viewers_and_a_reattach_works(
     served: tuple[str, Path], site: str
 ) -> None:
-    import psutil
-
     a = await client(served)
     tab = (await a.ask({"kind": "browser_open", "seat": SEAT, "url": f"{site}/button"}))["tab"]
     assert (await a.ask({"kind": "browser_view", "seat": SEAT, "tab": tab}))["ok"]
     await a.until(lambda: a.frames)
-    (host,) = [
-        p for p in psutil.Process().children() if "forge.workers.browser" in " ".join(p.cmdline())
-    ]
-    host.kill()
+    browser_host().kill()
     failed = await a.until(lambda: a.kinds("browser_surface_failed"))
     assert (failed[0]["tab"], failed[0]["reason"]) == (tab, "worker_crashed")
     answer = await a.ask({"kind": "browser_view", "seat": SEAT})
