@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import os
 import signal
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -49,6 +50,7 @@ async def session_leader() -> AsyncIterator[asyncio.subprocess.Process]:
     )  # fmt: skip
     assert leader.stdout is not None
     assert await leader.stdout.readline() == b"ready\n"
+    await until(lambda: _all_exec_d(leader.pid))
     yield leader
     for pid in _session_members(leader.pid):
         with contextlib.suppress(ProcessLookupError):
@@ -70,14 +72,24 @@ def _session_members(sid: int) -> list[int]:
     return members
 
 
+def _all_exec_d(sid: int) -> bool:
+    """Every background job runs `sleep` (none is still the shell's fork)."""
+    found = set()
+    for pid in _session_members(sid):
+        with contextlib.suppress(OSError):
+            found.add(Path(f"/proc/{pid}/cmdline").read_bytes())
+    return {b"sleep\x0060\x00", b"sleep\x0061\x00", b"sleep\x0062\x00"} <= found
+
+
 def commands(rows: Rows) -> list[list[str]]:
     return [row["cmdline"] for row in rows]
 
 
-async def until(check: Callable[[], Awaitable[bool]], *, within: float = 30.0) -> None:
+async def until(check: Callable[[], bool | Awaitable[bool]], *, within: float = 30.0) -> None:
     """Ask `check` again until it holds: for states that settle (a fork that has yet to exec)."""
     async with asyncio.timeout(within):
         while True:
-            if await check():
+            answer = check()
+            if await answer if inspect.isawaitable(answer) else answer:
                 return
-            await asyncio.sleep(0.05)
+            await asyncio.sleep(0.02)
