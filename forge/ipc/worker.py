@@ -252,6 +252,9 @@ class Worker:
             except WorkerConfigError as error:
                 self.log.error("worker_config_error", reason=str(error))
                 return CONFIG_ERROR_EXIT
+            except Exception:
+                self.log.exception("worker_setup_failed")  # then crash: the manager restarts
+                raise
             interval = await self._handshake()
             if interval is None:
                 return CONFIG_ERROR_EXIT
@@ -268,7 +271,7 @@ class Worker:
             self._control.close(linger=0)
             self._bulk.close(linger=0)
             self._bulk_in.close(linger=0)
-            self._zmq.term()
+            self._zmq.destroy(linger=0)
 
     async def _handshake(self) -> float | None:
         hello = {
