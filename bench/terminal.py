@@ -162,7 +162,11 @@ class ForgeClient:
         self.terminal = terminal
 
     @classmethod
-    async def open(cls, url: str, *, subscribe: bool = False, **kwargs: Any) -> ForgeClient:
+    async def open(
+        cls, url: str, *, subscribe: bool = False, control: bool = True, **kwargs: Any
+    ) -> ForgeClient:
+        """Attach to the seat's terminal; by default take control, as a person typing does
+        (the controller paces the shell; a watcher that falls behind is dropped to a view)."""
         ws = await connect(url, max_size=None, compression=None, **kwargs)
         await ws.send(json.dumps({"kind": "terminal_view", "seat": SEAT, "reply_to": 1}))
         terminal = 0
@@ -178,6 +182,9 @@ class ForgeClient:
                     break
         if subscribe:
             await ws.send(json.dumps({"kind": "subscribe", "what": {"session": SEAT}}))
+        if control:
+            take = {"kind": "terminal_control", "seat": SEAT, "id": terminal, "take": True}
+            await ws.send(json.dumps(take))
         return cls(ws, terminal)
 
     async def type(self, keys: str) -> None:
@@ -325,7 +332,7 @@ async def stalled_viewer(server: Server, seconds: float, command: str) -> dict[s
     await prompt(runner)
     sock = socket.create_connection(("127.0.0.1", int(server.url.split(":")[2].split("/")[0])))
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 32 * 1024)
-    stalled = await ForgeClient.open(server.url, sock=sock, max_queue=1)
+    stalled = await ForgeClient.open(server.url, sock=sock, max_queue=1, control=False)
     await runner.close()
     watcher = stalled.ws.transport
     watcher.pause_reading()
