@@ -2,103 +2,17 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import json
-import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
-import psutil
 import pytest
 import pytest_asyncio
-from websockets.asyncio.client import ClientConnection, connect
 
-from forge.config import load_config
-from forge.ipc.manager import WorkerManager
-from forge.logs import LOG_FILE_ENV, configure
-from forge.supervisor import browsers
-from forge.supervisor.core import Supervisor
-from forge.supervisor.server import SocketServer
 from forge.wire.binary import FORMAT_JPEG, FORMAT_WEBP
 
-from .harness import Recorder
+from .socket_harness import SEAT, Client, browser_host, client, records, serving
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
-
-SEAT = {"org": "acme", "project": "proj", "label": "lead"}
-
-
-class Client(Recorder):
-    """One socket: every JSON message and every kind-1 frame it received, awaitable."""
-
-    def __init__(self, ws: ClientConnection) -> None:
-        super().__init__()
-        self.ws = ws
-        self.messages: list[dict[str, Any]] = []
-        self._reader = asyncio.ensure_future(self._read())
-        self._asks = 0
-
-    async def _read(self) -> None:
-        async for message in self.ws:
-            if isinstance(message, str):
-                self.messages.append(json.loads(message))
-                self._changed.set()
-            else:
-                self.frame(message)
-
-    def kinds(self, kind: str) -> list[dict[str, Any]]:
-        return [m for m in self.messages if m["kind"] == kind]
-
-    async def send(self, message: dict[str, Any]) -> None:
-        await self.ws.send(json.dumps(message))
-
-    async def ask(self, message: dict[str, Any]) -> Any:
-        self._asks += 1
-        reply_to = f"r{self._asks}"
-        await self.send({**message, "reply_to": reply_to})
-        reply = await self.until(
-            lambda: next((m for m in self.kinds("reply") if m["reply_to"] == reply_to), None)
-        )
-        return reply["body"]
-
-    async def error(self, what: str) -> dict[str, Any]:
-        return await self.until(
-            lambda: next((m for m in self.kinds("error") if m["what"] == what), None)
-        )
-
-    async def close(self) -> None:
-        await self.ws.close()
-        self._reader.cancel()
-
-
-@contextlib.asynccontextmanager
-async def serving(root: Path, extra_toml: str = "") -> AsyncIterator[tuple[str, Path]]:
-    """A supervisor serving the browser verbs on a free port; yields its URL and its log."""
-    project = root / "proj"
-    project.mkdir()
-    toml = root / "forge.toml"
-    toml.write_text(f'[[projects]]\norg = "acme"\nname = "proj"\npath = "{project}"\n{extra_toml}')
-    log = root / "forge.log"
-    with pytest.MonkeyPatch.context() as patch:
-        patch.delenv(LOG_FILE_ENV, raising=False)  # restored after: workers of later tests
-        configure(log, to_stderr=False)
-        patch.setenv("XDG_STATE_HOME", str(root / "state"))
-        patch.setenv("XDG_RUNTIME_DIR", str(root / "run"))
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            port = probe.getsockname()[1]
-        loaded = load_config(toml, overrides={"server.port": port})
-        supervisor = Supervisor(loaded)
-        async with WorkerManager(runtime_dir=root / "run") as manager:
-            browsers.install(supervisor, manager)
-            server = SocketServer(supervisor)
-            await server.start()
-            yield f"ws://127.0.0.1:{port}/socket", log
-            await server.close()
-            await supervisor.shutdown()
-    configure(None, to_stderr=False)
 
 
 @pytest_asyncio.fixture(loop_scope="module", scope="module")
@@ -107,24 +21,6 @@ async def served(
 ) -> AsyncIterator[tuple[str, Path]]:
     async with serving(tmp_path_factory.mktemp("served")) as url_and_log:
         yield url_and_log
-
-
-def browser_host() -> psutil.Process:
-    """The one browser host worker this process supervises now."""
-    (host,) = [
-        p for p in psutil.Process().children() if "forge.workers.browser" in " ".join(p.cmdline())
-    ]
-    return host
-
-
-async def client(served: tuple[str, Path], query: str = "") -> Client:
-    ws = await connect(served[0] + query, max_size=None)
-    return Client(ws)
-
-
-def records(served: tuple[str, Path], name: str) -> list[dict[str, Any]]:
-    lines = served[1].read_text().splitlines()
-    return [r for r in map(json.loads, lines) if r.get("record") == name]
 
 
 async def test_attach_answers_view_then_nav_state_then_a_key_frame(
@@ -137,7 +33,8 @@ async def test_attach_answers_view_then_nav_state_then_a_key_frame(
     assert await a.ask({"kind": "browser_view", "seat": SEAT}) == {
         "ok": True, "profile": "acme/default", "tab": tab,
     }  # fmt: skip
-    frame = await a.until(lambda: a.frames[:1] and a.frames[0])
+    # The newest kept frame comes first (BR03); the attach's key frame is among the first.
+    frame = await a.until(lambda: next((f for f in a.frames if f.key), None))
     assert (frame.tab, frame.key, frame.image_format) == (tab, True, FORMAT_WEBP)
     order = [m["kind"] for m in a.messages if m["kind"].startswith("browser_")]
     assert order[:2] == ["browser_view", "browser_nav_state"]
@@ -225,7 +122,8 @@ async def test_jpeg_is_sent_only_to_clients_that_asked(served: tuple[str, Path],
     await jpeg.until(lambda: any(f.image_format == FORMAT_JPEG for f in jpeg.frames))
     await plain.until(lambda: len([f for f in plain.frames if not f.key]) >= 3)
     assert {f.image_format for f in plain.frames} == {FORMAT_WEBP}
-    assert all(f.key for f in jpeg.frames if f.image_format == FORMAT_WEBP)
+    # After the newest kept frame an attach starts with, WebP reaches it only as key frames.
+    assert all(f.key for f in jpeg.frames[1:] if f.image_format == FORMAT_WEBP)
     await plain.close()
     await jpeg.close()
 
@@ -340,24 +238,6 @@ async def test_chromium_dying_is_said_to_viewers_and_a_reattach_works(
     await a.close()
 
 
-async def test_an_idle_host_closes_and_the_next_attach_starts_it(
-    tmp_path_factory: pytest.TempPathFactory,
-) -> None:
-    async with serving(tmp_path_factory.mktemp("idle"), "[browser]\nidle_close_s = 1\n") as served:
-        a = await client(served)
-        assert (await a.ask({"kind": "browser_view", "seat": SEAT}))["ok"]
-        tabs = await a.ask({"kind": "browser_tabs", "seat": SEAT})
-        assert tabs["tabs"]["up"]
-        assert tabs["tabs"]["closing_at_ms"] is not None
-        await a.send({"kind": "browser_detach"})
-        closed = await a.until(lambda: [t for t in a.kinds("browser_tabs") if not t["up"]])
-        assert (closed[0]["closing_at_ms"], closed[0]["rows"]) == (None, [])
-        assert records(served, "browser_host_idle_closed")
-        assert (await a.ask({"kind": "browser_view", "seat": SEAT}))["ok"]
-        await a.until(lambda: a.kinds("browser_tabs")[-1]["up"])
-        await a.close()
-
-
 async def test_the_host_dying_is_said_to_viewers_and_a_reattach_works(
     served: tuple[str, Path], site: str
 ) -> None:
@@ -373,3 +253,43 @@ async def test_the_host_dying_is_said_to_viewers_and_a_reattach_works(
     count = len(a.frames)
     await a.until(lambda: len(a.frames) > count)
     await a.close()
+
+
+async def settled(a: Client) -> None:
+    """Every message sent before has been handled: a later ask has been answered."""
+    await a.ask({"kind": "browser_tabs", "seat": SEAT})
+
+
+async def test_unattached_and_watcher_refusals_follow_their_rules(
+    served: tuple[str, Path], site: str
+) -> None:
+    loose, owner, watcher = await client(served), await client(served), await client(served)
+    move = {"move": {"x": 5, "y": 5}}
+    press = {"press": {"x": 5, "y": 5, "button": "left", "down": True}}
+    unattached_before = len(records(served, "browser_input_unattached"))
+    await loose.send({"kind": "browser_input", "seq": 1, "event": move})
+    await settled(loose)
+    assert loose.kinds("error") == []
+    await loose.send({"kind": "browser_input", "seq": 2, "event": press})
+    assert "not viewing" in (await loose.error("browser_input"))["why"]
+    assert len(records(served, "browser_input_unattached")) == unattached_before + 1
+    await loose.send({"kind": "browser_control", "take": True})
+    await loose.error("browser_control")
+    unattached = records(served, "browser_control_unattached")[-1]
+    assert (unattached["take"], unattached["reason"]) == (
+        True,
+        "this connection is not viewing a browser tab",
+    )
+
+    tab = (await owner.ask({"kind": "browser_open", "seat": SEAT, "url": f"{site}/button"}))["tab"]
+    for viewer in (owner, watcher):
+        assert (await viewer.ask({"kind": "browser_view", "seat": SEAT, "tab": tab}))["ok"]
+    await take_control(owner)
+    refused_before = len(records(served, "browser_input_refused"))
+    for seq in range(1, 6):
+        await watcher.send({"kind": "browser_input", "seq": seq, "event": move})
+    await settled(watcher)
+    assert len(watcher.kinds("error")) == 1  # O-BR3: refused moves answered once a second
+    assert len(records(served, "browser_input_refused")) == refused_before
+    for client_ in (loose, owner, watcher):
+        await client_.close()
