@@ -93,6 +93,16 @@ class ProcessViews:
         self.walks: Counter[Seat] = Counter()
         """How many times each seat was walked this run."""
 
+    @property
+    def held(self) -> list[Seat]:
+        """The seats walked each tick, in the order they were first held."""
+        return list(self._held)
+
+    @property
+    def walker(self) -> WorkerHandle | None:
+        """The walker worker, once a first hold has started it."""
+        return self._walker
+
     def install(self) -> None:
         self._supervisor.on_held(self._on_held)
         self._supervisor.on_shutdown(self.stop)

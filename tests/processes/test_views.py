@@ -46,7 +46,7 @@ class Rig:
 
     @property
     def held(self) -> bool:
-        return bool(self.views._held)
+        return bool(self.views.held)
 
     def published(self, seat: Seat) -> list[Any]:
         """The `processes` of every `processes_changed` the seat numbered, in order."""
@@ -139,3 +139,25 @@ async def test_a_seat_without_a_shell_is_never_walked_and_stays_null(rig: Rig) -
     await rig.tick()
     assert rig.views.walks[B] == 0
     assert rig.published(B) == []
+
+
+async def test_a_walker_killed_between_walks_is_restarted_and_walking_goes_on(
+    rig: Rig, session_leader: asyncio.subprocess.Process
+) -> None:
+    rig.roots[A] = [session_leader.pid]
+    rig.views.hold(A)
+    await rig.settle(lambda: len(rig.published(A)) == 1)
+    walker = rig.views.walker
+    assert walker is not None
+    assert walker.pid is not None
+    os.kill(walker.pid, signal.SIGKILL)
+    await walker.wait_for(lambda row: row.restarts == 1)
+
+    sibling = await asyncio.create_subprocess_exec("sleep", "63", start_new_session=True)
+    try:
+        rig.roots[A] = [session_leader.pid, sibling.pid]
+        await rig.tick()
+        await until(lambda: ["sleep", "63"] in commands(rig.published(A)[-1] or []))
+    finally:
+        sibling.kill()
+        await sibling.wait()
