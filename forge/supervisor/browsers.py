@@ -538,6 +538,7 @@ class BrowserService:
             log.info("browser_role_released", profile=surface[0], tab=surface[1])
         self._push_view(profile, surface)
         self._touch(profile)
+        self._push_tabs(profile)  # BR06: the idle deadline moved (`closing_at_ms`)
         if not profile.up:
             return
         webp, jpeg = self.table.formats(surface)
