@@ -152,7 +152,10 @@ class WorkerHandle:
         self._last_seen = 0.0
         self._ready_at: float | None = None
         self._hello: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        """Resolved by the current generation's accepted hello."""
+        """Resolved when the current generation is ready (welcomed, bulk-in attached)."""
+        self._welcomed = False
+        self._attached: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._attaching: asyncio.Future[None] = self._attached
         self._kill_reason: str | None = None
         self._state = WorkerState.STARTING
         self._restarts = 0
@@ -319,6 +322,11 @@ class WorkerHandle:
         self._identity = context.identity
         self._ready_at = None
         self._hello = asyncio.get_running_loop().create_future()
+        self._welcomed = False
+        self._attached = asyncio.get_running_loop().create_future()
+        self._attaching = asyncio.ensure_future(
+            self._await_attach(context.identity, self._attached)
+        )
         self._kill_reason = None
         self._spawned_at = self._clock.monotonic()
         env = {**os.environ, **self.spec.env, **context.to_environ()}
@@ -351,6 +359,7 @@ class WorkerHandle:
     def _on_exit(self, process: WorkerProcess, status: ExitStatus) -> float | None:
         """Answer everyone waiting on the dead generation; returns how long it had been ready."""
         process.kill_group()  # children it left in its group die with it
+        self._attaching.cancel()
         stopping = self._stop_requested.done()
         self._identity = None
         self._last_exit = status.wire()
@@ -409,7 +418,7 @@ class WorkerHandle:
             self._on_event(envelope)
 
     def _on_hello(self, envelope: Envelope) -> None:
-        if self._hello.done():
+        if self._welcomed:
             self._log.warning("ipc_duplicate_hello", generation=self.generation)
             return
         body = envelope.body if isinstance(envelope.body, dict) else {}
@@ -425,11 +434,29 @@ class WorkerHandle:
         if not channel.offer(self._control, welcome, self._identity):
             self._log.error("ipc_welcome_undelivered", generation=self.generation)
             return
+        self._welcomed = True
         self.capabilities = tuple(str(c) for c in body.get("capabilities", ()))
+        generation = self.generation
+        self._attached.add_done_callback(lambda _: self._ready(generation, body.get("pid")))
+
+    def _ready(self, generation: int, pid: object) -> None:
+        """Welcomed and its bulk-in socket attached (so `send_bulk` can reach it): ready."""
+        if generation != self.generation or self._identity is None or self._hello.done():
+            return
         self._ready_at = self._clock.monotonic()
         self._hello.set_result(None)
-        self._log.info("worker_ready", pid=body.get("pid"), generation=self.generation)
+        self._log.info("worker_ready", pid=pid, generation=generation)
         self._set_state(WorkerState.READY)
+
+    async def _await_attach(self, identity: bytes, attached: asyncio.Future[None]) -> None:
+        """Read the bulk-in socket until this generation's first message: its route exists.
+
+        Only until then: a receive left pending there would tax every `send_bulk`."""
+        while True:
+            frames = await self._bulk_in.recv_multipart(copy=False)
+            if frames[0].bytes == identity:
+                attached.set_result(None)
+                return
 
     def _refusal(self, version: int, hello: dict[str, Any]) -> str | None:
         protocol = hello.get("protocol")
@@ -519,9 +546,10 @@ class WorkerHandle:
         self._manager._changed(row)
 
     async def _close(self) -> None:
-        for task in [*self._tasks, self._supervisor]:
+        tasks = [*self._tasks, self._supervisor, self._attaching]
+        for task in tasks:
             task.cancel()
-        await asyncio.gather(*self._tasks, self._supervisor, return_exceptions=True)
+        await asyncio.gather(*tasks, return_exceptions=True)
         self._control.close(linger=0)
         self._bulk.close(linger=0)
         self._bulk_in.close(linger=0)

@@ -281,6 +281,9 @@ class Worker:
             "generation": self.generation,
             "capabilities": list(self.capabilities),
         }
+        # First a word on bulk-in, so the supervisor's ROUTER has a route to us when it calls us
+        # ready (a DEALER queues it until its connection is up).
+        await channel.send(self._bulk_in, Envelope(MessageType.HELLO, body=hello))
         await channel.send(self._control, Envelope(MessageType.HELLO, body=hello))
         async for frames in channel.messages(self._control):
             envelope = decode(channel.views(frames))
