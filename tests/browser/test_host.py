@@ -212,3 +212,22 @@ async def test_requests_name_what_is_wrong(hosted: Hosted) -> None:
         await host.open_tab("file:///etc/passwd")
     with pytest.raises(BrowserRequestRefused, match="tab 999 is not open"):
         await host.view(999, webp=True, jpeg=False)
+
+
+async def test_motion_on_a_phone_is_rasterised_below_its_key_frames(
+    hosted: Hosted, site: str
+) -> None:
+    host, recorder = hosted
+    tab = await open_viewed(hosted, f"{site}/canvas")
+    last = recorder.tab_frames(tab)[-1].seq
+    await host.resize(tab, Viewport(1170, 2532, 3.0))
+
+    def phone(key: bool) -> object:
+        later = recorder.tab_frames(tab, last)
+        return next((f for f in later if f.page_width == 390 and f.key == key), None)
+
+    motion = await recorder.until(lambda: phone(False))
+    key = await recorder.until(lambda: phone(True))
+    assert (motion.width, motion.height) == (390, 844)  # Chromium's screencast paints CSS px
+    assert (key.width, key.height) == (1170, 2532)
+    await host.view(tab, webp=False, jpeg=False)
