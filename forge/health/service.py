@@ -22,3 +22,15 @@ def service_status(
     settings = Settings.from_env(env)
     full = report(settings, clock or clock_from_env(env), StatusRequest(probe=False), None)
     return {key: full[key] for key in ("state", "reason", "sample", "cache", "queue")}
+
+
+def home_service_status(status: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The seed's rule for home's `service_status`: null when there is nothing to tell the
+    person. A verdict is news when the forge is degraded or unreachable, or writes wait in (or
+    were set aside from) the queue; operational and unknown (no evidence yet) with an empty
+    queue are null."""
+    queue = status.get("queue") or {}
+    quiet_queue = not queue.get("pending") and not queue.get("set_aside")
+    if status.get("state") in ("operational", "unknown") and quiet_queue:
+        return None
+    return status

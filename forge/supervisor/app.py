@@ -11,10 +11,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
-from typing import Any
 
 from forge.config import LoadedConfig
-from forge.health.service import service_status
+from forge.health.service import home_service_status, service_status
 from forge.ipc.manager import WorkerManager, WorkerRow, WorkerState
 from forge.logs import get_logger
 from forge.supervisor import browsers, processes, terminals
@@ -57,17 +56,6 @@ def _publish_workers(supervisor: Supervisor, manager: WorkerManager) -> None:
             supervisor.set_fatal_error(f"worker {row.name} ({row.kind}) failed: {reason}")
 
     manager.on_change(changed)
-
-
-def home_service_status(verdict: dict[str, Any]) -> dict[str, Any] | None:
-    """The seed's rule for home: null when there is nothing to tell the person. A verdict is
-    news when the forge is degraded or unreachable, or writes wait in (or were set aside from)
-    the queue; operational and unknown (no evidence yet) with an empty queue are null."""
-    queue = verdict.get("queue") or {}
-    quiet_queue = not queue.get("pending") and not queue.get("set_aside")
-    if verdict.get("state") in ("operational", "unknown") and quiet_queue:
-        return None
-    return verdict
 
 
 async def _refresh_service_status(supervisor: Supervisor) -> None:

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from forge.supervisor.app import home_service_status
+from forge.health.service import home_service_status
 
 from .harness import Start
 
