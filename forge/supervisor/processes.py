@@ -72,18 +72,10 @@ def _row_moved(before: Row, after: Row) -> bool:
 class ProcessViews:
     """Walks the held seats once a second through the walker worker and publishes what moved."""
 
-    def __init__(
-        self,
-        supervisor: Supervisor,
-        manager: WorkerManager,
-        roots: Roots,
-        *,
-        interval_s: float = WALK_INTERVAL_S,
-    ) -> None:
+    def __init__(self, supervisor: Supervisor, manager: WorkerManager, roots: Roots) -> None:
         self._supervisor = supervisor
         self._manager = manager
         self._roots = roots
-        self._interval_s = interval_s
         self._held: dict[Seat, None] = {}
         """Held seats in the order they were first held."""
         self._wake = asyncio.Event()
@@ -169,7 +161,7 @@ class ProcessViews:
                 await self.walk_held()
             except Exception:  # a bug in one tick must not end the process views of the run
                 log.exception("seat_processes_tick_failed")
-            await clock.sleep(max(started + self._interval_s - clock.monotonic(), 0.0))
+            await clock.sleep(max(started + WALK_INTERVAL_S - clock.monotonic(), 0.0))
 
     def _walker_handle(self) -> WorkerHandle:
         if self._walker is None:
