@@ -97,14 +97,18 @@ async def test_walks_stop_with_the_last_holder_and_an_ended_session_is_cleared(
 ) -> None:
     watcher_a, terminal_a, _ = await open_seat(supervised, A)
     second_a = await Client.open(supervised.url)
-    await second_a.send({"kind": "subscribe", "what": {"session": A}})
-    await second_a.next_of_kind("snapshot")
+    for count in range(2):  # counted: one unsubscribe below leaves it holding the seat
+        await second_a.send({"kind": "subscribe", "what": {"session": A}})
+        await second_a.next_of_kind("snapshot", after=count)
     watcher_b, terminal_b, _ = await open_seat(supervised, B)
     await processes_where(watcher_a, lambda rows: rows is not None)
 
     await watcher_a.send({"kind": "unsubscribe", "what": {"session": A}})
+    await second_a.send({"kind": "unsubscribe", "what": {"session": A}})
+    await second_a.send({"kind": "subscribe", "what": "home"})  # answered after the unsubscribe
+    await second_a.next_of_kind("snapshot", after=2)
     await watcher_a.type(terminal_a, b"sleep 31 &\r")
-    await processes_where(second_a, has(["sleep", "31"]))  # one holder left: still walked
+    await processes_where(second_a, has(["sleep", "31"]))  # still held: still walked
     assert not supervised.records("seat_processes_released")
 
     await second_a.close()
