@@ -8,7 +8,6 @@ white blocks, so a viewer reads the paint time off each frame it receives.
 
     .venv/bin/python -P bench/browser.py [--seconds 4]
 
-(-P: bench/socket.py would otherwise shadow the standard library's socket module.)
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Socket benchmark: `forge supervise` fanning binary frames out, beside a bare websockets server.
 
-    .venv/bin/python bench/socket.py [--quick]
+    .venv/bin/python bench/socket_relay.py [--quick]
 
 Both servers run as their own process and receive the same two requests: each client sends
 `drill_listen`, then one client sends `drill_stream{count, size}`, and the server sends `count`
