@@ -260,8 +260,11 @@ async def test_a_stalled_viewer_gets_a_fresh_screen_and_never_slows_the_fast_one
     _, behind = server_side(served, 2)
     assert behind.pending_bytes <= 1024 * 1024 + 64 * 1024
     stalled.reading.set()
-    await stalled.until(lambda: len(stalled.of_kind("terminal_view")) >= 2)
     await stalled.wait_screen("DONE")
+    # Dropped to a fresh view (the usual case), or the kernel's buffers held it all: no gap.
+    stalled_seqs = [seq for seq, _ in stalled.chunks]
+    contiguous = stalled_seqs == list(range(stalled_seqs[0], stalled_seqs[0] + len(stalled_seqs)))
+    assert len(stalled.of_kind("terminal_view")) >= 2 or contiguous
     final, _ = await attach(served)
     assert stalled.screen().display == final.screen().display
     for client in (fast, stalled, final):
@@ -307,4 +310,14 @@ async def test_every_byte_printed_before_exit_reaches_the_viewer(served: Served)
     )
     assert all(kind == "json" for kind, _ in client.events[exited:])
     assert client.output().count(b"Z") == 3_000_000
+    await client.close()
+
+
+async def test_the_seats_live_shells_are_its_process_roots(served: Served) -> None:
+    client, _ = await attach_at_prompt(served, subscribed=True)
+    seat = Seat(**SEAT)
+    [pid] = served.service.shell_pids(seat)
+    assert pid == last_summary(client)["pid"]
+    assert psutil.Process(pid).name() == "bash"
+    assert served.service.shell_pids(Seat("acme", "forge", "other")) == []
     await client.close()
