@@ -260,13 +260,19 @@ async def test_a_stalled_viewer_gets_a_fresh_screen_and_never_slows_the_fast_one
     _, behind = server_side(served, 2)
     assert behind.pending_bytes <= 1024 * 1024 + 64 * 1024
     stalled.reading.set()
-    await stalled.wait_screen("DONE")
-    # Dropped to a fresh view (the usual case), or the kernel's buffers held it all: no gap.
-    stalled_seqs = [seq for seq, _ in stalled.chunks]
-    contiguous = stalled_seqs == list(range(stalled_seqs[0], stalled_seqs[0] + len(stalled_seqs)))
-    assert len(stalled.of_kind("terminal_view")) >= 2 or contiguous
+
+    def caught_up() -> bool:
+        redrawn = len(stalled.of_kind("terminal_view")) >= 2
+        return redrawn or b"$ " in bytes(stalled.data[-4096:]).partition(b"DONE\r\n")[2]
+
+    await stalled.until(caught_up)
     final, _ = await attach(served)
-    assert stalled.screen().display == final.screen().display
+    if len(stalled.of_kind("terminal_view")) >= 2:  # the usual case: dropped to a fresh view
+        await stalled.wait_screen("DONE")
+        assert stalled.screen().display == final.screen().display
+    else:  # the kernel's buffers held the whole flood: then not one chunk may be missing
+        seqs = [seq for seq, _ in stalled.chunks]
+        assert seqs == list(range(seqs[0], seqs[0] + len(seqs)))
     for client in (fast, stalled, final):
         await client.close()
 
