@@ -1,0 +1,199 @@
+"""`forge evaluate --cohort`: preview the activation digest, or run an approved cohort.
+
+Exit codes (acceptance table O-1): 0 preview, or a finished run whose every attempt is correct;
+2 a finished run with an attempt not correct or invalid; 1 a refusal or an aborted run;
+130/143 interrupted by SIGINT/SIGTERM. Flags are validated here rather than by argparse so a bad
+flag exits 1, not argparse's 2 (which means "not correct" here).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib.util
+import os
+import shlex
+import signal
+import sys
+from pathlib import Path
+
+from forge.clock import SYSTEM_CLOCK
+from forge.ipc.manager import WorkerManager
+from forge.lab.activation import OutState, activate, check_out, read_activation, review_text
+from forge.lab.attempt import iso_utc
+from forge.lab.cohort import load_cohort
+from forge.lab.digest import activation_digest, canonical_out
+from forge.lab.errors import LabRefusal
+from forge.lab.git import has_commit, inspect_source, list_files
+from forge.lab.plan import MANIFESTS, unanchored_paths
+from forge.lab.progress import ProgressDisplay
+from forge.lab.report import RunState
+from forge.lab.runners import RunnerPool
+from forge.lab.scheduler import CohortRun, Executor, RunConfig, exit_code
+from forge.lab.settings import settings_from_env
+from forge.logs import configure
+
+EXECUTORS = ("local", "dask")
+SIGNAL_EXIT = {"SIGINT": 130, "SIGTERM": 143}
+
+
+def _parallel(text: str) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= 4:
+        raise LabRefusal(f"--parallel must be an integer from 1 to 4, got {text!r}")
+    return int(text)
+
+
+def _check_flags(args: argparse.Namespace) -> int:
+    if args.cohort is None:
+        raise LabRefusal(
+            "evaluate needs --cohort COHORT.json (the single-task mode is not available)"
+        )
+    if args.recheck:
+        raise LabRefusal("cohort --recheck is not available yet")
+    for flag in ("source", "out"):
+        if getattr(args, flag) is None:
+            raise LabRefusal(f"evaluate --cohort needs --{flag}")
+    if args.executor not in EXECUTORS:
+        raise LabRefusal(f"--executor must be local or dask, got {args.executor!r}")
+    if args.executor == "dask" and not args.scheduler:
+        raise LabRefusal("--executor dask needs --scheduler ADDRESS (for example tcp://host:8786)")
+    if args.executor != "dask" and args.scheduler:
+        raise LabRefusal("--scheduler is only meaningful with --executor dask")
+    return _parallel(args.parallel)
+
+
+async def evaluate(args: argparse.Namespace) -> int:
+    parallel = _check_flags(args)
+    cohort = load_cohort(Path(args.cohort))
+    source = await inspect_source(Path(args.source))
+    for task in cohort.tasks:
+        if not await has_commit(Path(source.toplevel), task.plan.base_commit):
+            raise LabRefusal(
+                f"{task.spec.plan}: baseCommit {task.plan.base_commit} "
+                f"is not in --source {source.toplevel}"
+            )
+        base_files = set(await list_files(Path(source.toplevel), task.plan.base_commit))
+        unanchored = unanchored_paths(task.plan.allowed_files, base_files)
+        if unanchored:
+            raise LabRefusal(
+                f"{task.spec.plan}: allowedFiles {', '.join(unanchored)} are absent at base and "
+                f"no ancestor directory holds a manifest ({', '.join(MANIFESTS)}); "
+                "the plan is not ready"
+            )
+    out = Path(args.out)
+    out_text = canonical_out(out)
+    digest = activation_digest(cohort, source=source.toplevel, out=out_text)
+    approve_argv = [
+        "forge",
+        "evaluate",
+        "--cohort",
+        args.cohort,
+        "--source",
+        args.source,
+        "--out",
+        args.out,
+        "--approve",
+        digest,
+    ]
+    if args.approve is None:
+        sys.stdout.write(
+            review_text(
+                cohort,
+                source=source.toplevel,
+                out=out_text,
+                digest=digest,
+                approve_argv=approve_argv,
+            )
+        )
+        return 0
+    if args.approve != digest:
+        raise LabRefusal(
+            f"--approve {args.approve} does not match the activation digest {digest}; "
+            f"review the cohort, then run: {shlex.join(approve_argv)}"
+        )
+    settings = settings_from_env(os.environ)
+    state = check_out(out, digest)
+    if args.executor == "dask":
+        _require_distributed()
+    if state is OutState.FRESH:
+        approval = activate(
+            cohort,
+            out=out,
+            digest=digest,
+            source=source.toplevel,
+            out_text=out_text,
+            now=iso_utc(SYSTEM_CLOCK.time()),
+        )
+    else:
+        approval = read_activation(out)
+    configure(out / "lab.log", to_stderr=False, process="lab")
+    config = RunConfig(
+        cohort=cohort,
+        out=out,
+        source=Path(source.toplevel),
+        origin=source.origin,
+        approval=approval,
+        caller_env=dict(os.environ),
+        settings=settings,
+        parallel=parallel,
+        keep_workspaces=args.keep_workspaces,
+        runs_note={"resume": state is OutState.RESUME, "executor": args.executor},
+    )
+    if args.executor == "dask":
+        cohort_run, final = await _on_dask(config, args.scheduler)
+    else:
+        async with WorkerManager() as manager:
+            cohort_run, final = await _supervised(config, RunnerPool(manager, parallel, out))
+    sys.stdout.write(f"{final.status}: report in {out / 'report.md'}\n")
+    if final.status == "aborted" and final.abort_reason:
+        sys.stderr.write(f"forge: run aborted: {final.abort_reason}\n")
+    if cohort_run.interrupted_by is not None:
+        return SIGNAL_EXIT[cohort_run.interrupted_by]
+    return exit_code(final, cohort_run.ordered_records())
+
+
+async def _supervised(config: RunConfig, executor: Executor) -> tuple[CohortRun, RunState]:
+    """Run the cohort with SIGINT/SIGTERM routed to `interrupt` and progress on stderr."""
+    display = ProgressDisplay(sys.stderr, SYSTEM_CLOCK, live=sys.stderr.isatty())
+    cohort_run = CohortRun(config, executor, SYSTEM_CLOCK, progress=display)
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, cohort_run.interrupt, signal.Signals(signum).name)
+    display.start()
+    try:
+        final = await cohort_run.run()
+    finally:
+        await display.stop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(signum)
+    return cohort_run, final
+
+
+def _require_distributed() -> None:
+    if importlib.util.find_spec("distributed") is None:
+        raise LabRefusal(
+            "--executor dask needs Dask distributed: pip install 'forge-supervisor[cluster]'"
+        )
+
+
+async def _on_dask(config: RunConfig, scheduler: str) -> tuple[CohortRun, RunState]:
+    from distributed import Client
+
+    from forge.lab.cluster import DaskExecutor
+
+    try:
+        client = await Client(scheduler, asynchronous=True)
+    except (OSError, TimeoutError) as error:
+        raise LabRefusal(
+            f"--scheduler {scheduler}: cannot reach the Dask scheduler ({error})"
+        ) from None
+    try:
+        executor = DaskExecutor(client, config.out)
+        await executor.probe(config.source)
+        await executor.start()
+        try:
+            return await _supervised(config, executor)
+        finally:
+            await executor.close()
+    finally:
+        await client.close()
