@@ -121,8 +121,14 @@ async def test_a_second_viewer_draws_the_same_screen_mid_stream(served: Served) 
     await first.wait_output(b"5000")
     second, same = await attach(served)
     assert same == terminal
-    for client in (first, second):
-        await client.wait_prompt_after(b"DONE\r\n")
+    await first.wait_prompt_after(b"DONE\r\n")
+    last = first.chunks[-1][0]
+
+    def second_has_all() -> bool:
+        seen = [seq for seq, _ in second.chunks] + [second.of_kind("terminal_view")[-1]["seq"]]
+        return max(seen) >= last
+
+    await second.until(second_has_all)
     assert second.screen().display == first.screen().display
     assert second.of_kind("terminal_view")[0]["viewer"] == 2
     await first.close()
