@@ -80,7 +80,10 @@ if env.get("FAKE_HANG") == "1":
         time.sleep(1)
 
 outcome = env.get("FAKE_OUTCOME", "completed")
-usage: dict[str, object] = {"model": env.get("FAKE_MODEL", env.get("FORGE_MODEL", ""))}
+served = env.get("FAKE_MODEL", env.get("FORGE_MODEL", ""))
+if env.get("FAKE_MODEL_ON_REP") and not coordinate.endswith(f"/rep-{env['FAKE_MODEL_ON_REP']}"):
+    served = env.get("FORGE_MODEL", "")
+usage: dict[str, object] = {"model": served}
 if env.get("FAKE_COST", "none") != "none":
     usage["costUsd"] = float(env["FAKE_COST"])
     usage["costBasis"] = env.get("FAKE_BASIS", "reported")

@@ -170,6 +170,35 @@ def test_model_mismatch_on_a_variants_first_attempt_stops_the_run(kit: Kit) -> N
     assert sum("invalid attempt" in n for n in report["notes"]) == 1
 
 
+def test_a_model_mismatch_on_a_later_repetition_is_recorded_and_the_run_goes_on(kit: Kit) -> None:
+    """I4, second half: only b's rep-2 is served another model; that is not its first attempt."""
+    kit.cohort(
+        a=kit.formula("a"),
+        b=kit.formula("b", knobs={"FAKE_MODEL": "x", "FAKE_MODEL_ON_REP": "2"}),
+        tasks={"t1": kit.plan("t1")},
+        repetitions=3,
+    )
+    result = kit.approve()
+    assert result.returncode == 2, result.stderr
+    report = kit.report()
+    assert (report["status"], report["stopReason"]) == ("complete", None)
+    assert [p["coordinate"] for p in kit.probes()] == [
+        f"t1/{variant}/rep-{rep}" for rep in (1, 2, 3) for variant in ("a", "b")
+    ]
+    mismatched = kit.record("t1", "b", 2)
+    assert (mismatched["invalid"], mismatched["hiddenAcceptance"], mismatched["correct"]) == (
+        "model-mismatch",
+        None,
+        False,
+    )
+    assert [kit.record("t1", "b", rep)["correct"] for rep in (1, 3)] == [True, True]
+    b = report["variants"][1]
+    assert (b["attempts"], b["invalid"], b["invalidReasons"]) == (3, 1, {"model-mismatch": 1})
+    assert (b["hiddenAcceptanceN"], b["correct"]) == (2, 2)
+    assert b["effectiveModels"] == {"m1": 2, "x": 1}
+    assert sum("1 invalid attempt" in n for n in report["notes"]) == 1
+
+
 def test_transient_errors_resume_then_exhaust_and_a_resume_reruns(kit: Kit) -> None:
     switch = kit.root / "transient"
     switch.write_text("9:connect ETIMEDOUT 1.2.3.4:443")
