@@ -100,10 +100,10 @@ def offer_frames(socket: zmq.asyncio.Socket, frames: list[Payload | zmq.Frame]) 
     sending = socket.send_multipart(frames, flags=zmq.DONTWAIT, copy=False)
     future = cast("asyncio.Future[Any]", sending)
     if not future.done():
-        # Queued behind a waiting `send` on the same socket: it is tried, still without
-        # waiting, when that one goes out; a refusal then is only observed, not raised.
-        future.add_done_callback(_observe)
-        return True
+        # Queued behind a `send` still waiting for room: the peer is full, so refuse now
+        # (left queued, it could be refused later with nobody told).
+        future.cancel()
+        return False
     error = future.exception()
     if error is None:
         return True
@@ -116,11 +116,6 @@ def _is_full_or_gone(error: BaseException) -> bool:
     return isinstance(error, zmq.Again) or (
         isinstance(error, zmq.ZMQError) and error.errno == zmq.EHOSTUNREACH
     )
-
-
-def _observe(future: asyncio.Future[object]) -> None:
-    if not future.cancelled():
-        future.exception()
 
 
 async def messages(socket: zmq.asyncio.Socket) -> AsyncIterator[list[zmq.Frame]]:

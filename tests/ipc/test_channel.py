@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -59,6 +60,25 @@ async def test_offers_beyond_the_high_water_mark_are_refused(socket_path: Path) 
         results = [channel.offer(router, frame, identity) for _ in range(200)]
         assert results[0]
         assert not all(results)
+    finally:
+        dealer.close(linger=0)
+        router.close(linger=0)
+        context.term()
+
+
+async def test_an_offer_behind_a_waiting_send_is_refused_at_once(socket_path: Path) -> None:
+    context = zmq.asyncio.Context()
+    router = channel.open_router(context, socket_path, 2)
+    dealer = channel.open_dealer(context, f"ipc://{socket_path}", b"peer", 2)
+    frame = Envelope(MessageType.DATA, stream_id="s", seq=1, payloads=(bytes(70_000),))
+    try:
+        filled = next((n for n in range(100_000) if not channel.offer(dealer, frame)), None)
+        assert filled is not None  # every queue on the way to the (unread) router is full
+        waiting = asyncio.ensure_future(channel.send(dealer, frame))
+        await asyncio.sleep(0)
+        assert not waiting.done()
+        assert channel.offer(dealer, frame) is False
+        waiting.cancel()
     finally:
         dealer.close(linger=0)
         router.close(linger=0)
