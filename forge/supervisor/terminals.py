@@ -465,7 +465,8 @@ class TerminalService:
                 log.warning("terminal_close_failed", id=room.id, reason=str(error))
         if terminal.subscription is not None:
             terminal.subscription.close()
-        await terminal.handle.stop()
+        # remove, not stop: a closed terminal's host leaves home's `workers` and the manager.
+        await self._manager.remove(terminal.handle.name)
         for task in list(terminal.tasks):
             task.cancel()
         why = f"terminal {room.id} closed"

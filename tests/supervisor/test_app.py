@@ -59,3 +59,33 @@ async def test_home_carries_the_recorded_forge_verdict(supervise: Start) -> None
     status = home["data"]["service_status"]
     assert status["state"] == "unreachable"
     assert set(status) == {"state", "reason", "sample", "cache", "queue"}
+
+
+async def _next_update(client: Any, variant: str) -> dict[str, Any]:
+    while True:
+        message = await client.recv()
+        if isinstance(message, str):
+            frame = json.loads(message)
+            if frame["kind"] == "update" and variant in frame["update"]:
+                body: dict[str, Any] = frame["update"][variant]
+                return body
+
+
+async def test_home_lists_a_terminals_host_until_the_terminal_is_closed(
+    supervise: Start, tmp_path: Path
+) -> None:
+    project = tmp_path / "proj"
+    project.mkdir()
+    supervised = await supervise(
+        f'[[projects]]\norg = "acme"\nname = "web"\npath = "{project}"\nshell = "/bin/sh"\n'
+    )
+    seat = {"org": "acme", "project": "web", "label": "main"}
+    client = await supervised.greeted()
+    await client.send(json.dumps({"kind": "subscribe", "what": "home"}))
+    assert json.loads(await client.recv())["data"]["workers"] == []
+    await client.send(json.dumps({"kind": "terminal_view", "seat": seat, "reply_to": 1}))
+    while (await _next_update(client, "workers_changed"))["workers"][0]["state"] != "ready":
+        pass
+    await client.send(json.dumps({"kind": "terminal_close", "seat": seat, "id": 1}))
+    while (await _next_update(client, "workers_changed"))["workers"]:
+        pass

@@ -315,6 +315,10 @@ async def test_a_stalled_controller_holds_the_shell_back_and_loses_nothing(
 
 async def test_every_byte_printed_before_exit_reaches_the_viewer(served: Served) -> None:
     client, terminal = await attach_at_prompt(served, subscribed=True)
+    # As controller: a watcher that falls behind is dropped to a fresh view by design (TM05),
+    # which on a loaded machine would make the byte count a race instead of a contract.
+    await client.send({"kind": "terminal_control", "seat": SEAT, "id": terminal, "take": True})
+    await client.next_of_kind("terminal_control")
     await client.type(terminal, b"head -c 3000000 /dev/zero | tr '\\0' '\\132'; exit 0\r")
     await client.until(lambda: last_summary(client)["alive"] is False)
     exited = max(
