@@ -4,13 +4,15 @@ The attempt code is the same coroutine the local runners await. Dask only places
 submits in coordinate order (`priority=-index`, `retries=0`, `pure=False`), the scheduler keeps at
 most N in flight, and the client alone writes `attempt.json` and the report.
 
-`Future.cancel()` does not stop a task that is already running (its process tree would live on),
-so every attempt watches two run-scoped objects on the cluster and cancels itself, killing its
-own process groups and discarding its directory: an `Event` the client sets when the run aborts
-(SIGINT, an abort error), and a lease `Variable` the client refreshes; a lease gone stale means the
-client died. A worker lost mid-attempt aborts the run: Dask would re-run the task elsewhere, so the
-re-run refuses to start (its attempt directory already holds a workspace), and `KilledWorker`
-after repeated losses does the same.
+`Future.cancel()` does not stop a task that is already running (its process tree would live on), so
+every attempt watches two run-scoped objects on the cluster and cancels itself, killing its own
+process groups and discarding its directory: an `Event` the client sets when the run aborts (SIGINT,
+an abort error), and a lease `Variable` the client refreshes; a lease gone stale means the client
+died. Staleness is measured on the worker's own monotonic clock (how long since the value last
+changed), so clock skew between client and worker machines cannot fake or hide it. A worker lost
+mid-attempt aborts the run: Dask would re-run the task elsewhere, so the re-run refuses to start
+(its attempt directory already holds a workspace), and `KilledWorker` after repeated losses does the
+same.
 """
 
 from __future__ import annotations
@@ -18,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import shutil
-import time
 import uuid
 from collections.abc import Coroutine
 from pathlib import Path
@@ -29,6 +30,7 @@ from distributed.client import Future
 from distributed.scheduler import KilledWorker
 
 from forge import __version__
+from forge.clock import SYSTEM_CLOCK
 from forge.lab.activation import INPUTS_DIR, MANIFEST_FILE
 from forge.lab.attempt import AttemptSpec, run_attempt
 from forge.lab.command import MARKER_ENV
@@ -36,9 +38,6 @@ from forge.lab.errors import LabRefusal, RunAborted
 from forge.lab.spec_wire import spec_from_wire, spec_to_wire
 from forge.procs import find_by_environ, kill_processes
 
-LEASE_REFRESH_S = 5.0
-LEASE_STALE_S = 30.0
-"""An attempt whose client has not refreshed the lease for this long cancels itself."""
 WATCH_S = 0.5
 """How often a running attempt looks at the run's cancel event and lease."""
 
@@ -46,16 +45,17 @@ WATCH_S = 0.5
 class DaskExecutor:
     """An `Executor` that runs each attempt as one Dask task."""
 
-    def __init__(self, client: Client, out: Path) -> None:
+    def __init__(self, client: Client, out: Path, lease_refresh_s: float) -> None:
         self.client = client
         self.out = out
+        self.lease_refresh_s = lease_refresh_s
         self.run_id = uuid.uuid4().hex
         self.cancel_event = Event(f"forge-lab-cancel-{self.run_id}", client=client)
         self.lease = Variable(f"forge-lab-lease-{self.run_id}", client=client)
         self._lease_task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
-        await self.lease.set(time.time())
+        await self.lease.set(SYSTEM_CLOCK.time())
         self._lease_task = asyncio.create_task(self._refresh_lease())
 
     async def close(self) -> None:
@@ -107,8 +107,8 @@ class DaskExecutor:
 
     async def _refresh_lease(self) -> None:
         while True:
-            await asyncio.sleep(LEASE_REFRESH_S)
-            await self.lease.set(time.time())
+            await SYSTEM_CLOCK.sleep(self.lease_refresh_s)
+            await self.lease.set(SYSTEM_CLOCK.time())
 
 
 async def _despite_cancellation(coroutine: Coroutine[Any, Any, None]) -> None:
@@ -138,12 +138,19 @@ async def _watched(wire: dict[str, Any], run_id: str) -> dict[str, Any]:
         raise RunAborted(f"executor lost: the worker running {spec.coordinate.label} died")
     cancel_event = Event(f"forge-lab-cancel-{run_id}")
     lease = Variable(f"forge-lab-lease-{run_id}")
+    stale_s = spec.settings.lease_s[1]
+    lease_value: object = None
+    lease_changed = SYSTEM_CLOCK.monotonic()
     attempt = asyncio.create_task(run_attempt(spec))
     while not attempt.done():
         await asyncio.wait({attempt}, timeout=WATCH_S)
         if attempt.done():
             break
-        if await asyncio.to_thread(_should_stop, cancel_event, lease):
+        cancelled, value = await asyncio.to_thread(_look, cancel_event, lease)
+        now = SYSTEM_CLOCK.monotonic()
+        if value is not None and value != lease_value:
+            lease_value, lease_changed = value, now
+        if cancelled or now - lease_changed > stale_s:
             attempt.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await attempt
@@ -151,11 +158,11 @@ async def _watched(wire: dict[str, Any], run_id: str) -> dict[str, Any]:
     return attempt.result()
 
 
-def _should_stop(cancel_event: Event, lease: Variable) -> bool:
+def _look(cancel_event: Event, lease: Variable) -> tuple[bool, object]:
+    """Whether the run was cancelled, and the lease's current value (None when unreadable)."""
     if cancel_event.is_set():
-        return True
+        return True, None
     try:
-        refreshed = float(lease.get(timeout=WATCH_S))
+        return False, lease.get(timeout=WATCH_S)
     except TimeoutError:
-        return False
-    return time.time() - refreshed > LEASE_STALE_S
+        return False, None

@@ -188,7 +188,7 @@ async def _on_dask(config: RunConfig, scheduler: str) -> tuple[CohortRun, RunSta
             f"--scheduler {scheduler}: cannot reach the Dask scheduler ({error})"
         ) from None
     try:
-        executor = DaskExecutor(client, config.out)
+        executor = DaskExecutor(client, config.out, config.settings.lease_s[0])
         await executor.probe(config.source)
         await executor.start()
         try:

@@ -15,7 +15,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -336,4 +336,12 @@ def wait_for(folder: Path, pattern: str, count: int, process: subprocess.Popen[s
     while len(list(folder.glob(pattern))) < count:
         assert process.poll() is None, process.communicate()
         assert time.monotonic() < deadline
+        time.sleep(0.05)
+
+
+def wait_until(condition: Callable[[], bool], what: str) -> None:
+    """Poll an observable condition (a process gone, a directory removed) with a safety deadline."""
+    deadline = time.monotonic() + 90
+    while not condition():
+        assert time.monotonic() < deadline, f"still waiting for {what}"
         time.sleep(0.05)

@@ -10,7 +10,7 @@ import psutil
 import pytest
 from distributed import LocalCluster
 
-from .kit import Kit, marker_processes, normalised, wait_for
+from .kit import Kit, marker_processes, normalised, wait_for, wait_until
 
 
 @pytest.fixture(scope="module")
@@ -94,3 +94,30 @@ def test_a_lost_worker_aborts_instead_of_retrying(kit: Kit, scheduler: str) -> N
     assert kit.report()["status"] == "aborted"
     assert not (kit.out / "attempts" / "t1" / "a" / "rep-1").exists()
     assert marker_processes(str(kit.ctl)) == []
+
+
+def test_attempts_stop_on_a_stale_lease_when_the_client_dies(kit: Kit, scheduler: str) -> None:
+    """X4: SIGKILL the CLI mid-run; its attempts on the cluster notice the lease going stale
+    (scaled from 5 s / 30 s down to 0.2 s / 2 s), kill their process trees and discard their
+    directories. The harnesses are children of the Dask worker, not of the dead CLI."""
+    kit.cohort(
+        a=kit.formula("a", knobs={"FAKE_GATE": "1"}),
+        b=kit.formula("b", knobs={"FAKE_GATE": "1"}, model="m2"),
+        tasks={"t1": kit.plan("t1")},
+    )
+    process = kit.start(
+        *("--approve", kit.digest(), "--executor", "dask", "--scheduler", scheduler),
+        *("--parallel", "2"),
+        env={"FORGE_LAB_LEASE_MS": "200,2000"},
+    )
+    wait_for(kit.ctl, "started-*", 2, process)
+    harnesses = [psutil.Process(int(p.read_text())) for p in kit.ctl.glob("started-*")]
+    assert all(process.pid not in {p.pid for p in h.parents()} for h in harnesses)
+    process.kill()
+    process.communicate()
+    attempts = kit.out / "attempts" / "t1"
+    wait_until(
+        lambda: not marker_processes(str(kit.ctl)) and not list(attempts.glob("*/rep-1")),
+        "the attempts to notice the stale lease and discard themselves",
+    )
+    assert not list(kit.out.rglob("attempt.json"))
