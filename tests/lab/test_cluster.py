@@ -1,22 +1,30 @@
-"""`--executor dask` against a real LocalCluster of 2 worker processes (rows X1-X4)."""
+"""`--executor dask` against a real LocalCluster of 2 worker processes (rows X1-X5)."""
 
 from __future__ import annotations
 
 import json
+import os
 import signal
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import psutil
 import pytest
-from distributed import LocalCluster
+from distributed import Client, LocalCluster
 
 from .kit import Kit, marker_processes, normalised, wait_for, wait_until
+
+ANY_HTTP_PORT = {"dashboard_address": ":0"}
+"""The scheduler serves HTTP even without a dashboard, by default on 8787: with that port taken
+(another run on the machine) it warns, and warnings are errors here."""
 
 
 @pytest.fixture(scope="module")
 def scheduler() -> Iterator[str]:
     with LocalCluster(
-        n_workers=2, processes=True, threads_per_worker=1, dashboard_address=None
+        n_workers=2, processes=True, threads_per_worker=1, **ANY_HTTP_PORT
     ) as cluster:
         yield cluster.scheduler_address
 
@@ -121,3 +129,47 @@ def test_attempts_stop_on_a_stale_lease_when_the_client_dies(kit: Kit, scheduler
         "the attempts to notice the stale lease and discard themselves",
     )
     assert not list(kit.out.rglob("attempt.json"))
+
+
+@pytest.fixture
+def blind_worker_scheduler(tmp_path: Path) -> Iterator[str]:
+    """A LocalCluster scheduler whose only worker is another "machine": a `dask worker` in a mount
+    namespace of its own where a tmpfs hides this test's directory (fixture repo, cohort, --out)."""
+    with LocalCluster(n_workers=0, processes=True, **ANY_HTTP_PORT) as cluster:
+        address = cluster.scheduler_address
+        worker = subprocess.Popen(
+            [
+                *("unshare", "--mount", "--propagation", "private", "sh", "-c"),
+                'mount -t tmpfs forge-blind "$0" && exec "$@"',
+                str(tmp_path),
+                *(sys.executable, "-m", "distributed.cli.dask_worker", address),
+                *("--no-nanny", "--nthreads", "1", "--no-dashboard"),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        try:
+            with Client(address) as client:
+                client.wait_for_workers(1, timeout=60)
+            yield address
+        finally:
+            os.killpg(worker.pid, signal.SIGTERM)
+            worker.wait(timeout=60)
+
+
+def test_a_worker_that_cannot_see_the_run_paths_is_refused_before_any_attempt(
+    kit: Kit, blind_worker_scheduler: str
+) -> None:
+    """X3: the probe task runs on the worker first; unseen paths refuse the run (exit 1)."""
+    kit.cohort(a=kit.formula("a"), b=kit.formula("b", model="m2"), tasks={"t1": kit.plan("t1")})
+    result = kit.cli(
+        *("--approve", kit.digest(), "--executor", "dask", "--scheduler", blind_worker_scheduler)
+    )
+    assert result.returncode == 1, result.stderr
+    assert (
+        f"--executor dask: a worker cannot see {kit.out / 'inputs' / 'manifest.json'}, {kit.repo}; "
+        "workers must see --out, --source and the inputs at the same paths"
+    ) in result.stderr
+    assert kit.probes() == []
+    assert not (kit.out / "attempts").exists() or not any((kit.out / "attempts").iterdir())
