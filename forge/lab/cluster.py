@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import shutil
 import uuid
 from collections.abc import Coroutine
@@ -120,7 +121,9 @@ async def _despite_cancellation(coroutine: Coroutine[Any, Any, None]) -> None:
 
 
 def _probe(paths: list[str]) -> dict[str, Any]:
-    return {"missing": [p for p in paths if not Path(p).exists()], "version": __version__}
+    # os.path.exists, not Path.exists: a directory this worker may not enter is unseen too, where
+    # Path.exists (3.11) raises PermissionError and the user would get a traceback.
+    return {"missing": [p for p in paths if not os.path.exists(p)], "version": __version__}
 
 
 def run_on_worker(wire: dict[str, Any], run_id: str) -> dict[str, Any]:

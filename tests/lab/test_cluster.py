@@ -131,16 +131,26 @@ def test_attempts_stop_on_a_stale_lease_when_the_client_dies(kit: Kit, scheduler
     assert not list(kit.out.rglob("attempt.json"))
 
 
-@pytest.fixture
-def blind_worker_scheduler(tmp_path: Path) -> Iterator[str]:
-    """A LocalCluster scheduler whose only worker is another "machine": a `dask worker` in a mount
-    namespace of its own where a tmpfs hides this test's directory (fixture repo, cohort, --out)."""
+BLINDFOLDS = {
+    "own-mount-namespace": (
+        *("unshare", "--mount", "--propagation", "private", "sh", "-c"),
+        'mount -t tmpfs forge-blind "$0" && exec "$@"',
+    ),
+    "another-user": ("sh", "-c", 'exec setpriv --reuid=65534 --regid=65534 --clear-groups "$@"'),
+}
+"""Two ways a worker misses this test's directory (fixture repo, cohort, --out): it runs on
+another "machine" (a tmpfs hides the directory in its own mount namespace), or as a user who may
+not enter it (pytest's directories are 0700)."""
+
+
+@pytest.fixture(params=sorted(BLINDFOLDS))
+def blind_worker_scheduler(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A LocalCluster scheduler whose only worker is a `dask worker` that cannot see tmp_path."""
     with LocalCluster(n_workers=0, processes=True, **ANY_HTTP_PORT) as cluster:
         address = cluster.scheduler_address
         worker = subprocess.Popen(
             [
-                *("unshare", "--mount", "--propagation", "private", "sh", "-c"),
-                'mount -t tmpfs forge-blind "$0" && exec "$@"',
+                *BLINDFOLDS[request.param],
                 str(tmp_path),
                 *(sys.executable, "-m", "distributed.cli.dask_worker", address),
                 *("--no-nanny", "--nthreads", "1", "--no-dashboard"),
