@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import socket
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 
 @pytest.fixture
-def forge_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Path]]:
+def forge_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
     """Point every XDG directory forge reads at a fresh temporary tree (subprocesses inherit it)."""
     dirs = {
         "config": tmp_path / "xdg-config",
@@ -23,7 +22,7 @@ def forge_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict
     monkeypatch.setenv("XDG_STATE_HOME", str(dirs["state"]))
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(dirs["runtime"]))
     monkeypatch.delenv("FORGE_CONFIG", raising=False)
-    yield dirs
+    return dirs
 
 
 @pytest.fixture
