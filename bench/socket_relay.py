@@ -15,12 +15,6 @@ of three alternating runs each).
 
 from __future__ import annotations
 
-import sys
-
-# This file is named socket.py: keep its folder off sys.path so `import socket` is the stdlib's.
-if sys.path[0] == __file__.rpartition("/")[0]:
-    sys.path.pop(0)
-
 import argparse
 import asyncio
 import contextlib
@@ -29,6 +23,7 @@ import logging
 import os
 import platform
 import socket
+import sys
 import tempfile
 import time
 from pathlib import Path
