@@ -36,7 +36,8 @@ class ScreenFeeder:
         """The last frame whose bytes are all in the screen (parsed, or skipped with modes kept)."""
         self.skipped_bytes = 0
         """Bytes never parsed, for the host's stats."""
-        self._stream = pyte.ByteStream(screen)
+        self._stream: pyte.ByteStream | None = pyte.ByteStream(screen)
+        """The parser; None after a skip until the next parse needs a fresh one."""
         self._backlog: deque[tuple[int, bytes]] = deque()
         self._offset = 0
         """How far into the backlog's first frame the parser has read."""
@@ -58,10 +59,15 @@ class ScreenFeeder:
     def feed(self, budget: int) -> int:
         """Parse up to `budget` bytes; returns how many were parsed."""
         fed = 0
+        if not self._backlog:
+            return fed
+        if self._stream is None:
+            self._stream = pyte.ByteStream(self.screen)
+        stream = self._stream
         while self._backlog and fed < budget:
             seq, data = self._backlog[0]
             piece = data[self._offset : self._offset + budget - fed]
-            self._stream.feed(piece)
+            stream.feed(piece)
             fed += len(piece)
             self._offset += len(piece)
             self._pending -= len(piece)
@@ -105,8 +111,9 @@ class ScreenFeeder:
             self.skipped_bytes += cut - self._offset
             self._offset = cut
         self._modes.apply(self.screen)
-        # The parser may be mid-sequence in bytes it will never see the end of.
-        self._stream = pyte.ByteStream(self.screen)
+        # The parser may be mid-sequence in bytes it will never see the end of; a flood skips
+        # every other frame, so the fresh parser is built only when something is parsed.
+        self._stream = None
 
     def _head_unread(self) -> int:
         return len(self._backlog[0][1]) - self._offset

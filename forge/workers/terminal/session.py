@@ -94,6 +94,7 @@ class PtySession:
         self._clock = clock
         self._loop = asyncio.get_running_loop()
         self._timer: asyncio.TimerHandle | None = None
+        self._timer_deadline: float | None = None
         self._pause_reasons: set[str] = set()
         self._eof = False
         self._pending_input = bytearray()
@@ -164,12 +165,15 @@ class PtySession:
         if frames:
             self._on_frames(frames)
         deadline = self._batcher.deadline()
+        if self._timer is not None and deadline == self._timer_deadline:
+            return  # a flood wakes this many times per batch: the armed timer still holds
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
         if deadline is not None:
             delay = max(0.0, deadline - self._clock.monotonic())
             self._timer = self._loop.call_later(delay, self._expire)
+        self._timer_deadline = deadline
 
     def _expire(self) -> None:
         self._timer = None
