@@ -149,11 +149,12 @@ class Received:
     """Z bytes seen (the exit test prints Zs; no prompt or echo holds one)."""
     extra: dict[str, Any] = field(default_factory=dict)
 
-    def add(self, data: bytes) -> None:
-        self.data_bytes += len(data)
+    def add(self, message: bytes, start: int = 0) -> None:
+        """Count `message[start:]` without copying it (the client shares the servers' CPUs)."""
+        self.data_bytes += len(message) - start
         self.frames += 1
-        self.tail = (self.tail + data)[-4096:]
-        self.zs += data.count(b"Z")
+        self.tail = (self.tail + message[max(start, len(message) - 4096) :])[-4096:]
+        self.zs += message.count(b"Z", start)
 
 
 class ForgeClient:
@@ -201,7 +202,7 @@ class ForgeClient:
                     summary = update["terminal_changed"]["terminal"] or {}
                     received.extra["alive"] = summary.get("alive")
                 continue
-            received.add(message[TERMINAL_OUTPUT_HEADER.size :])
+            received.add(message, TERMINAL_OUTPUT_HEADER.size)
         return received
 
     async def close(self) -> None:
@@ -266,10 +267,12 @@ def progress(text: str) -> None:
 # --- the measurements --------------------------------------------------------------------
 
 
-def raw_floor(megabytes: int) -> float:
-    """MB/s of the workload read straight off a PTY into nothing."""
+def raw_floor(megabytes: int) -> tuple[float, float]:
+    """MB/s of the workload read straight off a PTY into nothing, and the reader's CPU s/MB
+    (what reading a PTY costs any server before it does anything with the bytes)."""
     command = f"head -c {megabytes * 1_000_000} /dev/zero | tr '\\0' x"
     process = PtyProcess.spawn(["/bin/sh", "-c", command])
+    cpu = time.process_time()
     started = time.perf_counter()
     while True:
         try:
@@ -278,8 +281,9 @@ def raw_floor(megabytes: int) -> float:
         except OSError:
             break
     elapsed = time.perf_counter() - started
+    cpu = time.process_time() - cpu
     process.close(force=True)
-    return megabytes / elapsed
+    return megabytes / elapsed, cpu / megabytes
 
 
 async def flood(server: Server, megabytes: int) -> dict[str, float]:
@@ -362,9 +366,12 @@ async def run(args: argparse.Namespace) -> None:
     try:
         servers += [start_server("forge", home), start_server("terminado", home)]
         floors: list[float] = []
+        floor_cpus: list[float] = []
         floods: dict[str, list[dict[str, float]]] = {s.name: [] for s in servers}
         for _ in range(args.repeats):
-            floors.append(raw_floor(args.mb))
+            floor_mb_s, floor_cpu = raw_floor(args.mb)
+            floors.append(floor_mb_s)
+            floor_cpus.append(floor_cpu)
             for server in servers:
                 progress(f"flood through {server.name}")
                 floods[server.name].append(await phase(flood(server, args.mb)))
@@ -389,6 +396,7 @@ async def run(args: argparse.Namespace) -> None:
     print(f"# workload: head -c {args.mb}M /dev/zero | tr '\\0' x   best of {args.repeats}")
     print(
         f"raw PTY floor         {floor:8.1f} MB/s  (runs: {', '.join(f'{f:.0f}' for f in floors)})"
+        f"   reader CPU {min(floor_cpus) * 1000:6.2f} ms/MB"
     )
     for name, runs in floods.items():
         best = max(runs, key=lambda r: r["mb_s"])
