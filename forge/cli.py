@@ -39,7 +39,11 @@ def _areas() -> list[Register]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="forge", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="forge",
+        description="Serve this workstation's terminals and browser tabs to your phone and "
+        "desktop, watch the forge's health, and evaluate coding-agent recipes.",
+    )
     parser.add_argument("--version", action="version", version=f"forge {__version__}")
     subparsers = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
     for register in _areas():
