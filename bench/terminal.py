@@ -1,6 +1,6 @@
 """Terminal benchmark: forge's whole terminal path beside terminado and the raw PTY floor.
 
-    .venv/bin/pip install terminado      # once; the side-by-side needs it
+    .venv/bin/pip install -e '.[bench]'   # once: terminado, for the side-by-side
     .venv/bin/python bench/terminal.py [--mb 40] [--keys 200] [--stall 10] [--repeats 3]
 
 Three ways of moving the same shell's output, measured in one run, alternating:
