@@ -78,7 +78,12 @@ async def test_sigkill_of_the_supervisor_leaves_no_worker_or_worker_child() -> N
         stdout=asyncio.subprocess.PIPE,
     )
     assert host.stdout is not None
-    line = await asyncio.wait_for(host.stdout.readline(), 60)
+    try:
+        line = await asyncio.wait_for(host.stdout.readline(), 60)
+    except BaseException:
+        host.kill()  # a host that never reported must not outlive the test
+        await host.wait()
+        raise
     report = json.loads(line)
     pids = [*report["workers"], *report["children"]]
     assert len(pids) == 4
