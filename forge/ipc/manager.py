@@ -440,8 +440,14 @@ class WorkerHandle:
         self._attached.add_done_callback(lambda _: self._ready(generation, body.get("pid")))
 
     def _ready(self, generation: int, pid: object) -> None:
-        """Welcomed and its bulk-in socket attached (so `send_bulk` can reach it): ready."""
+        """Welcomed and its bulk-in socket attached (so `send_bulk` can reach it): ready.
+
+        Not once the watchdog has begun killing it: a hello that lands inside the kill grace
+        would show a dying worker as ready and let requests in to be failed a moment later."""
         if generation != self.generation or self._identity is None or self._hello.done():
+            return
+        if self._kill_reason is not None:
+            self._log.info("worker_ready_too_late", pid=pid, reason=self._kill_reason)
             return
         self._ready_at = self._clock.monotonic()
         self._hello.set_result(None)

@@ -63,6 +63,7 @@ class MisbehavingWorker(Worker):
         if self.config.get("ignore_sigterm"):
             asyncio.get_running_loop().remove_signal_handler(signal.SIGTERM)
             signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        await asyncio.sleep(float(self.config.get("hello_delay", 0)))
         child_kind = self.config.get("spawn_child")
         if child_kind:
             preexec = die_with_parent if child_kind == "pdeathsig" else None

@@ -230,6 +230,19 @@ async def test_a_worker_that_never_says_hello_is_stopped_and_restarted(
         assert row.last_reason.startswith("no hello within 0.5 s; ")
 
 
+async def test_a_hello_inside_the_kill_grace_never_shows_the_worker_ready() -> None:
+    timings = dataclasses.replace(TEST_TIMINGS, hello_timeout=1.0, kill_grace=3.0)
+    async with WorkerManager(timings=timings) as manager:
+        heard: list[WorkerRow] = []
+        manager.on_change(heard.append)
+        late = misbehaving("late", ignore_sigterm=True, hello_delay=1.5)
+        worker = manager.start(late)
+        row = await worker.wait_for(lambda r: r.restarts == 1, 60.0)
+        assert row.last_reason is not None
+        assert row.last_reason.startswith("no hello within 1 s; ")
+        assert [r for r in heard if r.restarts == 0 and r.state == "ready"] == []
+
+
 async def test_remove_stops_the_worker_forgets_its_row_and_frees_the_name(
     manager: WorkerManager,
 ) -> None:
