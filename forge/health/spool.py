@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Final
 
 from forge.health.atomic import write_bytes, write_json
+from forge.health.settings import project_store
 
 SEQ_WIDTH: Final = 6
 HANDLES_NAME: Final = "handles.json"
@@ -86,6 +87,7 @@ def _seqs(directory: Path, suffix: str) -> list[int]:
 def allocate(root: Path) -> int:
     """A fresh seq: one past everything ever handed out, claimed with O_EXCL."""
     directory = queue_dir(root)
+    project_store(root)  # `.forge` with its `.gitignore`, so the queue never shows in git
     directory.mkdir(parents=True, exist_ok=True)
     candidate = max([high_water_mark(root), *_seqs(directory, ".seq")]) + 1
     while True:

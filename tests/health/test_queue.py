@@ -263,3 +263,16 @@ def test_s01_spool_from_stdin_under_both_shells(any_shell_env: ForgeEnv) -> None
     assert result.returncode == 0
     assert MARKER.match(result.stderr.decode().strip())
     assert (queue_dir(any_shell_env) / "000001.d" / "body.md").read_bytes() == b"body\n"
+
+
+def test_a_spooled_write_never_shows_in_the_projects_git_status(down: ForgeEnv) -> None:
+    result = down.gh("issue", "comment", "1", "--body", "hello", env={"FORGE_REPLAY": "0"})
+    assert result.returncode == 0
+    assert entries(down)
+    status = subprocess.run(
+        ["git", "-C", str(down.project), "status", "--porcelain"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert status.stdout == ""
