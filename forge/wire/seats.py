@@ -32,8 +32,6 @@ class SessionSubject(msgspec.Struct, frozen=True):
 UnitSubject = Literal["home", "board", "usage", "dictate_models", "extensions"]
 """The subjects that are no seat; D1: each answers a snapshot, never an error."""
 
-UNIT_SUBJECTS: tuple[UnitSubject, ...] = ("home", "board", "usage", "dictate_models", "extensions")
-
 Subject = UnitSubject | SessionSubject
 """What `subscribe`/`unsubscribe` name and `snapshot.subject` echoes."""
 

@@ -235,10 +235,6 @@ class BrowserHost:
     def downloads_dir(self) -> Path:
         return self.settings.profile_dir / "downloads"
 
-    @property
-    def chromium_pid(self) -> int | None:
-        return self._chromium.pid if self._chromium else None
-
     async def start(self) -> None:
         """Launch Chromium at `home_url` (the boot tab) and follow its page targets."""
         launch = LaunchSettings(
