@@ -42,6 +42,7 @@ from forge.wire.binary import BROWSER_FRAME_HEADER, FORMAT_JPEG
 from forge.wire.client import (
     BrowserControl,
     BrowserDetach,
+    BrowserDialogAnswer,
     BrowserFileAnswer,
     BrowserInput,
     BrowserNav,
@@ -136,6 +137,7 @@ class BrowserService:
             (BrowserControl, self._control),
             (BrowserNav, self._nav),
             (BrowserNavigate, self._navigate),
+            (BrowserDialogAnswer, self._dialog_answer),
             (BrowserFileAnswer, self._file_answer),
             (BrowserTabs, self._tabs),
             (BrowserOpen, self._open),
@@ -655,6 +657,29 @@ class BrowserService:
         profile, viewer = self._controlling(connection, "browser_navigate")
         args = {"tab": viewer.surface[1], "url": message.url}
         await self._ask("browser_navigate", profile, "navigate", args)
+
+    async def _dialog_answer(self, connection: Connection, message: BrowserDialogAnswer) -> None:
+        """The controller answers the tab's alert/confirm/prompt/beforeunload; the record keeps
+        the answer's length only, never its characters (a prompt may ask for a password)."""
+        what = "browser_dialog_answer"
+        viewer = self.table.viewer_of(connection)
+        profile_key, tab = viewer.surface if viewer is not None else (None, None)
+        try:
+            profile, _ = self._controlling(connection, what)
+            text = message.prompt_text()
+            args = {"tab": tab, "accept": message.accept, "text": text}
+            await self._ask(what, profile, "dialog_answer", args)
+        except ClientRefusal as refusal:
+            log.info(what, landed=False, profile=profile_key, tab=tab, why=refusal.why)
+            if message.reply_to is None:
+                raise
+            connection.send(server.reply(message.reply_to, {"ok": False, "why": refusal.why}))
+            return
+        chars = None if text is None else len(text)
+        fields = {"profile": profile_key, "tab": tab, "accept": message.accept, "chars": chars}
+        log.info(what, landed=True, **fields)
+        if message.reply_to is not None:
+            connection.send(server.reply(message.reply_to, {"ok": True}))
 
     async def _open(self, connection: Connection, message: BrowserOpen) -> None:
         try:

@@ -231,6 +231,33 @@ class BrowserNavigate(ClientMessage, frozen=True, tag="browser_navigate"):
     url: str
 
 
+DIALOG_TEXT_MAX_BYTES = 64 * 1024
+"""A prompt answer is something a person types; past this it is refused, not truncated."""
+
+
+class BrowserDialogAnswer(ClientMessage, frozen=True, tag="browser_dialog_answer"):
+    """Our addition beside D5's: accept or dismiss the JavaScript dialog holding the viewed tab.
+
+    `text` is typed loosely so a wrong one is refused through `reply_to`, by `prompt_text`.
+    """
+
+    accept: bool
+    text: Any = None
+    reply_to: ReplyTo | None = None
+
+    def prompt_text(self) -> str | None:
+        """The text for a `prompt()`, or a refusal naming browser_dialog_answer."""
+        if self.text is None:
+            return None
+        if not isinstance(self.text, str):
+            raise ClientRefusal("browser_dialog_answer", "text must be a string (or null)")
+        size = len(self.text.encode())
+        if size > DIALOG_TEXT_MAX_BYTES:
+            why = f"text is {size} bytes of UTF-8; a dialog answer is at most 64 KiB"
+            raise ClientRefusal("browser_dialog_answer", why)
+        return self.text
+
+
 # Verbs the seed defines that this server does not serve yet; `unserved` answers them (O-S11).
 
 
@@ -297,6 +324,7 @@ ANY_CLIENT_MESSAGE = (
     | BrowserTabs
     | BrowserOpen
     | BrowserNavigate
+    | BrowserDialogAnswer
     | More
     | DocumentRead
     | DictateStream

@@ -32,6 +32,9 @@ PAGES: dict[str, str] = {
     "/dialogs": """<body style=margin:0><button style="width:400px;height:300px"
         onclick="alert('hello there'); document.title = confirm('sure?') ? 'yes' : 'no'">
         </button>""",
+    "/prompt": """<body style=margin:0><button style="width:400px;height:300px"
+        onclick="const a = prompt('your name?', 'nobody');
+                 document.title = a === null ? 'no name' : 'name:' + a"></button>""",
     "/file": """<body style=margin:0><input type=file multiple id=f
         style="position:absolute;left:0;top:0;width:400px;height:300px"
         onchange="const f = this.files[0]; f.text().then(t =>
