@@ -88,16 +88,11 @@ async def send(
 
 
 def offer(socket: zmq.asyncio.Socket, envelope: Envelope, identity: bytes | None = None) -> bool:
-    """Send only if the peer can take it now; False means the caller's drop policy applies."""
-    return offer_frames(socket, frames_for(envelope, identity))
-
-
-def offer_frames(socket: zmq.asyncio.Socket, frames: list[Payload | zmq.Frame]) -> bool:
-    """`offer` for frames already encoded.
+    """Send only if the peer can take it now; False means the caller's drop policy applies.
 
     ZeroMQ queues a multipart message whole or not at all, so a refusal never splits one.
     """
-    sending = socket.send_multipart(frames, flags=zmq.DONTWAIT, copy=False)
+    sending = socket.send_multipart(frames_for(envelope, identity), flags=zmq.DONTWAIT, copy=False)
     future = cast("asyncio.Future[Any]", sending)
     if not future.done():
         # Queued behind a `send` still waiting for room: the peer is full, so refuse now
@@ -112,6 +107,30 @@ def offer_frames(socket: zmq.asyncio.Socket, frames: list[Payload | zmq.Frame]) 
     raise error
 
 
+def plain(socket: zmq.asyncio.Socket) -> zmq.Socket[Any]:
+    """A plain (blocking-API) shadow of an asyncio socket, for sends that never wait.
+
+    An asyncio send costs a future and its event bookkeeping per message even when the peer has
+    room; a bulk stream sends thousands of frames a second, nearly all of which go at once.
+    """
+    return zmq.Socket.shadow(socket.underlying)
+
+
+def offer_now(socket: zmq.Socket[Any], frames: list[Payload | zmq.Frame]) -> bool:
+    """Send through a `plain` socket if the peer can take it now; False: full or gone.
+
+    It does not queue behind an asyncio send still waiting on the same socket, so it is for
+    bulk frames only: each stream awaits its own sends, and order across streams is free.
+    """
+    try:
+        socket.send_multipart(frames, zmq.NOBLOCK, copy=False)
+    except zmq.ZMQError as error:
+        if _is_full_or_gone(error):
+            return False
+        raise
+    return True
+
+
 def _is_full_or_gone(error: BaseException) -> bool:
     return isinstance(error, zmq.Again) or (
         isinstance(error, zmq.ZMQError) and error.errno == zmq.EHOSTUNREACH
@@ -119,14 +138,22 @@ def _is_full_or_gone(error: BaseException) -> bool:
 
 
 async def messages(socket: zmq.asyncio.Socket) -> AsyncIterator[list[zmq.Frame]]:
-    """Received multipart messages as frames (zero-copy), yielding the loop now and then."""
-    ready = 0
+    """Received multipart messages as frames (zero-copy), yielding the loop now and then.
+
+    Waits through the asyncio socket only when nothing is queued; what is already queued is
+    drained through a plain shadow of the same socket, which skips the future and the event
+    bookkeeping an asyncio receive costs per message.
+    """
+    drain = zmq.Socket.shadow(socket.underlying)
     while True:
-        frames: list[zmq.Frame] = await socket.recv_multipart(copy=False)
-        yield frames
-        ready += 1
-        if ready >= YIELD_EVERY:
-            ready = 0
+        yield await socket.recv_multipart(copy=False)
+        for _ in range(YIELD_EVERY):
+            try:
+                frames = drain.recv_multipart(zmq.NOBLOCK, copy=False)
+            except zmq.Again:
+                break
+            yield frames
+        else:
             await asyncio.sleep(0)
 
 

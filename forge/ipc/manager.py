@@ -136,6 +136,7 @@ class WorkerHandle:
         )
         self._bulk = channel.open_router(manager.zmq, base.with_suffix(".bulk"), channel.BULK_HWM)
         self._bulk_in = channel.open_router(manager.zmq, base.with_suffix(".in"), channel.BULK_HWM)
+        self._bulk_in_now = channel.plain(self._bulk_in)
         self._endpoints = (f"ipc://{base}.ctl", f"ipc://{base}.bulk", f"ipc://{base}.in")
         self._pending = PendingRequests(spec.name, self._clock)
         self._streams = StreamRegistry()
@@ -241,7 +242,7 @@ class WorkerHandle:
         envelope = Envelope(
             MessageType.DATA, stream_id=stream_id, seq=seq, body=meta, payloads=(payload,)
         )
-        return channel.offer(self._bulk_in, envelope, self._identity)
+        return channel.offer_now(self._bulk_in_now, channel.frames_for(envelope, self._identity))
 
     async def wait_for(
         self, predicate: Callable[[WorkerRow], bool], within: float | None = None

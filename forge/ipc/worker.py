@@ -119,8 +119,9 @@ class BulkStream:
     how many frames a second a worker can push.
     """
 
-    def __init__(self, socket: zmq.asyncio.Socket, stream_id: str) -> None:
+    def __init__(self, socket: zmq.asyncio.Socket, now: zmq.Socket[Any], stream_id: str) -> None:
         self._socket = socket
+        self._now = now
         self._headers = DataHeaders(stream_id)
         self.stream_id = stream_id
         self.seq = 0
@@ -132,7 +133,7 @@ class BulkStream:
         """Send now or drop this frame (newest is dropped): for frames a newer one replaces."""
         self.seq += 1
         header = self._headers.pack(self.seq, meta)
-        sent = channel.offer_frames(self._socket, [header, channel.outgoing(payload)])
+        sent = channel.offer_now(self._now, [header, channel.outgoing(payload)])
         if not sent:
             self.dropped += 1
         return sent
@@ -140,8 +141,9 @@ class BulkStream:
     async def send(self, payload: Payload, meta: Any = None) -> None:
         """Send, waiting while the supervisor is full: backpressure for bytes that must all go."""
         self.seq += 1
-        header = self._headers.pack(self.seq, meta)
-        await self._socket.send_multipart([header, channel.outgoing(payload)], copy=False)
+        frames = [self._headers.pack(self.seq, meta), channel.outgoing(payload)]
+        if not channel.offer_now(self._now, frames):
+            await self._socket.send_multipart(frames, copy=False)
 
     async def end(self, reason: str = "ended") -> None:
         """Tell the supervisor this stream is over; its subscribers get their end callback."""
@@ -188,6 +190,7 @@ class Worker:
         self._bulk_in = channel.open_dealer(
             self._zmq, context.bulk_in_endpoint, context.identity, channel.BULK_HWM
         )
+        self._bulk_now = channel.plain(self._bulk)
         self._stopping = asyncio.Event()
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -220,7 +223,7 @@ class Worker:
 
     def stream(self, stream_id: str) -> BulkStream:
         """An outgoing bulk stream; choose per frame between `offer` (may drop) and `send`."""
-        return BulkStream(self._bulk, stream_id)
+        return BulkStream(self._bulk, self._bulk_now, stream_id)
 
     def request_stop(self) -> None:
         """Begin a graceful stop (also what `stop` from the manager and SIGTERM do)."""

@@ -42,6 +42,8 @@ async def test_an_offer_to_a_peer_that_is_not_there_is_refused_not_lost(
     try:
         data = Envelope(MessageType.DATA, stream_id="s", seq=1, payloads=(b"x",))
         assert channel.offer(router, data, b"nobody") is False
+        frames = channel.frames_for(data, b"nobody")
+        assert channel.offer_now(channel.plain(router), frames) is False
     finally:
         router.close(linger=0)
         context.term()
@@ -60,6 +62,10 @@ async def test_offers_beyond_the_high_water_mark_are_refused(socket_path: Path) 
         results = [channel.offer(router, frame, identity) for _ in range(200)]
         assert results[0]
         assert not all(results)
+        now = channel.plain(router)
+        assert not all(
+            channel.offer_now(now, channel.frames_for(frame, identity)) for _ in range(200)
+        )
     finally:
         dealer.close(linger=0)
         router.close(linger=0)
