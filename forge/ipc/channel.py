@@ -144,7 +144,7 @@ async def messages(socket: zmq.asyncio.Socket) -> AsyncIterator[list[zmq.Frame]]
     drained through a plain shadow of the same socket, which skips the future and the event
     bookkeeping an asyncio receive costs per message.
     """
-    drain = zmq.Socket.shadow(socket.underlying)
+    drain = plain(socket)
     while True:
         yield await socket.recv_multipart(copy=False)
         for _ in range(YIELD_EVERY):
