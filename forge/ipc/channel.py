@@ -10,7 +10,7 @@ worker; the worker connects a DEALER whose identity names its generation.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -155,6 +155,44 @@ async def messages(socket: zmq.asyncio.Socket) -> AsyncIterator[list[zmq.Frame]]
             yield frames
         else:
             await asyncio.sleep(0)
+
+
+class MessagePump:
+    """Hands every message a socket receives to `on_message`, straight from the event loop.
+
+    For a receive-only socket on the hot path (a worker's bulk stream): no coroutine, no
+    future and none of pyzmq's asyncio bookkeeping per message, only a reader on the socket's
+    file descriptor and non-blocking receives through a `plain` shadow. ZeroMQ's descriptor is
+    edge-triggered, so every wakeup drains until nothing is queued, handing the loop back every
+    `YIELD_EVERY` messages. Nothing else may wait on the same socket through asyncio (the loop
+    takes one reader per descriptor), so the socket is never awaited on while a pump runs.
+    """
+
+    def __init__(
+        self, socket: zmq.asyncio.Socket, on_message: Callable[[list[zmq.Frame]], None]
+    ) -> None:
+        self._socket = plain(socket)
+        self._on_message = on_message
+        self._loop = asyncio.get_running_loop()
+        self._fd = cast(int, self._socket.getsockopt(zmq.FD))
+        self._loop.add_reader(self._fd, self._drain)
+        self._pending = self._loop.call_soon(self._drain)
+        """Messages queued before the reader existed raise no edge: look once now."""
+
+    def _drain(self) -> None:
+        self._pending.cancel()
+        for _ in range(YIELD_EVERY):
+            try:
+                frames = self._socket.recv_multipart(zmq.NOBLOCK, copy=False)
+            except zmq.Again:
+                return
+            self._on_message(frames)
+        self._pending = self._loop.call_soon(self._drain)
+
+    def close(self) -> None:
+        """Stop reading (before the socket is closed)."""
+        self._pending.cancel()
+        self._loop.remove_reader(self._fd)
 
 
 def views(frames: Sequence[zmq.Frame]) -> list[memoryview]:

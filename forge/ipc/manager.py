@@ -162,10 +162,8 @@ class WorkerHandle:
         self._restarts = 0
         self._last_exit: int | str | None = None
         self._last_reason: str | None = None
-        self._tasks = [
-            asyncio.ensure_future(self._receive_control()),
-            asyncio.ensure_future(self._receive_bulk()),
-        ]
+        self._tasks = [asyncio.ensure_future(self._receive_control())]
+        self._bulk_pump = channel.MessagePump(self._bulk, self._receive_bulk)
         self._supervisor = asyncio.ensure_future(self._supervise())
 
     # --- what callers use -----------------------------------------------------------------
@@ -491,12 +489,11 @@ class WorkerHandle:
             except Exception:
                 self._log.exception("event_listener_failed", name=event.event)
 
-    async def _receive_bulk(self) -> None:
-        async for frames in channel.messages(self._bulk):
-            try:
-                self._dispatch_bulk(frames)
-            except Exception:  # a subscriber's bug must not end this worker's streams
-                self._log.exception("ipc_dispatch_failed", channel="bulk")
+    def _receive_bulk(self, frames: list[zmq.Frame]) -> None:
+        try:
+            self._dispatch_bulk(frames)
+        except Exception:  # a subscriber's bug must not end this worker's streams
+            self._log.exception("ipc_dispatch_failed", channel="bulk")
 
     def _dispatch_bulk(self, frames: list[zmq.Frame]) -> None:
         if frames[0].bytes != self._identity:
@@ -557,6 +554,7 @@ class WorkerHandle:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        self._bulk_pump.close()
         self._control.close(linger=0)
         self._bulk.close(linger=0)
         self._bulk_in.close(linger=0)
