@@ -138,11 +138,20 @@ class BulkStream:
             self.dropped += 1
         return sent
 
+    def send_now(self, payload: Payload, meta: Any = None) -> bool:
+        """Send if the supervisor can take it now; False leaves nothing sent and nothing counted
+        (for a caller that queues the frame itself and `send`s it later, in order)."""
+        frames = [self._headers.pack(self.seq + 1, meta), channel.outgoing(payload)]
+        if not channel.offer_now(self._now, frames):
+            return False
+        self.seq += 1
+        return True
+
     async def send(self, payload: Payload, meta: Any = None) -> None:
         """Send, waiting while the supervisor is full: backpressure for bytes that must all go."""
-        self.seq += 1
-        frames = [self._headers.pack(self.seq, meta), channel.outgoing(payload)]
-        if not channel.offer_now(self._now, frames):
+        if not self.send_now(payload, meta):
+            self.seq += 1
+            frames = [self._headers.pack(self.seq, meta), channel.outgoing(payload)]
             await self._socket.send_multipart(frames, copy=False)
 
     async def end(self, reason: str = "ended") -> None:

@@ -114,6 +114,10 @@ class TerminalHost(Worker):
         self._push_summary()
 
     def _enqueue(self, payload: bytes, meta: Any) -> None:
+        """Send now when nothing waits and the supervisor has room (a flood's usual case, with no
+        task switch per frame); otherwise queue behind what waits, in order."""
+        if not self._queue and self._out.send_now(payload, meta):
+            return
         self._queue.append((payload, meta))
         self._queued_bytes += len(payload)
         self._queued.set()
@@ -125,8 +129,9 @@ class TerminalHost(Worker):
         while True:
             await self._queued.wait()
             while self._queue:
-                payload, meta = self._queue.popleft()
+                payload, meta = self._queue[0]  # left queued while in flight: order holds
                 await self._out.send(payload, meta)
+                self._queue.popleft()
                 self._queued_bytes -= len(payload)
                 if self._queued_bytes < SEND_LOW:
                     self.session.resume_reading("ipc")
