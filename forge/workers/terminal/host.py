@@ -77,6 +77,7 @@ class TerminalHost(Worker):
         self._queued_bytes = 0
         self._queued = asyncio.Event()
         self._drained = asyncio.Event()
+        self._drained.set()  # nothing queued yet
         self._last_output = self.clock.monotonic()
         self._output_arrived = asyncio.Event()
         self._sent_summary: dict[str, Any] | None = None
