@@ -1,10 +1,13 @@
-"""One PTY running one shell, read without blocking and framed by `OutputBatcher`.
+"""One PTY running one shell, read on a thread of its own and framed by `OutputBatcher`.
 
-The asyncio adapter around the pure parts: the PTY master is non-blocking and drained until it
-would block on every wakeup; frames go to `on_frames` as the batcher releases them; a pidfd says
-when the shell exits, and then the PTY is drained once more so every byte the shell wrote is
-framed before `on_exit` runs. Reading can be paused for backpressure (`pause_reading(reason)`)
-without losing that final drain.
+The reader thread waits on the PTY with `poll`, drains it until it would block, feeds the batcher
+and hands the frames it releases to the event loop (`on_frames` runs there). A thread, because
+a PTY hands out at most ~4 KiB per read: a flood is ~250 reads per MB, and each turn of the
+event loop around a read cost more than the read itself (measured in docs/benchmarks.md). The
+loop keeps everything else: keystrokes, sizes, probes, and the shell's exit, seen through a
+pidfd; the thread then drains the PTY once more, so every byte the shell wrote is framed
+before `on_exit` runs. Reading can be paused for backpressure (`pause_reading(reason)`) without
+losing that final drain.
 """
 
 from __future__ import annotations
@@ -13,8 +16,10 @@ import asyncio
 import contextlib
 import fcntl
 import os
+import select
 import signal
 import termios
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -93,16 +98,22 @@ class PtySession:
         self._on_exit = on_exit
         self._clock = clock
         self._loop = asyncio.get_running_loop()
-        self._timer: asyncio.TimerHandle | None = None
-        self._timer_deadline: float | None = None
         self._pause_reasons: set[str] = set()
+        self._reading = True
+        """Whether the reader thread may read; it looks before every read."""
         self._eof = False
+        self._final_drain = False
+        self._stopping = False
         self._pending_input = bytearray()
         self.exit_status: int | None = None
         self.closed: asyncio.Future[int] = self._loop.create_future()
         os.set_blocking(self._fd, False)
+        self._wake_read, self._wake_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        self._reader = threading.Thread(
+            target=self._read_forever, name=f"pty-{process.pid}", daemon=True
+        )
+        self._reader.start()
         self._pidfd = os.pidfd_open(process.pid)
-        self._loop.add_reader(self._fd, self._read)
         self._loop.add_reader(self._pidfd, self._shell_exited)
 
     @classmethod
@@ -140,12 +151,34 @@ class PtySession:
         """The last frame handed to `on_frames`."""
         return self._batcher.seq
 
-    # --- output -------------------------------------------------------------------------
+    # --- output (the reader thread) ----------------------------------------------------
 
-    def _read(self) -> None:
+    def _read_forever(self) -> None:
+        poller = select.poll()
+        poller.register(self._wake_read, select.POLLIN)
+        watching = False
+        while not self._stopping:
+            wanted = self._reading and not self._eof
+            if wanted != watching:
+                if wanted:
+                    poller.register(self._fd, select.POLLIN)
+                else:
+                    poller.unregister(self._fd)
+                watching = wanted
+            deadline = self._batcher.deadline()
+            timeout = None if deadline is None else max(0.0, deadline - self._clock.monotonic())
+            for fd, _ in poller.poll(None if timeout is None else timeout * 1000):
+                if fd == self._wake_read:
+                    self._woken()
+                elif self._reading:
+                    self._hand_over(self._drain(WAKEUP_LIMIT))
+            self._hand_over(self._batcher.expire(self._clock.monotonic()))
+
+    def _drain(self, limit: int | None) -> list[Frame]:
+        """Read until the PTY would block (or `limit` bytes); the frames the batcher released."""
         total = 0
         frames: list[Frame] = []
-        while total < WAKEUP_LIMIT:
+        while limit is None or total < limit:
             try:
                 data = os.read(self._fd, READ_SIZE)
             except BlockingIOError:
@@ -154,50 +187,56 @@ class PtySession:
             except OSError:  # EIO: no process holds the PTY's other side any more
                 data = b""
             if not data:
-                self._end_of_output()
+                self._eof = True
                 frames += self._batcher.flush(self._clock.monotonic())
                 break
             total += len(data)
             frames += self._batcher.push(data, self._clock.monotonic())
-        self._emit(frames)
+            if limit is not None and not self._reading:
+                break
+        return frames
 
-    def _emit(self, frames: list[Frame]) -> None:
+    def _woken(self) -> None:
+        with contextlib.suppress(BlockingIOError):
+            os.read(self._wake_read, 64)
+        if self._final_drain:
+            self._final_drain = False
+            frames = [] if self._eof else self._drain(None)
+            self._hand_over(frames + self._batcher.flush(self._clock.monotonic()))
+            self._call(self._report_exit)
+
+    def _hand_over(self, frames: list[Frame]) -> None:
         if frames:
-            self._on_frames(frames)
-        deadline = self._batcher.deadline()
-        if self._timer is not None and deadline == self._timer_deadline:
-            return  # a flood wakes this many times per batch: the armed timer still holds
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-        if deadline is not None:
-            delay = max(0.0, deadline - self._clock.monotonic())
-            self._timer = self._loop.call_later(delay, self._expire)
-        self._timer_deadline = deadline
+            self._call(self._on_frames, frames)
 
-    def _expire(self) -> None:
-        self._timer = None
-        self._emit(self._batcher.expire(self._clock.monotonic()))
+    def _call(self, callback: Callable[..., None], *args: object) -> None:
+        try:
+            self._loop.call_soon_threadsafe(callback, *args)
+        except RuntimeError:  # the loop is closed: nobody is left to hand frames to
+            self._stopping = True
 
-    def _end_of_output(self) -> None:
-        if not self._eof:
-            self._eof = True
-            self._loop.remove_reader(self._fd)
+    def _wake(self) -> None:
+        with contextlib.suppress(BlockingIOError, OSError):
+            os.write(self._wake_write, b"\0")
 
     # --- backpressure -------------------------------------------------------------------
 
     def pause_reading(self, reason: str) -> None:
-        """Stop reading the PTY until every reason given is withdrawn (the shell then blocks)."""
-        if not self._pause_reasons and not self._eof:
-            self._loop.remove_reader(self._fd)
+        """Stop reading the PTY until every reason given is withdrawn (the shell then blocks).
+
+        At most the read already in progress on the reader thread completes after this.
+        """
         self._pause_reasons.add(reason)
+        self._reading = False
+        self._wake()
 
     def resume_reading(self, reason: str) -> None:
         if reason not in self._pause_reasons:
             return
         self._pause_reasons.discard(reason)
-        if not self._pause_reasons and not self._eof:
-            self._loop.add_reader(self._fd, self._read)
+        if not self._pause_reasons:
+            self._reading = True
+            self._wake()
 
     @property
     def paused(self) -> frozenset[str]:
@@ -278,23 +317,14 @@ class PtySession:
     # --- exit and close -----------------------------------------------------------------
 
     def _shell_exited(self) -> None:
-        """The shell is gone: everything it wrote is in the PTY now, so drain, reap, report."""
+        """The shell is gone: everything it wrote is in the PTY now; the reader drains it, then
+        `_report_exit` reaps and reports (in that order: both go through the loop's queue)."""
         self._loop.remove_reader(self._pidfd)
         os.close(self._pidfd)
-        frames: list[Frame] = []
-        while True:
-            try:
-                data = os.read(self._fd, READ_SIZE)
-            except BlockingIOError:
-                break
-            except OSError:
-                data = b""
-            if not data:
-                self._end_of_output()
-                break
-            frames += self._batcher.push(data, self._clock.monotonic())
-        frames += self._batcher.flush(self._clock.monotonic())
-        self._emit(frames)
+        self._final_drain = True
+        self._wake()
+
+    def _report_exit(self) -> None:
         self._process.wait()
         status = self._process.exitstatus
         if status is None:
@@ -318,9 +348,11 @@ class PtySession:
         return status
 
     def _release(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-        self._end_of_output()
+        self._stopping = True
+        self._wake()
+        self._reader.join()
+        os.close(self._wake_read)
+        os.close(self._wake_write)
         if self._pending_input:
             self._loop.remove_writer(self._fd)
         self._process.close(force=True)
