@@ -89,6 +89,20 @@ async def test_paused_reading_holds_the_shell_and_loses_nothing(tmp_path: Path) 
     await session.close()
 
 
+async def test_the_tail_of_a_flood_goes_out_by_its_deadline_while_the_shell_runs_on(
+    tmp_path: Path,
+) -> None:
+    # 300000 bytes are four full 64 KiB frames and a partial batch; after a flood that batch is
+    # not interactive, so only the batch deadline can release it while `sleep` keeps the PTY
+    # quiet and the shell alive.
+    command = "head -c 300000 /dev/zero | tr '\\0' Q; sleep 30"
+    session, output = await start(spec(tmp_path, "/bin/sh", "-c", command))
+    await until(lambda: output.data.count(b"Q") == 300000)
+    assert session.alive
+    assert len(output.frames) >= 5
+    await session.close()
+
+
 async def test_resize_reaches_the_program(tmp_path: Path) -> None:
     session, output = await start(spec(tmp_path, *BASH))
     await output.wait_for(b"$ ")
