@@ -36,7 +36,8 @@ from forge.workers.terminal.state import Probe
 READ_SIZE = 64 * 1024
 """Bytes asked of one `os.read` (Linux returns at most what the line discipline holds)."""
 WAKEUP_LIMIT = 256 * 1024
-"""Bytes read in one wakeup before yielding to the loop, so a flood cannot starve the rest."""
+"""Bytes read in one wakeup before the reader looks at its wake pipe and the batch deadline
+again, so a flood cannot hold off a pause, a final drain or a stop."""
 CLOSE_GRACE = 0.5
 """Seconds between SIGTERM and SIGKILL when a terminal is closed (an interactive shell ignores
 SIGTERM, so this is how long its jobs get to leave cleanly)."""
