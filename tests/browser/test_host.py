@@ -75,34 +75,6 @@ async def test_jpeg_viewers_get_chromiums_frames_untouched(hosted: Hosted, site:
     await host.view(tab, webp=False, jpeg=False)
 
 
-async def test_chromium_sends_every_frame_only_while_someone_reads_jpeg(
-    hosted: Hosted, site: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    host, recorder = hosted
-    cdp = host._cdp
-    asked: list[int] = []
-    send = cdp.send
-
-    def watched(method: str, params: object = None, session: str | None = None) -> object:
-        if method == "Page.startScreencast" and isinstance(params, dict):
-            asked.append(params["everyNthFrame"])
-        return send(method, params, session)
-
-    monkeypatch.setattr(cdp, "send", watched)
-    tab = await open_viewed(hosted, f"{site}/canvas")
-    assert asked == [2]  # WebP motion is capped at 30 of Chromium's 60 a second
-    await host.view(tab, webp=True, jpeg=True)
-    assert asked == [2, 1]
-    await recorder.until(
-        lambda: any(f.image_format == FORMAT_JPEG for f in recorder.tab_frames(tab))
-    )
-    last = recorder.tab_frames(tab)[-1].seq
-    await host.view(tab, webp=True, jpeg=False)
-    assert asked == [2, 1, 2]
-    await recorder.until(lambda: [f for f in recorder.tab_frames(tab, last) if not f.key])
-    await host.view(tab, webp=False, jpeg=False)
-
-
 async def test_resize_lays_the_page_out_and_sends_a_key_frame_at_the_new_size(
     hosted: Hosted, site: str
 ) -> None:

@@ -182,8 +182,6 @@ class _Tab:
     pointer: PointerStream = field(default_factory=PointerStream)
     nav_state: NavState | None = None
     ready: asyncio.Event = field(default_factory=asyncio.Event)
-    every_nth_frame: int = 0
-    """The running screencast's `everyNthFrame`; 0 while none runs."""
 
     def row(self) -> TabRow:
         return TabRow(self.number, self.target, self.title, self.url, self.opener, self.dialog)
@@ -332,8 +330,8 @@ class BrowserHost:
                 pump, tab.pump = tab.pump, None
                 await pump.stop()
                 self._cdp.send("Page.stopScreencast", None, tab.session).add_done_callback(_quietly)
-                tab.every_nth_frame = 0
             return await self._nav_state(tab)
+        started = tab.pump is None
         if tab.pump is None:
             tab.pump = FramePump(
                 profile_id=self.settings.profile_id,
@@ -347,8 +345,8 @@ class BrowserHost:
             tab.pump.start()
         tab.pump.wants_webp, tab.pump.wants_jpeg = webp, jpeg
         tab.pump.ask_key_frame()
-        if tab.every_nth_frame != tab.pump.every_nth_frame:
-            await self._start_screencast(tab, tab.pump.every_nth_frame)
+        if started:
+            await self._start_screencast(tab)
         tab.nav_state = await self._nav_state(tab)
         return tab.nav_state
 
@@ -489,12 +487,7 @@ class BrowserHost:
                 for info in targets["targetInfos"]:
                     self._info_changed({"targetInfo": info}, None)
 
-    async def _start_screencast(self, tab: _Tab, every_nth_frame: int) -> None:
-        """Start the tab's screencast, or restart it to change how many frames it sends
-        (Chromium 156 refuses a second `startScreencast` while one is active)."""
-        if tab.every_nth_frame:
-            await self._cdp.call("Page.stopScreencast", None, tab.session)
-        tab.every_nth_frame = every_nth_frame
+    async def _start_screencast(self, tab: _Tab) -> None:
         await self._cdp.call(
             "Page.startScreencast",
             {
@@ -502,7 +495,7 @@ class BrowserHost:
                 "quality": 80,
                 "maxWidth": MAX_SURFACE_PX,
                 "maxHeight": MAX_SURFACE_PX,
-                "everyNthFrame": every_nth_frame,
+                "everyNthFrame": 1,
             },
             tab.session,
         )

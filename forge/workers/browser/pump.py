@@ -4,9 +4,6 @@ Motion arrives as Chromium's JPEG screencast frames. For viewers that read WebP 
 the newest waiting frame is re-encoded to lossy WebP in a thread (Pillow releases the GIL), at
 most `max_motion_fps` a second: frames that paint while an encode runs are skipped, never queued.
 For viewers that declared JPEG the frame is packed untouched as format 2, the cheap path.
-When nobody reads JPEG, Chromium is asked for only the frames the WebP cap can use (every second
-of its 60 a second) and the pump does not pace them again: pacing twice held the frame showing a
-tap behind a timer (measured: input->visible p50 ~121 -> ~88 ms, Chromium 1.25 -> 0.95 cores).
 A lossless WebP key frame (`Page.captureScreenshot`, full device resolution) is taken when asked
 (attach, resize) and once the page has been quiet for `quiet_s` after moving, so a still page
 ends crisp. Every frame is packed once; the supervisor hands the same bytes to every viewer.
@@ -33,9 +30,6 @@ KEY_FRAME_TRIES = 5
 
 SEQ_MODULUS = 2**32
 """O-B3: per-tab frame seqs start at 1 and wrap modulo 2^32."""
-
-CHROMIUM_FPS = 60
-"""Headless Chromium paints (and screencasts) at most this many frames a second."""
 
 
 @dataclass(frozen=True)
@@ -113,14 +107,6 @@ class FramePump:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks = []
 
-    @property
-    def every_nth_frame(self) -> int:
-        """The screencast's `everyNthFrame`: all of Chromium's frames while anyone reads JPEG,
-        else only as many as the WebP cap lets through (the rest would be decoded, then dropped)."""
-        if self.wants_jpeg:
-            return 1
-        return max(1, round(CHROMIUM_FPS / self._settings.max_motion_fps))
-
     def ask_key_frame(self) -> None:
         """Attach and resize: the next frame a viewer gets is a crisp one, so motion waits."""
         self._holding = True
@@ -174,7 +160,7 @@ class FramePump:
             if not self._holding:
                 self._emit(FORMAT_WEBP, False, webp, width, height, page_size)
             rest = interval - (self._clock.monotonic() - started)
-            if rest > 0 and self.every_nth_frame == 1:
+            if rest > 0:
                 await self._clock.sleep(rest)
 
     async def _key_frames(self) -> None:
