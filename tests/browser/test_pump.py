@@ -91,3 +91,45 @@ async def test_an_asked_key_frame_comes_at_once_and_webp_motion_is_capped() -> N
     newest = await recorder.until(lambda: recorder.frames[2:] and recorder.frames[2])
     assert newest.pixel(5, 5)[2] > 200  # the newest paint, the one before was skipped
     await pump.stop()
+
+
+async def test_chromium_sending_the_same_picture_again_is_not_movement() -> None:
+    """Each capture makes Chromium re-send its last screencast frame, byte for byte: that must not
+    restart the quiet clock (a still page would be captured every ~320 ms) nor replace the crisp
+    key frame with a lossy copy."""
+    clock = ManualClock()
+    recorder = Recorder()
+    captures: list[int] = []
+
+    async def capture() -> bytes:
+        captures.append(1)
+        return picture((0, 0, 255), "WEBP")
+
+    pump = FramePump(
+        profile_id=1, tab=1, clock=clock, sink=recorder.frame, capture_key=capture,
+        settings=PumpSettings(max_motion_fps=10, quiet_s=0.3),
+    )  # fmt: skip
+    pump.wants_jpeg = True
+    pump.start()
+    still = picture((255, 0, 0), "JPEG")
+    pump.paint(still, (64, 48))
+    await recorder.until(lambda: any(f.image_format == FORMAT_WEBP for f in recorder.frames))
+    await settle(clock, 2)
+    clock.advance(0.3)
+    await recorder.until(lambda: recorder.frames[-1].key)
+    sent = len(recorder.frames)
+
+    pump.paint(still, (64, 48))  # what Chromium sends after the capture
+    assert len(recorder.frames) == sent  # no JPEG passthrough of the copy either
+    for _ in range(10):
+        await asyncio.sleep(0)  # give the key frame task its chance to start a quiet wait
+    assert clock.sleepers == 0  # it did not: it still waits for a paint
+    clock.advance(1.0)
+    assert (len(recorder.frames), captures) == (sent, [1])
+
+    pump.paint(picture((0, 250, 0), "JPEG"), (64, 48))  # the page really moved
+    assert recorder.frames[-1].image_format == FORMAT_JPEG
+    await settle(clock, 2)
+    clock.advance(0.3)
+    await recorder.until(lambda: len(captures) == 2)
+    await pump.stop()

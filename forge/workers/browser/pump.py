@@ -6,7 +6,8 @@ most `max_motion_fps` a second: frames that paint while an encode runs are skipp
 For viewers that declared JPEG the frame is packed untouched as format 2, the cheap path.
 A lossless WebP key frame (`Page.captureScreenshot`, full device resolution) is taken when asked
 (attach, resize) and once the page has been quiet for `quiet_s` after moving, so a still page
-ends crisp. Every frame is packed once; the supervisor hands the same bytes to every viewer.
+ends crisp; the copy of the last frame Chromium sends after each capture is not movement.
+Every frame is packed once; the supervisor hands the same bytes to every viewer.
 """
 
 from __future__ import annotations
@@ -91,6 +92,7 @@ class FramePump:
         self._key_asked = asyncio.Event()
         self._painted = asyncio.Event()
         self._last_paint = clock.monotonic()
+        self._last_jpeg = b""
         self._tasks: list[asyncio.Task[None]] = []
         self._holding = False
         """A key frame is asked for and not sent yet: motion frames wait behind it."""
@@ -114,7 +116,14 @@ class FramePump:
 
     def paint(self, jpeg: bytes, page_size: tuple[int, int]) -> None:
         """One screencast frame from Chromium (already acknowledged), laid out at `page_size`
-        CSS pixels: a frame painted before a resize keeps the size it was painted at."""
+        CSS pixels: a frame painted before a resize keeps the size it was painted at.
+
+        A frame byte for byte the last one is not a paint: each key frame capture makes Chromium
+        send the picture again, which would restart the quiet clock (a still page captured every
+        ~320 ms, forever) and cover the crisp key frame with a lossy copy."""
+        if jpeg == self._last_jpeg:
+            return
+        self._last_jpeg = jpeg
         self._last_paint = self._clock.monotonic()
         self._painted.set()
         if self._holding:
