@@ -25,6 +25,9 @@ CONTROL_HWM = 10_000
 BULK_HWM = 128
 """Queued bulk frames per direction; reaching it is a drop-policy decision for the stream."""
 
+_POLLIN = int(zmq.POLLIN)
+"""As a plain int: `zmq.POLLIN` is an enum member, and `&` with one costs a microsecond."""
+
 YIELD_EVERY = 64
 """A receive loop gives the event loop a turn after this many ready messages, so a flooding
 peer cannot starve the other workers' loops (a ready socket never suspends an `await`)."""
@@ -148,11 +151,9 @@ async def messages(socket: zmq.asyncio.Socket) -> AsyncIterator[list[zmq.Frame]]
     while True:
         yield await socket.recv_multipart(copy=False)
         for _ in range(YIELD_EVERY):
-            try:
-                frames = drain.recv_multipart(zmq.NOBLOCK, copy=False)
-            except zmq.Again:
+            if not _queued(drain):
                 break
-            yield frames
+            yield drain.recv_multipart(zmq.NOBLOCK, copy=False)
         else:
             await asyncio.sleep(0)
 
@@ -181,18 +182,22 @@ class MessagePump:
 
     def _drain(self) -> None:
         self._pending.cancel()
+        socket = self._socket
         for _ in range(YIELD_EVERY):
-            try:
-                frames = self._socket.recv_multipart(zmq.NOBLOCK, copy=False)
-            except zmq.Again:
+            if not _queued(socket):
                 return
-            self._on_message(frames)
+            self._on_message(socket.recv_multipart(zmq.NOBLOCK, copy=False))
         self._pending = self._loop.call_soon(self._drain)
 
     def close(self) -> None:
         """Stop reading (before the socket is closed)."""
         self._pending.cancel()
         self._loop.remove_reader(self._fd)
+
+
+def _queued(socket: zmq.Socket[Any]) -> bool:
+    """Whether a message waits: asking ZMQ_EVENTS costs a third of a receive that fails."""
+    return bool(cast(int, socket.get(zmq.EVENTS)) & _POLLIN)
 
 
 def views(frames: Sequence[zmq.Frame]) -> list[memoryview]:
