@@ -80,6 +80,10 @@ class _Terminal:
     """Why the host is gone (it crashed): no view can be drawn any more."""
     closing: bool = False
     throttled: bool = False
+    muted: bool = False
+    """The host was last told that no viewer takes frames live (so it sends none)."""
+    mute_epoch: int = 0
+    """Numbers the mute decisions, so the host applies only the latest one."""
     control_moved: asyncio.Event = field(default_factory=asyncio.Event)
     """Set on each change of controller, so a throttle held for the old one ends."""
     key: tuple[str, int] = ("terminal", 0)
@@ -235,6 +239,7 @@ class TerminalService:
         terminal, viewer = self._attachment(connection, "terminal_pause")
         if message.paused:
             viewer.paused = True
+            self._refresh_mute(terminal)
         elif viewer.paused:
             viewer.paused = False
             await self._sync(terminal, viewer)
@@ -300,6 +305,7 @@ class TerminalService:
             log.info("terminal_detach", id=terminal.room.id, viewer=viewer.number)
         if released:
             self._tell_control(terminal)
+        self._refresh_mute(terminal)
         self._spawn(terminal, self._apply_size(terminal))
 
     def _tell_control(self, terminal: _Terminal) -> None:
@@ -331,6 +337,9 @@ class TerminalService:
         """Hold the viewer's chunks, send it a fresh view, then the chunks after its seq."""
         viewer.syncing = True
         room = terminal.room
+        unmuting = self._mute_decision(terminal)
+        if unmuting is not None:
+            await unmuting  # before the view, so every frame after its seq is sent
         while True:
             viewer.held_lost = False
             try:
@@ -404,12 +413,38 @@ class TerminalService:
         log.info("terminal_viewer_overflow", id=terminal.room.id, viewer=viewer.number)
         if not viewer.stale:
             viewer.stale = True
+            self._refresh_mute(terminal)
             self._spawn(terminal, self._resync(terminal, viewer))
 
     async def _resync(self, terminal: _Terminal, viewer: Viewer[Connection]) -> None:
         await viewer.connection.writable()
         viewer.stale = False
         await self._sync(terminal, viewer)
+
+    def _refresh_mute(self, terminal: _Terminal) -> None:
+        decision = self._mute_decision(terminal)
+        if decision is not None:
+            self._spawn(terminal, decision)
+
+    def _mute_decision(self, terminal: _Terminal) -> Coroutine[Any, Any, None] | None:
+        """The request telling the host whether any viewer takes frames live, if that changed.
+
+        A paused or overflowed viewer takes none, so with nobody else watching the host stops
+        sending them: a phone asleep during a build costs the supervisor nothing. The decision
+        is numbered here, when it is made, because the requests may reach the host out of order.
+        """
+        live = any(not v.paused and not v.stale for v in terminal.room.viewers.values())
+        if live != terminal.muted or terminal.gone is not None or terminal.closing:
+            return None
+        terminal.muted = not live
+        terminal.mute_epoch += 1
+        return self._send_mute(terminal, terminal.muted, terminal.mute_epoch)
+
+    async def _send_mute(self, terminal: _Terminal, muted: bool, epoch: int) -> None:
+        try:
+            await terminal.handle.request("flow", {"muted": muted, "epoch": epoch})
+        except (WorkerError, RequestFailed) as error:
+            log.warning("terminal_flow_failed", id=terminal.room.id, reason=str(error))
 
     def _check_flow(self, terminal: _Terminal) -> None:
         controller = terminal.room.controller

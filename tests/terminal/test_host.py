@@ -116,6 +116,34 @@ def screen_of(view: dict[str, Any], *after: bytes) -> TerminalScreen:
     return screen
 
 
+async def test_muted_the_host_sends_no_frames_but_its_screen_follows_and_the_newest_decision_wins(
+    manager: WorkerManager, tmp_path: Path
+) -> None:
+    handle, viewer = await start_host(manager, tmp_path)
+    await viewer.wait_for(b"$ ")
+    assert (await handle.request("flow", {"muted": True, "epoch": 2})).result["muted"] is True
+    older = await handle.request("flow", {"muted": False, "epoch": 1})
+    assert older.result["muted"] is True  # decided before the mute: it arrived late, ignored
+    last_sent = viewer.seqs[-1]
+    type_in(handle, b"echo hidden-$((6*7))\r")
+
+    async def screen_shows(text: str) -> dict[str, Any]:
+        while True:
+            view = (await handle.request("view")).result
+            if text in "\n".join(screen_of(view).display):
+                return view
+            await asyncio.sleep(0.01)
+
+    view = await screen_shows("hidden-42")
+    assert view["seq"] > last_sent
+    assert viewer.seqs[-1] == last_sent
+    assert (await handle.request("flow", {"muted": False, "epoch": 3})).result["muted"] is False
+    type_in(handle, b"echo shown-$((6*7))\r")
+    await viewer.wait_for(b"shown-42")
+    assert all(seq > view["seq"] for seq in viewer.seqs if seq > last_sent)
+    assert b"hidden-42" not in viewer.data
+
+
 async def test_output_frames_view_and_state_words(manager: WorkerManager, tmp_path: Path) -> None:
     handle, viewer = await start_host(manager, tmp_path)
     await viewer.wait_for(b"$ ")

@@ -173,9 +173,12 @@ async def test_resize_pause_and_resume(served: Served) -> None:
     await client.send({**resize, "cols": 501, "rows": 30})
     assert (await client.next_of_kind("error"))["what"] == "terminal_resize"
 
+    host = served.service._terminals[terminal].handle
     await client.send({"kind": "terminal_pause", "paused": True})
     await client.send({"kind": "ping"})
     await client.next_of_kind("pong")
+    while not (await host.request("stats")).result["muted"]:  # noqa: ASYNC110 - asked, not pushed
+        await asyncio.sleep(0.01)  # the only viewer paused: the host stops sending frames
     chunks = len(client.chunks)
     await client.type(terminal, b"echo while-paused\r")
     await client.send({"kind": "ping"})
@@ -183,6 +186,7 @@ async def test_resize_pause_and_resume(served: Served) -> None:
     await client.send({"kind": "terminal_pause", "paused": False})
     view = await client.next_of_kind("terminal_view", after=1)
     assert (view["cols"], view["rows"]) == (100, 30)
+    assert (await host.request("stats")).result["muted"] is False
     await client.until(lambda: "while-paused" in "\n".join(client.screen().display))
     assert all(seq > view["seq"] for seq, _ in client.chunks[chunks:])
     await client.close()

@@ -7,7 +7,8 @@ payload) whenever the strip's words change. One stream keeps the order a viewer 
 bytes of a shell always arrive before the summary that says it exited.
 
 Requests: `view` (screen snapshot and the seq it reflects), `resize`, `flow` (the controller's
-backpressure), `close` (kill the shell's session, then the worker stops), `summary`, `stats`.
+backpressure, and muting frames while no viewer takes them), `close` (kill the shell's session,
+then the worker stops), `summary`, `stats`.
 Keystrokes arrive on the supervisor's bulk stream `input`, one-way, for the lowest latency.
 """
 
@@ -81,6 +82,8 @@ class TerminalHost(Worker):
         self._last_output = self.clock.monotonic()
         self._output_arrived = asyncio.Event()
         self._sent_summary: dict[str, Any] | None = None
+        self._muted = False
+        self._mute_epoch = 0
         try:
             self.session = await PtySession.start(
                 spec, terminal, self._on_frames, self._on_exit, self.clock
@@ -102,7 +105,8 @@ class TerminalHost(Worker):
     def _on_frames(self, frames: list[Frame]) -> None:
         changed = False
         for frame in frames:
-            self._enqueue(frame.wire, None)
+            if not self._muted:
+                self._enqueue(frame.wire, None)
             self.feeder.append(frame.seq, frame.data)
             changed = self.detector.scan(frame.data) or changed
         self._last_output = self.clock.monotonic()
@@ -216,13 +220,24 @@ class TerminalHost(Worker):
 
     @handles("flow")
     async def flow(self, request: Request) -> dict[str, Any]:
-        """The controller's backpressure: `{"paused": true}` stops reading the PTY."""
+        """The supervisor's flow decisions, each optional.
+
+        `paused` is the controller's backpressure: true stops reading the PTY. `muted` with its
+        `epoch` says whether any viewer takes frames live: while none does, frames are not sent
+        (the shell runs on, the screen model still follows, and a viewer that comes back is
+        drawn a fresh view first). A decision older than the last one applied is ignored, so
+        two requests overtaking each other cannot leave a live viewer muted.
+        """
         args = request.args if isinstance(request.args, dict) else {}
-        if args.get("paused"):
+        paused = args.get("paused")
+        if paused is True:
             self.session.pause_reading("controller")
-        else:
+        elif paused is False:
             self.session.resume_reading("controller")
-        return {"paused": sorted(self.session.paused)}
+        muted, epoch = args.get("muted"), args.get("epoch")
+        if isinstance(muted, bool) and isinstance(epoch, int) and epoch > self._mute_epoch:
+            self._muted, self._mute_epoch = muted, epoch
+        return {"paused": sorted(self.session.paused), "muted": self._muted}
 
     @handles("close")
     async def close(self, request: Request) -> dict[str, Any]:
@@ -246,6 +261,7 @@ class TerminalHost(Worker):
             "unread": self.session.unread(),
             "unsent": self._queued_bytes,
             "paused": sorted(self.session.paused),
+            "muted": self._muted,
             "screen_pending": self.feeder.pending,
             "screen_skipped": self.feeder.skipped_bytes,
         }
