@@ -44,9 +44,7 @@ const c = document.getElementById('c'), x = c.getContext('2d');
 let hue = 0, marker = 'rgb(255,0,0)';
 function fit() {{ c.width = innerWidth; c.height = innerHeight; }}
 fit(); addEventListener('resize', fit);
-addEventListener('mousedown', () => {{
-  marker = marker === 'rgb(255,0,0)' ? 'rgb(0,0,255)' : 'rgb(255,0,0)'; }});
-addEventListener('touchstart', () => {{
+addEventListener('pointerdown', () => {{  // once per tap: touch also fires a compat mousedown
   marker = marker === 'rgb(255,0,0)' ? 'rgb(0,0,255)' : 'rgb(255,0,0)'; }});
 function frame() {{
   hue = (hue + 3) % 360;
