@@ -276,7 +276,7 @@ async def main(seconds: float) -> None:
     page_server = ThreadingHTTPServer(("127.0.0.1", 0), _Page)
     threading.Thread(target=page_server.serve_forever, daemon=True).start()
     page = f"http://127.0.0.1:{page_server.server_address[1]}/"
-    with tempfile.TemporaryDirectory() as scratch:
+    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as scratch:
         root = Path(scratch)
         (root / "proj").mkdir()
         config = root / "forge.toml"
