@@ -38,6 +38,8 @@ READ_SIZE = 64 * 1024
 WAKEUP_LIMIT = 256 * 1024
 """Bytes read in one wakeup before the reader looks at its wake pipe and the batch deadline
 again, so a flood cannot hold off a pause, a final drain or a stop."""
+READER_FAILED_EXIT = 70
+"""The host's exit status when its reader thread fails (EX_SOFTWARE: a bug, not the shell)."""
 CLOSE_GRACE = 0.5
 """Seconds between SIGTERM and SIGKILL when a terminal is closed (an interactive shell ignores
 SIGTERM, so this is how long its jobs get to leave cleanly)."""
@@ -111,7 +113,7 @@ class PtySession:
         os.set_blocking(self._fd, False)
         self._wake_read, self._wake_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         self._reader = threading.Thread(
-            target=self._read_forever, name=f"pty-{process.pid}", daemon=True
+            target=self._read_or_die, name=f"pty-{process.pid}", daemon=True
         )
         self._reader.start()
         self._pidfd = os.pidfd_open(process.pid)
@@ -153,6 +155,15 @@ class PtySession:
         return self._batcher.seq
 
     # --- output (the reader thread) ----------------------------------------------------
+
+    def _read_or_die(self) -> None:
+        """A reader that fails would freeze the terminal without a word: the host dies instead,
+        which the supervisor reports to every viewer as a host crash."""
+        try:
+            self._read_forever()
+        except BaseException:
+            log.exception("terminal_reader_failed", pid=self.pid)
+            os._exit(READER_FAILED_EXIT)
 
     def _read_forever(self) -> None:
         poller = select.poll()
