@@ -131,9 +131,8 @@ class BulkStream:
 
     def offer(self, payload: Payload, meta: Any = None) -> bool:
         """Send now or drop this frame (newest is dropped): for frames a newer one replaces."""
+        sent = channel.offer_now(self._now, self._next_frames(payload, meta))
         self.seq += 1
-        header = self._headers.pack(self.seq, meta)
-        sent = channel.offer_now(self._now, [header, channel.outgoing(payload)])
         if not sent:
             self.dropped += 1
         return sent
@@ -141,18 +140,21 @@ class BulkStream:
     def send_now(self, payload: Payload, meta: Any = None) -> bool:
         """Send if the supervisor can take it now; False leaves nothing sent and nothing counted
         (for a caller that queues the frame itself and `send`s it later, in order)."""
-        frames = [self._headers.pack(self.seq + 1, meta), channel.outgoing(payload)]
-        if not channel.offer_now(self._now, frames):
+        if not channel.offer_now(self._now, self._next_frames(payload, meta)):
             return False
         self.seq += 1
         return True
 
     async def send(self, payload: Payload, meta: Any = None) -> None:
         """Send, waiting while the supervisor is full: backpressure for bytes that must all go."""
-        if not self.send_now(payload, meta):
-            self.seq += 1
-            frames = [self._headers.pack(self.seq, meta), channel.outgoing(payload)]
+        frames = self._next_frames(payload, meta)
+        self.seq += 1
+        if not channel.offer_now(self._now, frames):
             await self._socket.send_multipart(frames, copy=False)
+
+    def _next_frames(self, payload: Payload, meta: Any) -> list[Payload | zmq.Frame]:
+        """The frames of the stream's next data message (`seq + 1`)."""
+        return [self._headers.pack(self.seq + 1, meta), channel.outgoing(payload)]
 
     async def end(self, reason: str = "ended") -> None:
         """Tell the supervisor this stream is over; its subscribers get their end callback."""
