@@ -204,6 +204,9 @@ async def scenario(
     sup_cpu = (cpu_seconds([supervisor]) - sup_cpu) / elapsed
     lead.keep = False
     measured = list(lead.frames)
+    laid_out = {BROWSER_FRAME_HEADER.unpack_from(data)[8:10] for _, data in measured}
+    if laid_out != {(round(width / scale), round(height / scale))}:
+        raise SystemExit(f"{width}x{height}@{scale:g}: frames were laid out at {laid_out}")
     fps = [len(c.frames) / elapsed for c in clients]
     latencies = []
     for arrived, data in measured[:: max(1, len(measured) // 40)]:

@@ -90,6 +90,21 @@ async def test_resize_lays_the_page_out_and_sends_a_key_frame_at_the_new_size(
     await host.view(tab, webp=False, jpeg=False)
 
 
+async def test_a_size_sent_as_the_viewer_attaches_is_not_undone_by_the_attach_key_frame(
+    hosted: Hosted, site: str
+) -> None:
+    """A phone sends its size right after attaching, while the attach's capture is in flight."""
+    host, recorder = hosted
+    tab = await host.open_tab(f"{site}/button")
+    await host.view(tab, webp=True, jpeg=False)
+    await host.resize(tab, Viewport(1170, 2532, 3.0))
+    key = await recorder.until(
+        lambda: next((f for f in recorder.tab_frames(tab) if f.key and f.page_width == 390), None)
+    )
+    assert (key.width, key.height) == key.decoded_size() == (1170, 2532)
+    await host.view(tab, webp=False, jpeg=False)
+
+
 async def test_a_tap_on_the_button_changes_the_pixels_under_it(hosted: Hosted, site: str) -> None:
     host, recorder = hosted
     tab = await open_viewed(hosted, f"{site}/button")

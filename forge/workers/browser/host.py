@@ -182,6 +182,10 @@ class _Tab:
     pointer: PointerStream = field(default_factory=PointerStream)
     nav_state: NavState | None = None
     ready: asyncio.Event = field(default_factory=asyncio.Event)
+    emulation: asyncio.Lock = field(default_factory=asyncio.Lock)
+    """Held by a capture and by a viewport change: `Page.captureScreenshot` puts back the device
+    metrics it started under when it ends, so a size that lands during a capture is undone
+    (a phone that sends its size as it attaches would get the desktop layout for good)."""
 
     def row(self) -> TabRow:
         return TabRow(self.number, self.target, self.title, self.url, self.opener, self.dialog)
@@ -467,9 +471,13 @@ class BrowserHost:
             landed(None)
 
     async def _capture_key(self, tab: _Tab) -> bytes:
-        shot = await self._cdp.call(
-            "Page.captureScreenshot", {"format": "webp", "quality": 100}, tab.session
-        )
+        """A lossless capture; not before the tab is set up: a tab still paused on its start
+        answers no capture, and holding `emulation` then would keep it paused for good."""
+        await tab.ready.wait()
+        async with tab.emulation:
+            shot = await self._cdp.call(
+                "Page.captureScreenshot", {"format": "webp", "quality": 100}, tab.session
+            )
         return base64.b64decode(shot["data"])
 
     async def _refresh_info(self, tab: _Tab) -> None:
@@ -501,19 +509,22 @@ class BrowserHost:
         )
 
     async def _apply_viewport(self, tab: _Tab) -> None:
-        width, height = tab.viewport.css
-        touch = tab.viewport.touch
-        await self._cdp.call(
-            "Emulation.setDeviceMetricsOverride",
-            {
-                "width": width,
-                "height": height,
-                "deviceScaleFactor": tab.viewport.scale,
-                "mobile": touch,
-            },
-            tab.session,
-        )
-        await self._cdp.call("Emulation.setTouchEmulationEnabled", {"enabled": touch}, tab.session)
+        async with tab.emulation:
+            width, height = tab.viewport.css
+            touch = tab.viewport.touch
+            await self._cdp.call(
+                "Emulation.setDeviceMetricsOverride",
+                {
+                    "width": width,
+                    "height": height,
+                    "deviceScaleFactor": tab.viewport.scale,
+                    "mobile": touch,
+                },
+                tab.session,
+            )
+            await self._cdp.call(
+                "Emulation.setTouchEmulationEnabled", {"enabled": touch}, tab.session
+            )
 
     async def _nav_state(self, tab: _Tab) -> NavState:
         history = await self._cdp.call("Page.getNavigationHistory", None, tab.session)
