@@ -38,15 +38,19 @@ BITS = 32
 """The page stamps Date.now() modulo 2^32 ms; the reader unwraps it against its own clock."""
 BLOCK = 10
 
-PAGE = f"""<!doctype html><body style="margin:0;overflow:hidden">
+PAGE = f"""<!doctype html><meta name="viewport" content="width=device-width, initial-scale=1">
+<body style="margin:0;overflow:hidden">
 <canvas id=c style="display:block"></canvas><script>
 const c = document.getElementById('c'), x = c.getContext('2d');
 let hue = 0, marker = 'rgb(255,0,0)';
-function fit() {{ c.width = innerWidth; c.height = innerHeight; }}
-fit(); addEventListener('resize', fit);
+function fit() {{  // the layout viewport: innerWidth can pass through a desktop width on a resize
+  const e = document.documentElement;
+  if (c.width !== e.clientWidth || c.height !== e.clientHeight) {{
+    c.width = e.clientWidth; c.height = e.clientHeight; }} }}
 addEventListener('pointerdown', () => {{  // once per tap: touch also fires a compat mousedown
   marker = marker === 'rgb(255,0,0)' ? 'rgb(0,0,255)' : 'rgb(255,0,0)'; }});
 function frame() {{
+  fit();
   hue = (hue + 3) % 360;
   x.fillStyle = `hsl(${{hue}},70%,50%)`; x.fillRect(0, 0, c.width, c.height);
   for (let i = 0; i < 200; i++) {{
