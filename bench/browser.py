@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import io
 import json
 import os
@@ -23,15 +24,19 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Awaitable, Callable, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import psutil
 from PIL import Image
 from websockets.asyncio.client import ClientConnection, connect
 
-from forge.wire.binary import BROWSER_FRAME_HEADER
+from forge.wire.binary import BROWSER_FRAME_HEADER, FORMAT_JPEG, browser_frame
+from forge.wire.client import Press
+from forge.workers.browser.cdp import CdpEvent
+from forge.workers.browser.transport import CdpConnection
 
 SEAT = {"org": "bench", "project": "proj", "label": "lead"}
 BITS = 32
@@ -173,45 +178,35 @@ def decode(data: bytes) -> tuple[Image.Image, float]:
     return image, header[4] / header[8]  # device width / page width
 
 
-async def scenario(
-    url: str, page: str, supervisor: psutil.Process, *, viewers: int, jpeg: bool,
-    size: tuple[int, int, float], seconds: float, seq: list[int],
-) -> dict[str, Any]:  # fmt: skip
-    query = "?formats=webp,jpeg" if jpeg else ""
-    clients = [Viewer(await connect(url + query, max_size=None)) for _ in range(viewers)]
-    lead = clients[0]
-    tab = (await lead.ask({"kind": "browser_open", "seat": SEAT, "url": page}))["tab"]
-    for client in clients:
-        await client.ask({"kind": "browser_view", "seat": SEAT, "tab": tab})
-    await lead.send({"kind": "browser_control", "take": True})
-    width, height, scale = size
-    await lead.send({"kind": "browser_resize", "width": width, "height": height, "scale": scale})
-    host = next(
-        p for p in supervisor.children() if "forge.workers.browser" in " ".join(p.cmdline())
-    )
-    chromium = host.children(recursive=True)
-    await asyncio.sleep(1.5)
+class Frames(Protocol):
+    """What a measurement reads: frames as they arrived (kind-1 bytes; only the header unless
+    `keep`), and an event set on each arrival."""
 
+    frames: list[tuple[float, bytes]]
+    keep: bool
+    arrived: asyncio.Event
+
+
+Tap = Callable[[], Awaitable[None]]
+
+
+async def measure(
+    lead: Frames, streams: Sequence[Frames], tap: Tap, cpu: dict[str, list[psutil.Process]],
+    seconds: float,
+) -> dict[str, Any]:  # fmt: skip
+    """Frames/s per stream, paint->arrival off the lead's frames, CPU % of each process group
+    over the window, then input->visible: 12 taps, each until the marker changes colour."""
     lead.keep = True
-    for client in clients:
-        client.frames.clear()
-    host_cpu, chromium_cpu, sup_cpu = (
-        cpu_seconds([host]),
-        cpu_seconds(chromium),
-        cpu_seconds([supervisor]),
-    )
+    for stream in streams:
+        stream.frames.clear()
+    before = {name: cpu_seconds(group) for name, group in cpu.items()}
     started = time.time()
     await asyncio.sleep(seconds)
     elapsed = time.time() - started
-    host_cpu = (cpu_seconds([host]) - host_cpu) / elapsed
-    chromium_cpu = (cpu_seconds(chromium) - chromium_cpu) / elapsed
-    sup_cpu = (cpu_seconds([supervisor]) - sup_cpu) / elapsed
+    used = {f"{n}_cpu": (cpu_seconds(g) - before[n]) / elapsed * 100 for n, g in cpu.items()}
     lead.keep = False
     measured = list(lead.frames)
-    laid_out = {BROWSER_FRAME_HEADER.unpack_from(data)[8:10] for _, data in measured}
-    if laid_out != {(round(width / scale), round(height / scale))}:
-        raise SystemExit(f"{width}x{height}@{scale:g}: frames were laid out at {laid_out}")
-    fps = [len(c.frames) / elapsed for c in clients]
+    fps = [len(stream.frames) / elapsed for stream in streams]
     latencies = []
     for arrived, data in measured[:: max(1, len(measured) // 40)]:
         image, ratio = await asyncio.to_thread(decode, data)
@@ -222,14 +217,10 @@ async def scenario(
         lead.frames.clear()
         lead.keep = True
         await asyncio.sleep(0.25)
-        before = lead.frames[-1][1] if lead.frames else None
-        blue_before = marker_is_blue(*decode(before)) if before else False
-        seq[0] += 1
+        last = lead.frames[-1][1] if lead.frames else None
+        blue_before = marker_is_blue(*decode(last)) if last else False
         sent = time.time()
-        for down in (True, False):
-            seq[0] += 1
-            press = {"press": {"x": 48, "y": 112, "button": "left", "down": down}}
-            await lead.send({"kind": "browser_input", "seq": seq[0], "event": press})
+        await tap()
         deadline = sent + 2
         seen = 0
         while time.time() < deadline:
@@ -252,6 +243,55 @@ async def scenario(
                 visible.append((hit - sent) * 1000)
                 break
         lead.keep = False
+    return {
+        "fps": statistics.median(fps),
+        "fps_min": min(fps),
+        "paint_p50": statistics.median(latencies) if latencies else float("nan"),
+        "paint_p90": _p90(latencies),
+        "input_p50": statistics.median(visible) if visible else float("nan"),
+        "input_p90": _p90(visible),
+        "laid_out": {BROWSER_FRAME_HEADER.unpack_from(data)[8:10] for _, data in measured},
+        **used,
+    }
+
+
+def _check_layout(row: dict[str, Any], size: tuple[int, int, float]) -> None:
+    width, height, scale = size
+    if row.pop("laid_out") != {(round(width / scale), round(height / scale))}:
+        raise SystemExit(f"{width}x{height}@{scale:g}: frames were laid out at another size")
+
+
+async def scenario(
+    url: str, page: str, supervisor: psutil.Process, *, viewers: int, jpeg: bool,
+    size: tuple[int, int, float], seconds: float, seq: list[int],
+) -> dict[str, Any]:  # fmt: skip
+    query = "?formats=webp,jpeg" if jpeg else ""
+    clients = [Viewer(await connect(url + query, max_size=None)) for _ in range(viewers)]
+    lead = clients[0]
+    tab = (await lead.ask({"kind": "browser_open", "seat": SEAT, "url": page}))["tab"]
+    for client in clients:
+        await client.ask({"kind": "browser_view", "seat": SEAT, "tab": tab})
+    await lead.send({"kind": "browser_control", "take": True})
+    width, height, scale = size
+    await lead.send({"kind": "browser_resize", "width": width, "height": height, "scale": scale})
+    host = next(
+        p for p in supervisor.children() if "forge.workers.browser" in " ".join(p.cmdline())
+    )
+    await asyncio.sleep(1.5)
+
+    async def tap() -> None:
+        for down in (True, False):
+            seq[0] += 1
+            press = {"press": {"x": 48, "y": 112, "button": "left", "down": down}}
+            await lead.send({"kind": "browser_input", "seq": seq[0], "event": press})
+
+    cpu = {
+        "host": [host],
+        "chromium": host.children(recursive=True),
+        "supervisor": [supervisor],
+    }
+    row = await measure(lead, clients, tap, cpu, seconds)
+    _check_layout(row, size)
     await lead.send({"kind": "browser_navigate", "url": "about:blank"})
     await asyncio.sleep(0.3)
     for client in clients:
@@ -261,16 +301,85 @@ async def scenario(
         "format": "jpeg" if jpeg else "webp",
         "viewport": f"{width}x{height}@{scale:g}",
         "viewers": viewers,
-        "fps": statistics.median(fps),
-        "fps_min": min(fps),
-        "paint_p50": statistics.median(latencies) if latencies else float("nan"),
-        "paint_p90": _p90(latencies),
-        "input_p50": statistics.median(visible) if visible else float("nan"),
-        "input_p90": _p90(visible),
-        "host_cpu": host_cpu * 100,
-        "chromium_cpu": chromium_cpu * 100,
-        "supervisor_cpu": sup_cpu * 100,
+        **row,
     }
+
+
+class CdpFloor:
+    """The floor: the same Chromium, flags, page, viewport and screencast as the host, read
+    straight off CDP by this process (no host, IPC, supervisor or WebSocket), each frame
+    acknowledged as it arrives. What any relay of Chromium's screencast starts from."""
+
+    def __init__(self) -> None:
+        self.frames: list[tuple[float, bytes]] = []
+        self.keep = False
+        self.arrived = asyncio.Event()
+        self.page_size = (0, 0)
+        self.cdp: CdpConnection | None = None
+
+    def on_event(self, event: CdpEvent) -> None:
+        if event.method != "Page.screencastFrame" or self.cdp is None:
+            return
+        params = event.params
+        self.cdp.send(
+            "Page.screencastFrameAck", {"sessionId": params["sessionId"]}, event.session_id
+        )
+        jpeg = base64.b64decode(params["data"]) if self.keep else b""
+        width, height = self.page_size
+        frame = browser_frame(
+            profile=0, tab=0, seq=0, width=width, height=height, image_format=FORMAT_JPEG,
+            key=False, page_width=width, page_height=height, image=jpeg,
+        )  # fmt: skip
+        self.frames.append((time.time(), frame))
+        self.arrived.set()
+
+
+async def floor_scenario(page: str, size: tuple[int, int, float], seconds: float) -> dict[str, Any]:
+    from forge.workers.browser.chromium import ChromiumProcess, LaunchSettings
+    from forge.workers.browser.gestures import to_cdp
+    from forge.workers.browser.host import Viewport
+
+    width, height, scale = size
+    viewport = Viewport(width, height, scale)
+    floor = CdpFloor()
+    floor.page_size = viewport.css
+    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as profile:
+        launch = LaunchSettings(Path("/usr/bin/chromium"), Path(profile), ("about:blank",))
+        chromium = await ChromiumProcess.launch(launch, floor.on_event)
+        cdp = floor.cdp = chromium.connection
+        try:
+            target = await cdp.call("Target.createTarget", {"url": page, "newWindow": True})
+            attach = {"targetId": target["targetId"], "flatten": True}
+            session = (await cdp.call("Target.attachToTarget", attach))["sessionId"]
+            await cdp.call("Page.enable", None, session)
+            css_width, css_height = viewport.css
+            metrics = {"width": css_width, "height": css_height, "deviceScaleFactor": scale,
+                       "mobile": viewport.touch}  # fmt: skip
+            await cdp.call("Emulation.setDeviceMetricsOverride", metrics, session)
+            touch = {"enabled": viewport.touch}
+            await cdp.call("Emulation.setTouchEmulationEnabled", touch, session)
+            screencast = {"format": "jpeg", "quality": 80, "maxWidth": 8192, "maxHeight": 8192,
+                          "everyNthFrame": 1}  # fmt: skip
+            await cdp.call("Page.startScreencast", screencast, session)
+            await asyncio.sleep(1.5)
+
+            async def tap() -> None:
+                for down in (True, False):
+                    for method, params in to_cdp(Press(48, 112, "left", down), viewport.touch):
+                        cdp.send(method, params, session)
+
+            cpu = {
+                "chromium": [
+                    psutil.Process(chromium.pid),
+                    *psutil.Process(chromium.pid).children(recursive=True),
+                ]
+            }
+            row = await measure(floor, [floor], tap, cpu, seconds)
+        finally:
+            await chromium.stop()
+    _check_layout(row, size)
+    return {"format": "floor", "viewport": f"{width}x{height}@{scale:g}", "viewers": 1,
+            "host_cpu": 0.0, "supervisor_cpu": 0.0, **row}  # fmt: skip
 
 
 def _p90(values: list[float]) -> float:
@@ -302,9 +411,12 @@ async def main(seconds: float) -> None:
         supervisor = psutil.Process(process.pid)
         url = f"ws://127.0.0.1:{port}/socket"
         seq = [0]
-        rows = []
+        rows: list[dict[str, Any]] = []
         try:
             for size, counts in (((1280, 720, 1.0), (1, 4, 16)), ((1170, 2532, 3.0), (1,))):
+                floor = await floor_scenario(page, size, seconds)
+                rows.append(floor)
+                print(_line(floor), flush=True)
                 for viewers in counts:
                     for jpeg in (False, True):
                         row = await scenario(
@@ -318,19 +430,35 @@ async def main(seconds: float) -> None:
             await process.wait()
             page_server.shutdown()
     print()
-    for size in ("1280x720@1", "1170x2532@3"):
+    print_ratios(rows)
+
+
+def print_ratios(rows: list[dict[str, Any]]) -> None:
+    def first(viewport: str, fmt: str) -> dict[str, Any]:
+        return next(r for r in rows if r["viewport"] == viewport and r["format"] == fmt)
+
+    for viewport in ("1280x720@1", "1170x2532@3"):
         for fmt in ("webp", "jpeg"):
-            one = [r for r in rows if r["viewport"] == size and r["format"] == fmt]
-            if len(one) > 1:
-                extra = (one[-1]["supervisor_cpu"] - one[0]["supervisor_cpu"]) / (
-                    one[-1]["viewers"] - one[0]["viewers"]
+            same = [r for r in rows if r["viewport"] == viewport and r["format"] == fmt]
+            if len(same) > 1:
+                extra = (same[-1]["supervisor_cpu"] - same[0]["supervisor_cpu"]) / (
+                    same[-1]["viewers"] - same[0]["viewers"]
                 )
-                print(f"{size} {fmt}: supervisor CPU per added viewer {extra:.2f} % of a core")
-    for size in ("1280x720@1", "1170x2532@3"):
-        webp = next(r for r in rows if r["viewport"] == size and r["format"] == "webp")
-        jpeg = next(r for r in rows if r["viewport"] == size and r["format"] == "jpeg")
+                print(f"{viewport} {fmt}: supervisor CPU per added viewer {extra:.2f} % of a core")
+    for viewport in ("1280x720@1", "1170x2532@3"):
+        floor = first(viewport, "floor")
+        for fmt in ("jpeg", "webp"):
+            row = first(viewport, fmt)
+            print(
+                f"{viewport} 1 viewer, {fmt}/floor: fps x{row['fps'] / floor['fps']:.2f}, "
+                f"paint->viewer x{row['paint_p50'] / floor['paint_p50']:.2f} "
+                f"({row['paint_p50'] - floor['paint_p50']:+.0f} ms), input->visible "
+                f"x{row['input_p50'] / floor['input_p50']:.2f} "
+                f"({row['input_p50'] - floor['input_p50']:+.0f} ms)"
+            )
+        webp, jpeg = first(viewport, "webp"), first(viewport, "jpeg")
         print(
-            f"{size} 1 viewer, jpeg/webp: fps x{jpeg['fps'] / webp['fps']:.2f}, paint->viewer "
+            f"{viewport} 1 viewer, jpeg/webp: fps x{jpeg['fps'] / webp['fps']:.2f}, paint->viewer "
             f"x{jpeg['paint_p50'] / webp['paint_p50']:.2f}, host CPU "
             f"x{jpeg['host_cpu'] / max(webp['host_cpu'], 0.01):.2f}"
         )

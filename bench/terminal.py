@@ -3,8 +3,10 @@
     .venv/bin/pip install -e '.[bench]'   # once: terminado, for the side-by-side
     .venv/bin/python bench/terminal.py [--mb 40] [--keys 200] [--stall 10] [--repeats 3]
 
-Three ways of moving the same shell's output, measured in one run, alternating:
+Four ways of moving the same shell's output, measured in one run, alternating:
 - raw floor: ptyprocess runs the workload and this process reads the PTY into nothing;
+- relay floor: the same, each read written to a loopback TCP socket another process drains
+  (the least any server that sends a PTY to a socket client can do);
 - forge: a supervisor process (socket, `forge.supervisor.terminals`) with its terminal host
   worker, read by a websockets client (PTY -> host -> ZeroMQ -> supervisor -> WebSocket);
 - terminado: tornado + terminado's `TermSocket` in its own process, read the same way.
@@ -50,8 +52,12 @@ MARK_COMMAND = "echo D''ONE"
 MARK = b"DONE\r\n"
 
 
+def workload(megabytes: int) -> str:
+    return f"head -c {megabytes * 1_000_000} /dev/zero | tr '\\0' x"
+
+
 def flood_command(megabytes: int) -> str:
-    return f"head -c {megabytes * 1_000_000} /dev/zero | tr '\\0' x; {MARK_COMMAND}"
+    return f"{workload(megabytes)}; {MARK_COMMAND}"
 
 
 # --- the servers, each run as its own process -------------------------------------------
@@ -270,8 +276,7 @@ def progress(text: str) -> None:
 def raw_floor(megabytes: int) -> tuple[float, float]:
     """MB/s of the workload read straight off a PTY into nothing, and the reader's CPU s/MB
     (what reading a PTY costs any server before it does anything with the bytes)."""
-    command = f"head -c {megabytes * 1_000_000} /dev/zero | tr '\\0' x"
-    process = PtyProcess.spawn(["/bin/sh", "-c", command])
+    process = PtyProcess.spawn(["/bin/sh", "-c", workload(megabytes)])
     cpu = time.process_time()
     started = time.perf_counter()
     while True:
@@ -282,6 +287,42 @@ def raw_floor(megabytes: int) -> tuple[float, float]:
             break
     elapsed = time.perf_counter() - started
     cpu = time.process_time() - cpu
+    process.close(force=True)
+    return megabytes / elapsed, cpu / megabytes
+
+
+READER = """
+import socket, sys
+with socket.create_connection(("127.0.0.1", int(sys.argv[1]))) as connection:
+    while connection.recv(1 << 20):
+        pass
+"""
+"""The relay floor's client: reads the TCP stream into nothing, in its own process."""
+
+
+def relay_floor(megabytes: int) -> tuple[float, float]:
+    """MB/s and the relay's CPU s/MB when one process reads the PTY and writes the bytes, as
+    read, to a loopback TCP socket another process drains: no framing, no event loop. Any
+    server that sends a PTY's bytes to a socket client pays at least this much per MB."""
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        reader = subprocess.Popen([sys.executable, "-c", READER, str(listener.getsockname()[1])])
+        connection, _ = listener.accept()
+    process = PtyProcess.spawn(["/bin/sh", "-c", workload(megabytes)])
+    cpu = time.process_time()
+    started = time.perf_counter()
+    with connection:
+        while True:
+            try:
+                data = os.read(process.fd, 65536)
+            except OSError:
+                break
+            if not data:
+                break
+            connection.sendall(data)
+        connection.shutdown(socket.SHUT_WR)
+        cpu = time.process_time() - cpu
+        reader.wait()
+    elapsed = time.perf_counter() - started
     process.close(force=True)
     return megabytes / elapsed, cpu / megabytes
 
@@ -367,11 +408,14 @@ async def run(args: argparse.Namespace) -> None:
         servers += [start_server("forge", home), start_server("terminado", home)]
         floors: list[float] = []
         floor_cpus: list[float] = []
+        relays: list[tuple[float, float]] = []
         floods: dict[str, list[dict[str, float]]] = {s.name: [] for s in servers}
         for _ in range(args.repeats):
             floor_mb_s, floor_cpu = raw_floor(args.mb)
             floors.append(floor_mb_s)
             floor_cpus.append(floor_cpu)
+            progress("relay floor")
+            relays.append(relay_floor(args.mb))
             for server in servers:
                 progress(f"flood through {server.name}")
                 floods[server.name].append(await phase(flood(server, args.mb)))
@@ -398,6 +442,11 @@ async def run(args: argparse.Namespace) -> None:
         f"raw PTY floor         {floor:8.1f} MB/s  (runs: {', '.join(f'{f:.0f}' for f in floors)})"
         f"   reader CPU {min(floor_cpus) * 1000:6.2f} ms/MB"
     )
+    relay_mb_s, relay_cpu = max(r[0] for r in relays), min(r[1] for r in relays)
+    print(
+        f"relay floor           {relay_mb_s:8.1f} MB/s  {relay_mb_s / floor:6.1%} of floor"
+        f"   CPU {relay_cpu * 1000:6.2f} ms/MB  (PTY -> TCP, one process, no framing)"
+    )
     for name, runs in floods.items():
         best = max(runs, key=lambda r: r["mb_s"])
         cpu = min(r["cpu_per_mb"] for r in runs)
@@ -408,7 +457,11 @@ async def run(args: argparse.Namespace) -> None:
         print(line)
     forge_cpu = min(r["cpu_per_mb"] for r in floods["forge"])
     terminado_cpu = min(r["cpu_per_mb"] for r in floods["terminado"])
-    print(f"forge CPU per MB / terminado's: {forge_cpu / terminado_cpu:.2f}")
+    print(
+        f"forge CPU per MB / terminado's: {forge_cpu / terminado_cpu:.2f}"
+        f"   relay floor's / terminado's: {relay_cpu / terminado_cpu:.2f}"
+        f"   forge's / relay floor's: {forge_cpu / relay_cpu:.2f}"
+    )
     for name, values in echoes.items():
         p50, p99 = percentile(values, 0.5), percentile(values, 0.99)
         print(f"{name:<10} echo     p50 {p50:6.2f} ms   p99 {p99:6.2f} ms   ({len(values)} keys)")
