@@ -7,6 +7,8 @@ Four ways of moving the same shell's output, measured in one run, alternating:
 - raw floor: ptyprocess runs the workload and this process reads the PTY into nothing;
 - relay floor: the same, each read written to a loopback TCP socket another process drains
   (the least any server that sends a PTY to a socket client can do);
+- two-process floor: the relay split as forge is, a PTY reader batching up to 64 KiB into
+  ZeroMQ ipc and a second process writing to TCP (forge's shape with none of its work);
 - forge: a supervisor process (socket, `forge.supervisor.terminals`) with its terminal host
   worker, read by a websockets client (PTY -> host -> ZeroMQ -> supervisor -> WebSocket);
 - terminado: tornado + terminado's `TermSocket` in its own process, read the same way.
@@ -327,6 +329,78 @@ def relay_floor(megabytes: int) -> tuple[float, float]:
     return megabytes / elapsed, cpu / megabytes
 
 
+MIDDLE = """
+import socket, sys, time, zmq
+connection = socket.socket(fileno=int(sys.argv[2]))
+pull = zmq.Context().socket(zmq.PULL)
+pull.bind(sys.argv[1])
+print("ready", flush=True)
+while True:
+    frame = pull.recv(copy=False)
+    if not len(frame):
+        break
+    connection.sendall(frame.buffer)
+connection.shutdown(socket.SHUT_WR)
+print(time.process_time(), flush=True)
+"""
+"""The two-process relay's supervisor side: ZeroMQ in, the bytes as they came out to TCP."""
+
+
+def two_process_floor(megabytes: int, scratch: Path) -> tuple[float, float]:
+    """The relay floor split the way forge is: this process reads the PTY in batches of up to
+    64 KiB (drained until it would block) and pushes each over ZeroMQ ipc to a second process,
+    which writes it to the client's TCP socket. MB/s and the CPU s/MB of both processes."""
+    import select
+
+    import zmq
+
+    endpoint = f"ipc://{scratch}/two-process-floor"
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        reader = subprocess.Popen([sys.executable, "-c", READER, str(listener.getsockname()[1])])
+        connection, _ = listener.accept()
+    with connection:
+        middle = subprocess.Popen(
+            [sys.executable, "-c", MIDDLE, endpoint, str(connection.fileno())],
+            pass_fds=(connection.fileno(),), stdout=subprocess.PIPE, text=True,
+        )  # fmt: skip
+    assert middle.stdout is not None
+    middle.stdout.readline()
+    push = zmq.Context.instance().socket(zmq.PUSH)
+    push.connect(endpoint)
+    process = PtyProcess.spawn(["/bin/sh", "-c", workload(megabytes)])
+    os.set_blocking(process.fd, False)
+    poller = select.poll()
+    poller.register(process.fd, select.POLLIN)
+    cpu = time.process_time()
+    started = time.perf_counter()
+    done = False
+    while not done:
+        poller.poll()
+        batch = bytearray()
+        while len(batch) < 65536:
+            try:
+                data = os.read(process.fd, 65536)
+            except BlockingIOError:
+                break
+            except OSError:
+                data = b""
+            if not data:
+                done = True
+                break
+            batch += data
+        if batch:
+            push.send(batch, copy=False)
+    push.send(b"")
+    cpu = time.process_time() - cpu
+    middle_cpu = float(middle.stdout.readline())
+    middle.wait()
+    reader.wait()
+    elapsed = time.perf_counter() - started
+    push.close(linger=0)
+    process.close(force=True)
+    return megabytes / elapsed, (cpu + middle_cpu) / megabytes
+
+
 async def flood(server: Server, megabytes: int) -> dict[str, float]:
     client = await opener(server)()
     await prompt(client)
@@ -409,6 +483,7 @@ async def run(args: argparse.Namespace) -> None:
         floors: list[float] = []
         floor_cpus: list[float] = []
         relays: list[tuple[float, float]] = []
+        two_process: list[tuple[float, float]] = []
         floods: dict[str, list[dict[str, float]]] = {s.name: [] for s in servers}
         for _ in range(args.repeats):
             floor_mb_s, floor_cpu = raw_floor(args.mb)
@@ -416,6 +491,8 @@ async def run(args: argparse.Namespace) -> None:
             floor_cpus.append(floor_cpu)
             progress("relay floor")
             relays.append(relay_floor(args.mb))
+            progress("two-process relay floor")
+            two_process.append(two_process_floor(args.mb, home))
             for server in servers:
                 progress(f"flood through {server.name}")
                 floods[server.name].append(await phase(flood(server, args.mb)))
@@ -447,6 +524,11 @@ async def run(args: argparse.Namespace) -> None:
         f"relay floor           {relay_mb_s:8.1f} MB/s  {relay_mb_s / floor:6.1%} of floor"
         f"   CPU {relay_cpu * 1000:6.2f} ms/MB  (PTY -> TCP, one process, no framing)"
     )
+    split_mb_s, split_cpu = max(r[0] for r in two_process), min(r[1] for r in two_process)
+    print(
+        f"two-process floor     {split_mb_s:8.1f} MB/s  {split_mb_s / floor:6.1%} of floor"
+        f"   CPU {split_cpu * 1000:6.2f} ms/MB  (PTY -> ZeroMQ ipc -> TCP, batches <= 64 KiB)"
+    )
     for name, runs in floods.items():
         best = max(runs, key=lambda r: r["mb_s"])
         cpu = min(r["cpu_per_mb"] for r in runs)
@@ -460,7 +542,7 @@ async def run(args: argparse.Namespace) -> None:
     print(
         f"forge CPU per MB / terminado's: {forge_cpu / terminado_cpu:.2f}"
         f"   relay floor's / terminado's: {relay_cpu / terminado_cpu:.2f}"
-        f"   forge's / relay floor's: {forge_cpu / relay_cpu:.2f}"
+        f"   two-process floor's / terminado's: {split_cpu / terminado_cpu:.2f}"
     )
     for name, values in echoes.items():
         p50, p99 = percentile(values, 0.5), percentile(values, 0.99)
