@@ -3,12 +3,13 @@
     .venv/bin/pip install -e '.[bench]'   # once: terminado, for the side-by-side
     .venv/bin/python bench/terminal.py [--mb 40] [--keys 200] [--stall 10] [--repeats 3]
 
-Four ways of moving the same shell's output, measured in one run, alternating:
+Six ways of moving the same shell's output, measured in one run, alternating:
 - raw floor: ptyprocess runs the workload and this process reads the PTY into nothing;
 - relay floor: the same, each read written to a loopback TCP socket another process drains
   (the least any server that sends a PTY to a socket client can do);
-- two-process floor: the relay split as forge is, a PTY reader batching up to 64 KiB into
-  ZeroMQ ipc and a second process writing to TCP (forge's shape with none of its work);
+- unix-socket and two-process floors: the relay split as forge is, a PTY reader batching up to
+  64 KiB into a plain unix socket, or into ZeroMQ ipc, and a second process writing to TCP
+  (forge's shape with none of its work; the second shows what ZeroMQ adds to the hop);
 - forge: a supervisor process (socket, `forge.supervisor.terminals`) with its terminal host
   worker, read by a websockets client (PTY -> host -> ZeroMQ -> supervisor -> WebSocket);
 - terminado: tornado + terminado's `TermSocket` in its own process, read the same way.
@@ -330,43 +331,54 @@ def relay_floor(megabytes: int) -> tuple[float, float]:
 
 
 MIDDLE = """
-import socket, sys, time, zmq
+import socket, sys, time
 connection = socket.socket(fileno=int(sys.argv[2]))
-pull = zmq.Context().socket(zmq.PULL)
-pull.bind(sys.argv[1])
+if sys.argv[1].startswith("ipc://"):
+    import zmq
+    pull = zmq.Context().socket(zmq.PULL)
+    pull.bind(sys.argv[1])
+    def pieces():
+        while len(frame := pull.recv(copy=False)):
+            yield frame.buffer
+else:
+    upstream = socket.socket(fileno=int(sys.argv[1]))
+    def pieces():
+        buffer = bytearray(1 << 17)
+        while count := upstream.recv_into(buffer):
+            yield memoryview(buffer)[:count]
 print("ready", flush=True)
-while True:
-    frame = pull.recv(copy=False)
-    if not len(frame):
-        break
-    connection.sendall(frame.buffer)
+for piece in pieces():
+    connection.sendall(piece)
 connection.shutdown(socket.SHUT_WR)
 print(time.process_time(), flush=True)
 """
-"""The two-process relay's supervisor side: ZeroMQ in, the bytes as they came out to TCP."""
+"""The two-process relay's supervisor side: batches in (ZeroMQ or a unix socket), out to TCP."""
 
 
-def two_process_floor(megabytes: int, scratch: Path) -> tuple[float, float]:
+def two_process_floor(megabytes: int, scratch: Path, *, zeromq: bool) -> tuple[float, float]:
     """The relay floor split the way forge is: this process reads the PTY in batches of up to
-    64 KiB (drained until it would block) and pushes each over ZeroMQ ipc to a second process,
-    which writes it to the client's TCP socket. MB/s and the CPU s/MB of both processes."""
+    64 KiB (drained until it would block) and hands each to a second process, which writes it
+    to the client's TCP socket; over ZeroMQ ipc (forge's hop), or a plain unix socket (the hop
+    without ZeroMQ). MB/s and the CPU s/MB of both processes."""
     import select
 
     import zmq
 
-    endpoint = f"ipc://{scratch}/two-process-floor"
     with socket.create_server(("127.0.0.1", 0)) as listener:
         reader = subprocess.Popen([sys.executable, "-c", READER, str(listener.getsockname()[1])])
         connection, _ = listener.accept()
-    with connection:
+    mine, theirs = socket.socketpair()
+    endpoint = f"ipc://{scratch}/two-process-floor" if zeromq else str(theirs.fileno())
+    with connection, theirs:
         middle = subprocess.Popen(
             [sys.executable, "-c", MIDDLE, endpoint, str(connection.fileno())],
-            pass_fds=(connection.fileno(),), stdout=subprocess.PIPE, text=True,
+            pass_fds=(connection.fileno(), theirs.fileno()), stdout=subprocess.PIPE, text=True,
         )  # fmt: skip
     assert middle.stdout is not None
     middle.stdout.readline()
-    push = zmq.Context.instance().socket(zmq.PUSH)
-    push.connect(endpoint)
+    push: zmq.Socket[bytes] = zmq.Context.instance().socket(zmq.PUSH)
+    if zeromq:
+        push.connect(endpoint)
     process = PtyProcess.spawn(["/bin/sh", "-c", workload(megabytes)])
     os.set_blocking(process.fd, False)
     poller = select.poll()
@@ -388,15 +400,20 @@ def two_process_floor(megabytes: int, scratch: Path) -> tuple[float, float]:
                 done = True
                 break
             batch += data
-        if batch:
+        if batch and zeromq:
             push.send(batch, copy=False)
-    push.send(b"")
+        elif batch:
+            mine.sendall(batch)
+    if zeromq:
+        push.send(b"")
+    mine.shutdown(socket.SHUT_WR)
     cpu = time.process_time() - cpu
     middle_cpu = float(middle.stdout.readline())
     middle.wait()
     reader.wait()
     elapsed = time.perf_counter() - started
     push.close(linger=0)
+    mine.close()
     process.close(force=True)
     return megabytes / elapsed, (cpu + middle_cpu) / megabytes
 
@@ -484,6 +501,7 @@ async def run(args: argparse.Namespace) -> None:
         floor_cpus: list[float] = []
         relays: list[tuple[float, float]] = []
         two_process: list[tuple[float, float]] = []
+        unix_hop: list[tuple[float, float]] = []
         floods: dict[str, list[dict[str, float]]] = {s.name: [] for s in servers}
         for _ in range(args.repeats):
             floor_mb_s, floor_cpu = raw_floor(args.mb)
@@ -491,8 +509,9 @@ async def run(args: argparse.Namespace) -> None:
             floor_cpus.append(floor_cpu)
             progress("relay floor")
             relays.append(relay_floor(args.mb))
-            progress("two-process relay floor")
-            two_process.append(two_process_floor(args.mb, home))
+            progress("two-process relay floors")
+            unix_hop.append(two_process_floor(args.mb, home, zeromq=False))
+            two_process.append(two_process_floor(args.mb, home, zeromq=True))
             for server in servers:
                 progress(f"flood through {server.name}")
                 floods[server.name].append(await phase(flood(server, args.mb)))
@@ -524,6 +543,11 @@ async def run(args: argparse.Namespace) -> None:
         f"relay floor           {relay_mb_s:8.1f} MB/s  {relay_mb_s / floor:6.1%} of floor"
         f"   CPU {relay_cpu * 1000:6.2f} ms/MB  (PTY -> TCP, one process, no framing)"
     )
+    unix_mb_s, unix_cpu = max(r[0] for r in unix_hop), min(r[1] for r in unix_hop)
+    print(
+        f"unix-socket floor     {unix_mb_s:8.1f} MB/s  {unix_mb_s / floor:6.1%} of floor"
+        f"   CPU {unix_cpu * 1000:6.2f} ms/MB  (PTY -> unix socket -> TCP, batches <= 64 KiB)"
+    )
     split_mb_s, split_cpu = max(r[0] for r in two_process), min(r[1] for r in two_process)
     print(
         f"two-process floor     {split_mb_s:8.1f} MB/s  {split_mb_s / floor:6.1%} of floor"
@@ -542,7 +566,8 @@ async def run(args: argparse.Namespace) -> None:
     print(
         f"forge CPU per MB / terminado's: {forge_cpu / terminado_cpu:.2f}"
         f"   relay floor's / terminado's: {relay_cpu / terminado_cpu:.2f}"
-        f"   two-process floor's / terminado's: {split_cpu / terminado_cpu:.2f}"
+        f"   unix-socket floor's: {unix_cpu / terminado_cpu:.2f}"
+        f"   two-process floor's: {split_cpu / terminado_cpu:.2f}"
     )
     for name, values in echoes.items():
         p50, p99 = percentile(values, 0.5), percentile(values, 0.99)
