@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from collections.abc import AsyncIterator, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,6 +14,7 @@ import pytest_asyncio
 from forge.workers.browser.host import BrowserHost, HostSettings
 
 from .harness import DOWNLOAD_BODY, PAGES, Recorder
+from .socket_harness import serving
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -56,3 +58,12 @@ async def hosted(
     await host.start()
     yield host, recorder
     await host.stop()
+
+
+@pytest_asyncio.fixture(loop_scope="module", scope="module")
+async def served(
+    tmp_path_factory: pytest.TempPathFactory, site: str
+) -> AsyncIterator[tuple[str, Path]]:
+    """A supervisor serving the browser verbs on a real socket, and its log, per test module."""
+    async with serving(tmp_path_factory.mktemp("served")) as url_and_log:
+        yield url_and_log

@@ -2,24 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
 
-from .socket_harness import SEAT, Client, client, records, serving
+from .socket_harness import SEAT, Client, client, records
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
-
-
-@pytest_asyncio.fixture(loop_scope="module", scope="module")
-async def served(
-    tmp_path_factory: pytest.TempPathFactory, site: str
-) -> AsyncIterator[tuple[str, Path]]:
-    async with serving(tmp_path_factory.mktemp("served")) as url_and_log:
-        yield url_and_log
 
 
 async def viewing(served: tuple[str, Path], url: str, count: int) -> tuple[int, list[Client]]:

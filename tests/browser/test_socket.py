@@ -2,25 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-import pytest_asyncio
 
 from forge.wire.binary import FORMAT_JPEG, FORMAT_WEBP
 
-from .socket_harness import SEAT, Client, browser_host, client, records, serving
+from .socket_harness import SEAT, Client, browser_host, client, records
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
-
-
-@pytest_asyncio.fixture(loop_scope="module", scope="module")
-async def served(
-    tmp_path_factory: pytest.TempPathFactory, site: str
-) -> AsyncIterator[tuple[str, Path]]:
-    async with serving(tmp_path_factory.mktemp("served")) as url_and_log:
-        yield url_and_log
 
 
 async def test_attach_answers_view_then_nav_state_then_a_key_frame(
