@@ -163,6 +163,16 @@ def make_project(path: Path, remote: str = "https://github.com/acme/widget.git")
     return path
 
 
+def git_status(project: Path) -> str:
+    """`git status --porcelain` of a project: empty when forge's files stay out of its way."""
+    return subprocess.run(
+        ["git", "-C", str(project), "status", "--porcelain"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+
+
 @pytest.fixture(params=SHELLS[:1])
 def forge_env(tmp_path: Path, request: pytest.FixtureRequest) -> ForgeEnv:
     return build_env(tmp_path, request.param)

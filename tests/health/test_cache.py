@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import ForgeEnv, make_project
+from .conftest import ForgeEnv, git_status, make_project
 
 MARKER = re.compile(
     r"^\[forge-cache\] served from cache \(age \d+s\) — the live call failed "
@@ -35,13 +35,7 @@ def test_c01_c02_a_live_read_is_stored_on_the_way_past(seeded: ForgeEnv) -> None
     [entry] = cache_files(seeded.project)
     assert entry.read_bytes() == live.stdout
     assert (seeded.project / ".forge" / ".gitignore").read_text() == "*\n"
-    ignored = subprocess.run(
-        ["git", "-C", str(seeded.project), "status", "--porcelain"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    assert ignored.stdout == ""
+    assert git_status(seeded.project) == ""
 
 
 @pytest.mark.parametrize("kind", ["503", "502", "429", "401", "net"])

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import ForgeEnv
+from .conftest import ForgeEnv, git_status
 
 MARKER = re.compile(
     r"^\[forge-queue\] not delivered yet — the live call failed \((net|server|ratelimit|auth)\)\. "
@@ -269,10 +269,4 @@ def test_a_spooled_write_never_shows_in_the_projects_git_status(down: ForgeEnv) 
     result = down.gh("issue", "comment", "1", "--body", "hello", env={"FORGE_REPLAY": "0"})
     assert result.returncode == 0
     assert entries(down)
-    status = subprocess.run(
-        ["git", "-C", str(down.project), "status", "--porcelain"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    assert status.stdout == ""
+    assert git_status(down.project) == ""
