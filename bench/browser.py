@@ -136,7 +136,7 @@ class Viewer:
         self.replies: dict[str, Any] = {}
         self.asks = 0
         self.keep = False
-        self.arrived = asyncio.Event()
+        self.replied = asyncio.Event()
         self.task = asyncio.ensure_future(self.read())
 
     async def read(self) -> None:
@@ -145,18 +145,17 @@ class Viewer:
                 decoded = json.loads(message)
                 if decoded["kind"] == "reply":
                     self.replies[decoded["reply_to"]] = decoded["body"]
-                    self.arrived.set()
+                    self.replied.set()
             else:
                 self.frames.append((time.time(), message if self.keep else message[:19]))
-                self.arrived.set()
 
     async def ask(self, message: dict[str, Any]) -> Any:
         self.asks += 1
         key = f"b{self.asks}"
         await self.ws.send(json.dumps({**message, "reply_to": key}))
         while key not in self.replies:
-            self.arrived.clear()
-            await self.arrived.wait()
+            self.replied.clear()
+            await self.replied.wait()
         return self.replies.pop(key)
 
     async def send(self, message: dict[str, Any]) -> None:
@@ -183,11 +182,10 @@ def decode(data: bytes) -> tuple[Image.Image, float]:
 
 class Frames(Protocol):
     """What a measurement reads: frames as they arrived (kind-1 bytes; only the header unless
-    `keep`), and an event set on each arrival."""
+    `keep`)."""
 
     frames: list[tuple[float, bytes]]
     keep: bool
-    arrived: asyncio.Event
 
 
 Tap = Callable[[], Awaitable[None]]
@@ -301,7 +299,6 @@ class CdpFloor:
     def __init__(self) -> None:
         self.frames: list[tuple[float, bytes]] = []
         self.keep = False
-        self.arrived = asyncio.Event()
         self.page_size = (0, 0)
         self.cdp: CdpConnection | None = None
 
@@ -319,13 +316,12 @@ class CdpFloor:
             key=False, page_width=width, page_height=height, image=jpeg,
         )  # fmt: skip
         self.frames.append((time.time(), frame))
-        self.arrived.set()
 
 
 async def floor_scenario(page: str, size: tuple[int, int, float], seconds: float) -> dict[str, Any]:
     from forge.workers.browser.chromium import ChromiumProcess, LaunchSettings
     from forge.workers.browser.gestures import to_cdp
-    from forge.workers.browser.host import Viewport
+    from forge.workers.browser.host import SCREENCAST, Viewport
 
     width, height, scale = size
     viewport = Viewport(width, height, scale)
@@ -340,15 +336,11 @@ async def floor_scenario(page: str, size: tuple[int, int, float], seconds: float
             attach = {"targetId": target["targetId"], "flatten": True}
             session = (await cdp.call("Target.attachToTarget", attach))["sessionId"]
             await cdp.call("Page.enable", None, session)
-            css_width, css_height = viewport.css
-            metrics = {"width": css_width, "height": css_height, "deviceScaleFactor": scale,
-                       "mobile": viewport.touch}  # fmt: skip
+            metrics = viewport.device_metrics()
             await cdp.call("Emulation.setDeviceMetricsOverride", metrics, session)
             touch = {"enabled": viewport.touch}
             await cdp.call("Emulation.setTouchEmulationEnabled", touch, session)
-            screencast = {"format": "jpeg", "quality": 80, "maxWidth": 8192, "maxHeight": 8192,
-                          "everyNthFrame": 1}  # fmt: skip
-            await cdp.call("Page.startScreencast", screencast, session)
+            await cdp.call("Page.startScreencast", SCREENCAST, session)
             await asyncio.sleep(1.5)
 
             async def tap() -> None:

@@ -30,6 +30,7 @@ if sys.path[0] == __file__.rpartition("/")[0]:
 
 import argparse
 import asyncio
+import functools
 import json
 import os
 import platform
@@ -303,13 +304,19 @@ with socket.create_connection(("127.0.0.1", int(sys.argv[1]))) as connection:
 """The relay floor's client: reads the TCP stream into nothing, in its own process."""
 
 
+def draining_client() -> tuple[subprocess.Popen[bytes], socket.socket]:
+    """A client process that drains a loopback TCP stream into nothing, and our end of it."""
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        reader = subprocess.Popen([sys.executable, "-c", READER, str(listener.getsockname()[1])])
+        connection, _ = listener.accept()
+    return reader, connection
+
+
 def relay_floor(megabytes: int) -> tuple[float, float]:
     """MB/s and the relay's CPU s/MB when one process reads the PTY and writes the bytes, as
     read, to a loopback TCP socket another process drains: no framing, no event loop. Any
     server that sends a PTY's bytes to a socket client pays at least this much per MB."""
-    with socket.create_server(("127.0.0.1", 0)) as listener:
-        reader = subprocess.Popen([sys.executable, "-c", READER, str(listener.getsockname()[1])])
-        connection, _ = listener.accept()
+    reader, connection = draining_client()
     process = PtyProcess.spawn(["/bin/sh", "-c", workload(megabytes)])
     cpu = time.process_time()
     started = time.perf_counter()
@@ -364,9 +371,7 @@ def two_process_floor(megabytes: int, scratch: Path, *, zeromq: bool) -> tuple[f
 
     import zmq
 
-    with socket.create_server(("127.0.0.1", 0)) as listener:
-        reader = subprocess.Popen([sys.executable, "-c", READER, str(listener.getsockname()[1])])
-        connection, _ = listener.accept()
+    reader, connection = draining_client()
     mine, theirs = socket.socketpair()
     endpoint = f"ipc://{scratch}/two-process-floor" if zeromq else str(theirs.fileno())
     with connection, theirs:
@@ -376,9 +381,11 @@ def two_process_floor(megabytes: int, scratch: Path, *, zeromq: bool) -> tuple[f
         )  # fmt: skip
     assert middle.stdout is not None
     middle.stdout.readline()
-    push: zmq.Socket[bytes] = zmq.Context.instance().socket(zmq.PUSH)
+    send: Callable[[bytearray], object] = mine.sendall
     if zeromq:
+        push: zmq.Socket[bytes] = zmq.Context.instance().socket(zmq.PUSH)
         push.connect(endpoint)
+        send = functools.partial(push.send, copy=False)
     process = PtyProcess.spawn(["/bin/sh", "-c", workload(megabytes)])
     os.set_blocking(process.fd, False)
     poller = select.poll()
@@ -400,19 +407,18 @@ def two_process_floor(megabytes: int, scratch: Path, *, zeromq: bool) -> tuple[f
                 done = True
                 break
             batch += data
-        if batch and zeromq:
-            push.send(batch, copy=False)
-        elif batch:
-            mine.sendall(batch)
+        if batch:
+            send(batch)
     if zeromq:
-        push.send(b"")
+        push.send(b"")  # the end, as an empty message; a unix socket ends by shutting down
     mine.shutdown(socket.SHUT_WR)
     cpu = time.process_time() - cpu
     middle_cpu = float(middle.stdout.readline())
     middle.wait()
     reader.wait()
     elapsed = time.perf_counter() - started
-    push.close(linger=0)
+    if zeromq:
+        push.close(linger=0)
     mine.close()
     process.close(force=True)
     return megabytes / elapsed, (cpu + middle_cpu) / megabytes

@@ -48,6 +48,9 @@ TITLE_POLL_S = 1.0
 
 MAX_SURFACE_PX = 8192
 """O-BR8's largest surface: the screencast is capped there once, so a resize never restarts it."""
+SCREENCAST: JsonObject = {"format": "jpeg", "quality": 80, "maxWidth": MAX_SURFACE_PX,
+                          "maxHeight": MAX_SURFACE_PX, "everyNthFrame": 1}  # fmt: skip
+"""Every frame Chromium paints (a page that paints once must still send it), as JPEG q80."""
 
 TAB_NUMBER_LIMIT = 0xFFFF
 """Tab numbers ride the kind-1 header as u16; per host run, from 1, never reused (O-B3)."""
@@ -86,6 +89,12 @@ class Viewport:
     def touch(self) -> bool:
         """A phone-sized surface: presses become touches and the page lays out as mobile."""
         return self.scale >= 2 and self.css[0] <= 600
+
+    def device_metrics(self) -> JsonObject:
+        """`Emulation.setDeviceMetricsOverride`'s parameters for this surface."""
+        width, height = self.css
+        return {"width": width, "height": height, "deviceScaleFactor": self.scale,
+                "mobile": self.touch}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -496,34 +505,16 @@ class BrowserHost:
                     self._info_changed({"targetInfo": info}, None)
 
     async def _start_screencast(self, tab: _Tab) -> None:
-        await self._cdp.call(
-            "Page.startScreencast",
-            {
-                "format": "jpeg",
-                "quality": 80,
-                "maxWidth": MAX_SURFACE_PX,
-                "maxHeight": MAX_SURFACE_PX,
-                "everyNthFrame": 1,
-            },
-            tab.session,
-        )
+        await self._cdp.call("Page.startScreencast", SCREENCAST, tab.session)
 
     async def _apply_viewport(self, tab: _Tab) -> None:
         async with tab.emulation:
-            width, height = tab.viewport.css
-            touch = tab.viewport.touch
+            viewport = tab.viewport
             await self._cdp.call(
-                "Emulation.setDeviceMetricsOverride",
-                {
-                    "width": width,
-                    "height": height,
-                    "deviceScaleFactor": tab.viewport.scale,
-                    "mobile": touch,
-                },
-                tab.session,
+                "Emulation.setDeviceMetricsOverride", viewport.device_metrics(), tab.session
             )
             await self._cdp.call(
-                "Emulation.setTouchEmulationEnabled", {"enabled": touch}, tab.session
+                "Emulation.setTouchEmulationEnabled", {"enabled": viewport.touch}, tab.session
             )
 
     async def _nav_state(self, tab: _Tab) -> NavState:
