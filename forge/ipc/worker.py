@@ -35,6 +35,7 @@ from forge.ipc.errors import ProtocolViolation, RequestFailed, WorkerConfigError
 from forge.ipc.exits import CONFIG_ERROR_EXIT
 from forge.ipc.messages import Reply, Request, StreamFrame
 from forge.ipc.orphans import die_with_parent, parent_is
+from forge.ipc.protocol import WorkerEvent, WorkerRequest, decode_request, encode_reply
 
 ENV_CONTROL = "FORGE_IPC_CONTROL"
 ENV_BULK = "FORGE_IPC_BULK"
@@ -50,11 +51,25 @@ _HANDLER_MARK = "__forge_request__"
 HandlerT = TypeVar("HandlerT", bound=Callable[..., Awaitable[Any]])
 
 
-def handles(method: str) -> Callable[[HandlerT], HandlerT]:
-    """Mark `async def handler(self, request: Request) -> Any | Reply` as serving `method`."""
+@dataclass(frozen=True, slots=True)
+class _HandlerMark:
+    request_type: type[WorkerRequest[Any]]
+    payloads: bool
+
+
+def handles(
+    request_type: type[WorkerRequest[Any]], *, payloads: bool = False
+) -> Callable[[HandlerT], HandlerT]:
+    """Mark `async def handler(self, request: RequestStruct) -> answer | Reply` as its method's.
+
+    The base decodes the request's args into `request_type` before the handler runs (a field
+    that does not decode is refused as `bad_request`, naming it); the answer, a struct or plain
+    value, is encoded with msgspec. With `payloads=True` the handler is called as
+    `handler(request, payloads)` with the request's raw frames (memoryviews).
+    """
 
     def mark(handler: HandlerT) -> HandlerT:
-        setattr(handler, _HANDLER_MARK, method)
+        setattr(handler, _HANDLER_MARK, _HandlerMark(request_type, payloads))
         return handler
 
     return mark
@@ -170,16 +185,16 @@ class Worker:
     """The worker kind, checked against the manager's spec in the handshake."""
     capabilities: ClassVar[tuple[str, ...]] = ()
     """Free-form feature names announced in `hello`."""
-    _handlers: ClassVar[dict[str, str]] = {}
+    _handlers: ClassVar[dict[str, tuple[str, _HandlerMark]]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        handlers: dict[str, str] = {}
+        handlers: dict[str, tuple[str, _HandlerMark]] = {}
         for klass in reversed(cls.__mro__):
             for attribute, value in vars(klass).items():
-                method = getattr(value, _HANDLER_MARK, None)
-                if isinstance(method, str):
-                    handlers[method] = attribute
+                mark = getattr(value, _HANDLER_MARK, None)
+                if isinstance(mark, _HandlerMark):
+                    handlers[mark.request_type.method()] = (attribute, mark)
         cls._handlers = handlers
 
     def __init__(self, context: WorkerContext, clock: Clock = SYSTEM_CLOCK) -> None:
@@ -225,11 +240,10 @@ class Worker:
 
     # --- what subclasses call -------------------------------------------------------------
 
-    async def emit(self, event: str, data: Any = None, payloads: tuple[Payload, ...] = ()) -> None:
-        """Send a one-way event on the control channel (never dropped)."""
-        envelope = Envelope(
-            MessageType.EVENT, body={"event": event, "data": data}, payloads=payloads
-        )
+    async def emit(self, event: WorkerEvent, payloads: tuple[Payload, ...] = ()) -> None:
+        """Send a one-way typed event on the control channel (never dropped)."""
+        body = {"event": event.event_name(), "data": event.data()}
+        envelope = Envelope(MessageType.EVENT, body=body, payloads=payloads)
         await channel.send(self._control, envelope)
 
     def stream(self, stream_id: str) -> BulkStream:
@@ -344,15 +358,18 @@ class Worker:
         )
         answer: Envelope
         try:
-            attribute = self._handlers.get(method)
-            if attribute is None:
+            registered = self._handlers.get(method)
+            if registered is None:
                 raise RequestFailed("unknown_method", f"{self.kind} workers have no {method!r}")
-            result = await getattr(self, attribute)(request)
+            attribute, mark = registered
+            typed = decode_request(mark.request_type, request.args)
+            handler = getattr(self, attribute)
+            result = await (handler(typed, request.payloads) if mark.payloads else handler(typed))
             reply = result if isinstance(result, Reply) else Reply(result)
             answer = Envelope(
                 MessageType.REPLY,
                 request_id=envelope.request_id,
-                body={"result": reply.result},
+                body={"result": encode_reply(reply.result)},
                 payloads=reply.payloads,
             )
         except RequestFailed as refusal:

@@ -20,15 +20,15 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from forge.ipc.errors import RequestFailed, WorkerError
-from forge.ipc.manager import WorkerHandle, WorkerManager, WorkerSpec
+from forge.ipc.manager import WorkerHandle, WorkerManager
+from forge.ipc.protocol import call
 from forge.logs import get_logger
 from forge.supervisor.core import Supervisor
 from forge.wire.seats import Seat, SessionSubject, Subject
-from forge.workers.walker.host import KIND as WALKER_KIND
+from forge.workers.walker.protocol import WALKER, ProcessRow, Walk
 
 log = get_logger(__name__)
 
-WALKER_MODULE = "forge.workers.walker"
 WALK_INTERVAL_S = 1.0
 """How often every held seat is walked (H12)."""
 WALK_TIMEOUT_S = 10.0
@@ -131,8 +131,10 @@ class ProcessViews:
         log.debug("seat_processes_walk", seats=[str(seat) for seat in seats])
         self.walks.update(seats)
         try:
-            reply = await self._walker_handle().request(
-                "walk", {"sessions": [roots[seat] for seat in seats]}, within=WALK_TIMEOUT_S
+            walked = await call(
+                self._walker_handle(),
+                Walk(sessions=[roots[seat] for seat in seats]),
+                within=WALK_TIMEOUT_S,
             )
         except (WorkerError, RequestFailed) as error:
             if not self._failing:
@@ -140,7 +142,7 @@ class ProcessViews:
             self._failing = True
             return
         self._failing = False
-        for seat, rows in zip(seats, reply.result["trees"], strict=True):
+        for seat, rows in zip(seats, walked.trees, strict=True):
             self._publish(seat, rows)
 
     def _on_held(self, subject: Subject, held: bool) -> None:
@@ -165,11 +167,10 @@ class ProcessViews:
 
     def _walker_handle(self) -> WorkerHandle:
         if self._walker is None:
-            spec = WorkerSpec("walker", WALKER_KIND, WALKER_MODULE)
-            self._walker = self._manager.start(spec)
+            self._walker = self._manager.start(WALKER.spec("walker"))
         return self._walker
 
-    def _publish(self, seat: Seat, rows: list[dict[str, Any]] | None) -> None:
+    def _publish(self, seat: Seat, rows: list[ProcessRow] | None) -> None:
         state = self._supervisor.seats.get(seat)
         if state is None or not moved(state.processes, rows):
             return

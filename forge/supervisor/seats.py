@@ -18,6 +18,7 @@ from forge.config import ForgeConfig
 from forge.errors import UserError
 from forge.wire.seats import Seat
 from forge.wire.window import SeatWindow
+from forge.workers.walker.protocol import ProcessRow
 
 
 class UnknownProject(UserError):
@@ -42,7 +43,7 @@ class SeatState:
     failed: str | None = None
     has_background: bool = False
     terminal: dict[str, Any] | None = None
-    processes: list[dict[str, Any]] | None = None
+    processes: list[ProcessRow] | None = None
     background_tasks: list[dict[str, Any]] = field(default_factory=list)
 
     @property

@@ -3,23 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TypedDict
-
 from forge.procs import ProcessInfo
-
-
-class ProcessRow(TypedDict):
-    """One process of a seat's view; `ppid` lets a client draw the tree from the flat list."""
-
-    pid: int
-    ppid: int
-    name: str
-    cmdline: list[str]
-    """The argument vector as the kernel holds it (a string would lose argument boundaries)."""
-    cpu_percent: float
-    """Share of one core since the previous walk, to one decimal; 0.0 on a process's first."""
-    rss_bytes: int
-    started_ms: int
+from forge.workers.walker.protocol import ProcessRow
 
 
 def process_rows(forest: Iterable[ProcessInfo]) -> list[ProcessRow]:
