@@ -154,14 +154,19 @@ def _health_status(args: argparse.Namespace) -> int:
                 f"{cache['stale_refused']} stale copies refused"
             )
         queue = result["queue"]
-        if queue["pending"] or queue["set_aside"]:
-            print(f"forge queue: {queue['pending']} pending, {queue['set_aside']} set aside")
+        if queue["pending"] or queue["set_aside"] or queue["corrupt"]:
+            print(
+                f"forge queue: {queue['pending']} pending, {queue['set_aside']} set aside, "
+                f"{queue['corrupt']} corrupt"
+            )
         for project in queue["projects"]:
             for item in project["set_aside_entries"]:
                 print(
                     f"  set aside {item['entry']} ({item['kind']}) in {project['project']}: "
                     f"{item['reason']}"
                 )
+            for item in project["corrupt_entries"]:
+                print(f"  corrupt {item['entry']} ({item['file']}): {item['problem']}")
     return engine.exit_code(result)
 
 
@@ -246,7 +251,7 @@ def _queue_status(args: argparse.Namespace) -> int:
         _print_json(summary)
     else:
         print("\n".join(queue_summary.render(summary, color=sys.stdout.isatty())))
-    return UNDELIVERED_EXIT if summary["pending"] or summary["set_aside"] else 0
+    return UNDELIVERED_EXIT if queue_summary.needs_attention(summary) else 0
 
 
 def _queue_list(args: argparse.Namespace) -> int:
@@ -254,9 +259,14 @@ def _queue_list(args: argparse.Namespace) -> int:
     from forge.health.replay_plan import select
 
     root = _require_project()
-    for entry in select(spool.entries(root), 0):
+    entries, corrupt = spool.scan(root)
+    lines = []
+    for entry in select(entries, 0):
         target = f" {entry.target}" if entry.target else ""
-        print(f"{entry.name} {entry.kind}{target} {entry.repo or ''} (attempts {entry.attempts})")
+        text = f"{entry.name} {entry.kind}{target} {entry.repo or ''} (attempts {entry.attempts})"
+        lines.append((entry.seq, text))
+    lines += [(c.seq, f"{c.name} corrupt ({c.path}): {c.problem}") for c in corrupt]
+    print("\n".join(line for _, line in sorted(lines)))
     return 0
 
 
@@ -269,9 +279,23 @@ def _queue_show(args: argparse.Namespace) -> int:
     entry = spool.load_entry(root, args.seq)
     if entry is None:
         raise UserError(f"no queue entry {args.seq} in {spool.queue_dir(root)}")
+    body = spool.body_path(root, entry.seq)
+    if isinstance(entry, spool.CorruptEntry):
+        # What survives, for a person to recover the write by hand.
+        data: dict[str, Any] = {
+            "entry": entry.name,
+            "corrupt": True,
+            "file": str(entry.path),
+            "problem": entry.problem,
+            "content": entry.path.read_bytes().decode("utf-8", "replace"),
+        }
+        if body.exists():
+            data["body"] = body.read_bytes().decode("utf-8", "replace")
+        _print_json(data)
+        return UNDELIVERED_EXIT
     data = asdict(entry)
     if entry.has_body:
-        data["body"] = spool.body_path(root, entry.seq).read_bytes().decode("utf-8", "replace")
+        data["body"] = body.read_bytes().decode("utf-8", "replace")
     _print_json(data)
     return 0
 
@@ -296,6 +320,8 @@ def _print_replay(report: Any) -> None:
         print("forge queue replay: another replay is draining this queue; nothing done")
         return
     print(f"forge queue replay: {len(report.delivered)} delivered, {report.remaining} pending")
+    for line in report.corrupt:
+        print(f"  corrupt {line} — never replayed, kept on disk")
     for line in report.set_aside:
         print(f"  set aside {line}")
     for line in report.retrying:

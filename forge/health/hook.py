@@ -17,6 +17,9 @@ from forge.clock import epoch_ms
 from forge.health import cache_events, gh_args, readcache, spool
 from forge.health.settings import Settings, clock_from_env
 
+GH_ERROR_EXIT = 1
+"""What gh exits with when it rejects an argument (`invalid issue format`)."""
+
 
 def _read(path: str | None) -> bytes:
     if not path:
@@ -108,6 +111,18 @@ def handles(argv: Sequence[str]) -> int:
         # Not a write the queue owns: the real gh refuses the handle, honestly.
         real = os.environ["FORGE_SHIM_REAL_GH"]
         os.execv(real, [real, *argv])
+    entries, corrupt = spool.scan(root)
+    queued = {e.handle for e in entries if e.handle} | {c.handle for c in corrupt}
+    unknown = [name for name in names if name not in known and name not in queued]
+    if unknown:
+        # A mistyped handle would otherwise wait forever for a create that does not exist.
+        print(
+            f"[forge-queue] {', '.join(unknown)}: no such handle in this project's queue "
+            f"({spool.queue_dir(root)}); no spooled create was given that name, so this write "
+            "was neither sent nor spooled",
+            file=sys.stderr,
+        )
+        return GH_ERROR_EXIT
     return spool_write(argv, live=False)
 
 

@@ -1,8 +1,9 @@
 """What the spool holds, for `forge queue` and the health report's queue block.
 
 Pending entries replay on the next successful gh call and need nobody; set-aside ones will not
-arrive on their own and need a person. They are counted apart everywhere, and a set-aside entry
-always carries its reason.
+arrive on their own and need a person, and so do corrupt ones (entry files that no longer read
+back: never replayed, kept on disk). They are counted apart everywhere, and a set-aside or corrupt
+entry always carries its reason.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from forge.health import gh_args, spool
 
 
 def project_summary(root: Path, now_ms: int) -> dict[str, Any]:
-    entries = spool.entries(root)
+    entries, corrupt = spool.scan(root)
     pending = [e for e in entries if e.status == "pending"]
     aside = [e for e in entries if e.status == "set_aside"]
     handles = spool.load_handles(root)
@@ -36,6 +37,9 @@ def project_summary(root: Path, now_ms: int) -> dict[str, Any]:
         "pending_by_kind": dict(Counter(e.kind for e in pending)),
         "unresolved_handles": unresolved,
         "set_aside_entries": [{"entry": e.name, "kind": e.kind, "reason": e.reason} for e in aside],
+        "corrupt_entries": [
+            {"entry": c.name, "file": str(c.path), "problem": c.problem} for c in corrupt
+        ],
         "crashed_slots": crashed,
         "last_replay": (
             None
@@ -64,12 +68,14 @@ def block(state_dir: Path, project: Path | None, now_ms: int) -> dict[str, Any]:
         if not spool.queue_dir(root).is_dir():
             continue
         summary = project_summary(root, now_ms)
-        if summary["pending"] or summary["set_aside"]:
+        if needs_attention(summary):
             projects.append(
                 {
                     "project": summary["project"],
                     "pending": summary["pending"],
                     "set_aside": summary["set_aside"],
+                    "corrupt": len(summary["corrupt_entries"]),
+                    "corrupt_entries": summary["corrupt_entries"],
                     "oldest_enqueued_ms": summary["oldest_enqueued_ms"],
                     "unresolved_handles": summary["unresolved_handles"],
                     "set_aside_entries": summary["set_aside_entries"],
@@ -78,8 +84,14 @@ def block(state_dir: Path, project: Path | None, now_ms: int) -> dict[str, Any]:
     return {
         "pending": sum(p["pending"] for p in projects),
         "set_aside": sum(p["set_aside"] for p in projects),
+        "corrupt": sum(p["corrupt"] for p in projects),
         "projects": projects,
     }
+
+
+def needs_attention(summary: dict[str, Any]) -> bool:
+    """Something undelivered: pending, set aside or corrupt (`forge queue` exits 3)."""
+    return bool(summary["pending"] or summary["set_aside"] or summary["corrupt_entries"])
 
 
 YELLOW: Final = "\033[33m"
@@ -93,15 +105,17 @@ def render(summary: dict[str, Any], *, color: bool = False) -> list[str]:
     On a terminal the headline is yellow while entries merely wait and red once one is set aside:
     those will not arrive on their own and need a person.
     """
-    if not summary["pending"] and not summary["set_aside"] and not summary["crashed_slots"]:
+    if not needs_attention(summary) and not summary["crashed_slots"]:
         return [f"forge queue: nothing undelivered in {summary['project']}"]
     mix = ", ".join(f"{kind} {n}" for kind, n in sorted(summary["pending_by_kind"].items()))
+    corrupt = summary["corrupt_entries"]
     headline = (
         f"forge queue: {summary['pending']} pending ({mix or 'none'}), "
-        f"{summary['set_aside']} set aside — {summary['project']}"
+        f"{summary['set_aside']} set aside{f', {len(corrupt)} corrupt' if corrupt else ''} "
+        f"— {summary['project']}"
     )
     if color:
-        headline = f"{RED if summary['set_aside'] else YELLOW}{headline}{RESET}"
+        headline = f"{RED if summary['set_aside'] or corrupt else YELLOW}{headline}{RESET}"
     lines = [headline]
     if summary["oldest_age_s"] is not None:
         lines.append(f"  oldest pending entry: {summary['oldest_age_s']}s old")
@@ -110,6 +124,11 @@ def render(summary: dict[str, Any], *, color: bool = False) -> list[str]:
     lines.extend(
         f"  set aside {item['entry']} ({item['kind']}): {item['reason']}"
         for item in summary["set_aside_entries"]
+    )
+    lines.extend(
+        f"  corrupt {item['entry']} ({item['file']}): {item['problem']} "
+        "— never replayed, kept on disk"
+        for item in corrupt
     )
     if summary["crashed_slots"]:
         lines.append(

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
+import shlex
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,7 +37,7 @@ from forge.health.replay_plan import (
     select,
 )
 from forge.health.settings import Settings
-from forge.health.spool import QueueEntry
+from forge.health.spool import CorruptEntry, QueueEntry
 
 CLAIMS_NAME = "claimed.json"
 
@@ -52,12 +53,15 @@ class ReplayReport:
     stopped: str | None = None
     plan: list[str] = field(default_factory=list)
     remaining: int = 0
+    corrupt: list[str] = field(default_factory=list)
+    """Entries that do not read back: never replayed, kept on disk for a person."""
 
     @property
     def clean(self) -> bool:
         """Drained cleanly and completely: the only answer that exits 0."""
         return not (
             self.busy
+            or self.corrupt
             or self.set_aside
             or self.waiting
             or self.retrying
@@ -76,6 +80,7 @@ class ReplayReport:
             "stopped": self.stopped,
             "plan": self.plan,
             "remaining": self.remaining,
+            "corrupt": self.corrupt,
             "clean": self.clean,
         }
 
@@ -83,8 +88,7 @@ class ReplayReport:
 @contextlib.contextmanager
 def drain_lock(root: Path) -> Iterator[bool]:
     """True when this process holds the drain; False when another drain is running."""
-    path = spool.queue_dir(root) / "drain.lock"
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path = spool.ensure_queue_dir(root) / "drain.lock"
     with path.open("a") as lock:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -190,6 +194,10 @@ def replay(
 ) -> ReplayReport:
     """Dry run by default; with `apply`, deliver in seq order until done or the forge is down."""
     report = ReplayReport(apply=apply)
+    if not spool.queue_dir(root).is_dir():
+        if apply:
+            spool.clear_pending(settings.state_dir, root)
+        return report  # nothing was ever spooled here; creates nothing in the project
     if not apply:
         return _dry_run(root, batch, report)
     with drain_lock(root) as held:
@@ -206,28 +214,55 @@ def replay(
     return report
 
 
+def _blocking(corrupt: list[CorruptEntry]) -> dict[str, str]:
+    """What blocks the dependents of each corrupt slot, by the handle they name it with."""
+    return {item.handle: f"corrupt entry {item.describe()}" for item in corrupt}
+
+
 def _dry_run(root: Path, batch: int, report: ReplayReport) -> ReplayReport:
-    entries = spool.entries(root)
+    entries, corrupt = spool.scan(root)
     handles = spool.load_handles(root)
     pending_creates = [e.handle for e in entries if e.status == "pending" and e.handle]
+    plan: list[tuple[int, str]] = []
     for entry in select(entries, batch):
-        step = resolve(entry, handles, pending_creates)
+        step = resolve(entry, handles, pending_creates, _blocking(corrupt))
         if isinstance(step, Deliver):
-            report.plan.append(f"{entry.name} {entry.kind}: gh {' '.join(step.argv)}")
+            line = f"{entry.name} {entry.kind}: {shlex.join(['gh', *step.argv])}"
         elif isinstance(step, Wait):
-            report.plan.append(f"{entry.name} {entry.kind}: after its create lands ({step.reason})")
+            line = f"{entry.name} {entry.kind}: after its create lands ({step.reason})"
         else:
-            report.plan.append(f"{entry.name} {entry.kind}: would be set aside ({step.reason})")
+            line = f"{entry.name} {entry.kind}: would be set aside ({step.reason})"
+        plan.append((entry.seq, line))
+    plan += [
+        (item.seq, f"{item.name} corrupt: never replayed ({item.problem})") for item in corrupt
+    ]
+    report.plan = [line for _, line in sorted(plan)]
+    report.corrupt = [item.describe() for item in corrupt]
     report.remaining = sum(1 for e in entries if e.status == "pending")
     return report
 
 
+def _set_corrupt_aside(drain: _Drain, report: ReplayReport) -> dict[str, str]:
+    """Moves each corrupt entry file aside (once, with a replay.log row) and reports it."""
+    corrupt = []
+    for item in spool.scan(drain.root)[1]:
+        moved = spool.move_aside(item)
+        if moved.path != item.path:
+            reason = f"{item.problem}; moved aside to {moved.path}"
+            now_ms = epoch_ms(drain.clock)
+            spool.append_replay_log(drain.root, now_ms, item.seq, "?", "corrupt", reason)
+        corrupt.append(moved)
+    report.corrupt = [item.describe() for item in corrupt]
+    return _blocking(corrupt)
+
+
 def _apply(drain: _Drain, batch: int, report: ReplayReport) -> None:
     root = drain.root
+    blocking = _set_corrupt_aside(drain, report)
     for entry in select(spool.entries(root), batch):
         current = spool.entries(root)
         pending_creates = [e.handle for e in current if e.status == "pending" and e.handle]
-        step = resolve(entry, spool.load_handles(root), pending_creates)
+        step = resolve(entry, spool.load_handles(root), pending_creates, blocking)
         if isinstance(step, Wait):
             report.waiting.append(entry.name)
             drain.log(entry, "waiting", step.reason)

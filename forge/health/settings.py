@@ -91,9 +91,12 @@ def project_root(start: Path | None = None) -> Path | None:
 
 
 def project_store(root: Path) -> Path:
-    """`<project>/.forge`, created with a `.gitignore` of `*` so it is never committed."""
+    """`<project>/.forge` with a `.gitignore` of `*`, so nothing in it is ever committed and the
+    project never looks dirty. Every path that creates `.forge` goes through here (the shim,
+    in sh, writes the same file when it creates the cache)."""
     store = root / ".forge"
-    if not store.is_dir():
-        store.mkdir(parents=True, exist_ok=True)
-        (store / ".gitignore").write_text("*\n")
+    store.mkdir(parents=True, exist_ok=True)
+    ignore = store / ".gitignore"
+    if not ignore.exists():
+        ignore.write_text("*\n")
     return store

@@ -5,6 +5,10 @@ processes each get a distinct slot in a stable order. `NNNNNN.json` is written t
 `NNNNNN.d/body.md` holds the body verbatim, `handles.json` maps FORGE-Q<seq> to the real number,
 `replay.log` has one TSV row per replay attempt. A high-water mark keeps seq numbers from ever
 being reused, so a handle never becomes ambiguous.
+
+Since every entry is written temp-then-rename, an entry file that does not read back as an entry
+was damaged after the fact (a disk, an editor, a sync tool): it is reported as corrupt, replay
+moves it aside to `NNNNNN.json.corrupt` (next to its slot and body), and nothing deletes it.
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Final
 
+import msgspec
+
 from forge.health.atomic import write_bytes, write_json
 from forge.health.settings import project_store
 
@@ -27,6 +33,8 @@ HANDLES_NAME: Final = "handles.json"
 REPLAY_LOG_NAME: Final = "replay.log"
 HWM_NAME: Final = "hwm"
 CRASHED_SLOT_AFTER_MS: Final = 60_000
+CORRUPT_SUFFIX: Final = ".json.corrupt"
+STATUSES: Final = frozenset({"pending", "set_aside"})
 BREADCRUMB_NAME: Final = "replay-pending"
 """In the global state dir: the project roots with something pending. The shim stats it after
 every successful call; its absence is how calls with nothing to drain pay nothing."""
@@ -60,7 +68,47 @@ class QueueEntry:
 
     @property
     def name(self) -> str:
-        return f"q{self.seq:0{SEQ_WIDTH}d}"
+        return entry_name(self.seq)
+
+
+@dataclass(frozen=True)
+class CorruptEntry:
+    """An entry file that does not read back as an entry: a write nobody can replay as it is."""
+
+    seq: int
+    path: Path
+    problem: str
+
+    @property
+    def name(self) -> str:
+        return entry_name(self.seq)
+
+    @property
+    def handle(self) -> str:
+        """The handle a create in this slot was given, whatever the slot held."""
+        return f"FORGE-Q{self.seq}"
+
+    def describe(self) -> str:
+        return f"{self.name} ({self.path}): {self.problem}"
+
+
+def entry_name(seq: int) -> str:
+    return f"q{seq:0{SEQ_WIDTH}d}"
+
+
+def parse_entry(seq: int, data: bytes) -> QueueEntry | str:
+    """The entry in slot `seq`, or what is wrong with the bytes found there."""
+    if not data:
+        return "empty file (0 bytes)"
+    try:
+        entry = msgspec.json.decode(data, type=QueueEntry)
+    except msgspec.DecodeError as error:
+        return f"not a queue entry ({len(data)} bytes): {error}"
+    if entry.seq != seq:
+        return f"holds entry {entry.seq}, not {seq}"
+    if entry.status not in STATUSES:
+        return f"unknown status {entry.status!r}"
+    return entry
 
 
 def queue_dir(root: Path) -> Path:
@@ -84,16 +132,24 @@ def _seqs(directory: Path, suffix: str) -> list[int]:
     return sorted(found)
 
 
+def ensure_queue_dir(root: Path) -> Path:
+    """The queue directory, created inside `.forge` with its `.gitignore` (never shows in git)."""
+    directory = queue_dir(root)
+    project_store(root)
+    directory.mkdir(exist_ok=True)
+    return directory
+
+
 def allocate(root: Path) -> int:
     """A fresh seq: one past everything ever handed out, claimed with O_EXCL."""
-    directory = queue_dir(root)
-    project_store(root)  # `.forge` with its `.gitignore`, so the queue never shows in git
-    directory.mkdir(parents=True, exist_ok=True)
+    directory = ensure_queue_dir(root)
     candidate = max([high_water_mark(root), *_seqs(directory, ".seq")]) + 1
     while True:
         try:
             fd = os.open(
-                directory / f"{seq_name(candidate)}.seq", os.O_CREAT | os.O_EXCL | os.O_WRONLY
+                directory / f"{seq_name(candidate)}.seq",
+                os.O_CREAT | os.O_EXCL | os.O_WRONLY,
+                0o644,
             )
         except FileExistsError:
             candidate += 1
@@ -113,19 +169,63 @@ def write_entry(root: Path, entry: QueueEntry) -> None:
     write_json(queue_dir(root) / f"{seq_name(entry.seq)}.json", asdict(entry))
 
 
-def load_entry(root: Path, seq: int) -> QueueEntry | None:
-    try:
-        data = json.loads((queue_dir(root) / f"{seq_name(seq)}.json").read_text())
-        return QueueEntry(**data)
-    except (FileNotFoundError, ValueError, TypeError):
-        return None
+def load_entry(root: Path, seq: int) -> QueueEntry | CorruptEntry | None:
+    """Slot `seq`'s entry, or why it cannot be read; None when the slot holds no entry file."""
+    directory = queue_dir(root)
+    for path in (
+        directory / f"{seq_name(seq)}.json",
+        directory / f"{seq_name(seq)}{CORRUPT_SUFFIX}",
+    ):
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            continue
+        parsed = parse_entry(seq, data)
+        if path.name.endswith(CORRUPT_SUFFIX):
+            if isinstance(parsed, QueueEntry):
+                parsed = (
+                    "moved aside as corrupt, but it now reads as an entry: "
+                    f"rename it to {seq_name(seq)}.json to replay it"
+                )
+            return CorruptEntry(seq, path, parsed)
+        return parsed if isinstance(parsed, QueueEntry) else CorruptEntry(seq, path, parsed)
+    return None
+
+
+def scan(root: Path) -> tuple[list[QueueEntry], list[CorruptEntry]]:
+    """Every entry file in seq order: the readable entries (pending and set aside) and the
+    corrupt ones (still in place or moved aside), so no spooled write goes unmentioned."""
+    directory = queue_dir(root)
+    good: list[QueueEntry] = []
+    bad: list[CorruptEntry] = []
+    for seq in sorted({*_seqs(directory, ".json"), *_seqs(directory, CORRUPT_SUFFIX)}):
+        found = load_entry(root, seq)
+        if isinstance(found, QueueEntry):
+            good.append(found)
+        elif found is not None:
+            bad.append(found)
+    return good, bad
 
 
 def entries(root: Path) -> list[QueueEntry]:
     """Every readable entry, pending and set aside, in seq order."""
-    directory = queue_dir(root)
-    found = [load_entry(root, seq) for seq in _seqs(directory, ".json")]
-    return [entry for entry in found if entry is not None]
+    return scan(root)[0]
+
+
+def move_aside(corrupt: CorruptEntry) -> CorruptEntry:
+    """`NNNNNN.json` becomes `NNNNNN.json.corrupt`: out of replay's way, kept for a person.
+
+    Linked then unlinked, so an existing `.corrupt` file is never overwritten (then it stays put).
+    """
+    if corrupt.path.name.endswith(CORRUPT_SUFFIX):
+        return corrupt
+    aside = corrupt.path.with_name(f"{seq_name(corrupt.seq)}{CORRUPT_SUFFIX}")
+    try:
+        os.link(corrupt.path, aside)
+    except FileExistsError:
+        return corrupt
+    corrupt.path.unlink()
+    return CorruptEntry(corrupt.seq, aside, corrupt.problem)
 
 
 def orphan_slots(root: Path, now_ms: int) -> tuple[list[int], list[int]]:
@@ -134,7 +234,8 @@ def orphan_slots(root: Path, now_ms: int) -> tuple[list[int], list[int]]:
     directory = queue_dir(root)
     in_flight: list[int] = []
     crashed: list[int] = []
-    for seq in sorted(set(_seqs(directory, ".seq")) - set(_seqs(directory, ".json"))):
+    written = {*_seqs(directory, ".json"), *_seqs(directory, CORRUPT_SUFFIX)}
+    for seq in sorted(set(_seqs(directory, ".seq")) - written):
         try:
             mtime_ms = (directory / f"{seq_name(seq)}.seq").stat().st_mtime_ns // 1_000_000
         except FileNotFoundError:
@@ -162,7 +263,7 @@ def load_handles(root: Path) -> dict[str, int]:
 
 
 def save_handle(root: Path, handle: str, number: int) -> None:
-    with _locked(queue_dir(root) / ".handles.lock"):
+    with _locked(ensure_queue_dir(root) / ".handles.lock"):
         handles = load_handles(root)
         handles[handle] = number
         write_json(queue_dir(root) / HANDLES_NAME, handles)
@@ -191,7 +292,6 @@ def replay_log(root: Path) -> list[list[str]]:
 
 @contextlib.contextmanager
 def _locked(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         yield

@@ -168,6 +168,16 @@ def test_r05_r09_resolve_orders_dependents_behind_their_create() -> None:
     assert orphan == replay_plan.SetAside("the create it depends on (FORGE-Q1) never landed")
 
 
+def test_issue13_item1_a_dependent_of_a_corrupt_entry_is_blocked_by_it() -> None:
+    """Issue 13 item 1: the reason names the corrupt entry, not a create that "never landed"."""
+    comment = entry(2, "comment", ["FORGE-Q1"])
+    corrupt = {"FORGE-Q1": "corrupt entry q000001 (/q/000001.json): empty file (0 bytes)"}
+    assert replay_plan.resolve(comment, {}, [], corrupt) == replay_plan.SetAside(
+        "blocked: the create it depends on (FORGE-Q1) is corrupt entry q000001 "
+        "(/q/000001.json): empty file (0 bytes)"
+    )
+
+
 def test_r08_r10_judge() -> None:
     assert replay_plan.judge("ok", "", 0, 3) == replay_plan.Delivered()
     assert replay_plan.judge("server", "", 0, 3) == replay_plan.Stop("server")
@@ -249,6 +259,7 @@ def test_x03_queue_headline_colours() -> None:
         "oldest_age_s": 3,
         "unresolved_handles": [],
         "set_aside_entries": [],
+        "corrupt_entries": [],
         "last_replay": None,
     }
     assert render(base, color=True)[0].startswith(YELLOW)
@@ -261,3 +272,13 @@ def test_x03_queue_headline_colours() -> None:
     assert render(aside)[0] == "forge queue: 1 pending (comment 1), 1 set aside — /p"
     quiet = {**base, "pending": 0, "pending_by_kind": {}}
     assert render(quiet) == ["forge queue: nothing undelivered in /p"]
+    corrupt = {
+        **quiet,
+        "oldest_age_s": None,
+        "corrupt_entries": [{"entry": "q000003", "file": "/q/000003.json", "problem": "x"}],
+    }
+    assert render(corrupt, color=True)[0].startswith(RED)
+    assert render(corrupt)[:2] == [
+        "forge queue: 0 pending (none), 0 set aside, 1 corrupt — /p",
+        "  corrupt q000003 (/q/000003.json): x — never replayed, kept on disk",
+    ]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import ForgeEnv, git_status
+from .conftest import ForgeEnv, git_status, make_project
 
 MARKER = re.compile(
     r"^\[forge-queue\] not delivered yet — the live call failed \((net|server|ratelimit|auth)\)\. "
@@ -270,3 +270,35 @@ def test_a_spooled_write_never_shows_in_the_projects_git_status(down: ForgeEnv) 
     assert result.returncode == 0
     assert entries(down)
     assert git_status(down.project) == ""
+
+
+def test_issue13_item17_seq_slots_are_plain_files_not_executables(down: ForgeEnv) -> None:
+    """Issue 13 item 17: a `.seq` slot is created 0644 (it was 0755)."""
+    assert (
+        down.gh("issue", "comment", "1", "--body", "x", env={"FORGE_REPLAY": "0"}).returncode == 0
+    )
+    assert (queue_dir(down) / "000001.seq").stat().st_mode & 0o777 == 0o644
+
+
+def test_issue13_item3_a_handle_not_in_this_queue_is_refused(down: ForgeEnv) -> None:
+    """Issue 13 item 3: `gh issue comment FORGE-Q999` (no such handle) is refused at once with
+    gh's own exit code (1) and a sentence; nothing is spooled and the forge is not called."""
+    created = down.gh("issue", "create", "--title", "t", "--body", "b", env={"FORGE_REPLAY": "0"})
+    assert created.stdout.decode().strip().endswith("/FORGE-Q1")
+    calls = len(down.fake.calls())
+    result = down.gh("issue", "comment", "FORGE-Q999", "-b", "x", env={"FORGE_REPLAY": "0"})
+    assert result.returncode == 1
+    assert result.stdout == b""
+    assert "FORGE-Q999: no such handle in this project's queue" in result.stderr.decode()
+    assert b"not delivered yet" not in result.stderr
+    assert [e["seq"] for e in entries(down)] == [1]
+    assert len(down.fake.calls()) == calls
+    assert (
+        down.gh("issue", "comment", "FORGE-Q1", "-b", "y", env={"FORGE_REPLAY": "0"}).returncode
+        == 0
+    )
+    fresh = make_project(down.root / "fresh")
+    elsewhere = down.gh("issue", "close", "FORGE-Q1", cwd=fresh)
+    assert elsewhere.returncode == 1
+    assert b"FORGE-Q1: no such handle in this project's queue" in elsewhere.stderr
+    assert not (fresh / ".forge").exists()

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .conftest import ForgeEnv, wait_until
+from .conftest import ForgeEnv, git_status, wait_until
 
 NO_AUTO = {"FORGE_REPLAY": "0"}
 
@@ -293,3 +293,104 @@ def test_service_status_is_stable_while_nothing_changes(forge_env: ForgeEnv) -> 
     assert now == five_seconds_later
     [project] = now["queue"]["projects"]
     assert project["unresolved_handles"] == ["FORGE-Q1"]
+
+
+def test_issue13_item1_a_corrupt_entry_is_listed_kept_and_blocks_its_dependents(
+    forge_env: ForgeEnv,
+) -> None:
+    """Issue 13 item 1: a truncated create and a garbage close are listed as corrupt (slot, file,
+    what is wrong), make `forge queue` exit non-zero, are moved aside but never deleted, and the
+    comment on the corrupt create's handle is blocked with that reason, not "never landed"."""
+    forge_env.fake.seed("first")
+    forge_env.fake.fail("issue *", "503", times=-1)
+    for argv in (
+        ["issue", "create", "--title", "todo", "--body", "todo body"],
+        ["issue", "comment", "FORGE-Q1", "--body", "on the new one"],
+        ["issue", "close", "1"],
+        ["issue", "comment", "1", "--body", "fine"],
+    ):
+        assert forge_env.gh(*argv, env=NO_AUTO).returncode == 0
+    queue = forge_env.project / ".forge" / "queue"
+    create = (queue / "000001.json").read_bytes()
+    truncated = create[: len(create) // 2]
+    (queue / "000001.json").write_bytes(truncated)
+    (queue / "000003.json").write_bytes(b"\x00\xffnot json at all")
+
+    status = forge_env.forge("queue")
+    assert status.returncode == 3
+    assert f"corrupt q000001 ({queue / '000001.json'}): " in status.stdout
+    assert "truncated" in status.stdout
+    assert f"corrupt q000003 ({queue / '000003.json'}): " in status.stdout
+    assert "malformed" in status.stdout
+    summary = json.loads(forge_env.forge("queue", "--json").stdout)
+    assert [c["entry"] for c in summary["corrupt_entries"]] == ["q000001", "q000003"]
+    assert summary["crashed_slots"] == []
+    shown = forge_env.forge("queue", "show", "1")
+    assert shown.returncode == 3
+    assert "no queue entry" not in shown.stderr
+    assert json.loads(shown.stdout)["corrupt"] is True
+    assert json.loads(shown.stdout)["body"] == "todo body"  # what a person needs to recover it
+    assert "q000001" in forge_env.forge("queue", "list").stdout
+
+    forge_env.fake.clear_faults()
+    replayed = forge_env.forge("queue", "replay", "--apply")
+    assert replayed.returncode == 3
+    assert "corrupt q000001" in replayed.stdout
+    issues = forge_env.fake.issues()
+    assert list(issues) == ["1"]  # the corrupt create was never attempted
+    assert issues["1"]["state"] == "OPEN"  # nor the corrupt close
+    assert [c["body"] for c in issues["1"]["comments"]] == ["fine"]
+    dependent = json.loads((queue / "000002.json").read_text())
+    assert dependent["status"] == "set_aside"
+    assert "corrupt entry q000001" in dependent["reason"]
+    assert "never landed" not in dependent["reason"]
+    assert not (queue / "000001.json").exists()
+    assert (queue / "000001.json.corrupt").read_bytes() == truncated
+    assert (queue / "000003.json.corrupt").read_bytes() == b"\x00\xffnot json at all"
+    assert (queue / "000001.d" / "body.md").read_bytes() == b"todo body"
+    assert [(row[1], row[3]) for row in replay_log(forge_env) if row[3] == "corrupt"] == [
+        ("1", "corrupt"),
+        ("3", "corrupt"),
+    ]
+
+    after = forge_env.forge("queue", "--json")
+    assert after.returncode == 3
+    summary = json.loads(after.stdout)
+    assert [c["entry"] for c in summary["corrupt_entries"]] == ["q000001", "q000003"]
+    assert summary["corrupt_entries"][0]["file"] == str(queue / "000001.json.corrupt")
+    assert summary["crashed_slots"] == []
+    assert "2 corrupt" in forge_env.forge("health", "--no-probe").stdout
+    assert forge_env.forge("queue", "replay", "--apply").returncode == 3
+    assert [c["body"] for c in forge_env.fake.issues()["1"]["comments"]] == ["fine"]
+
+
+def test_issue13_item17_replay_on_an_empty_queue_leaves_the_project_clean(
+    forge_env: ForgeEnv,
+) -> None:
+    """Issue 13 item 17: `forge queue replay --apply` with nothing spooled must not leave a
+    `.forge/` without its `.gitignore` behind (the project would look dirty)."""
+    result = forge_env.forge("queue", "replay", "--apply")
+    assert result.returncode == 0, result.stderr
+    assert git_status(forge_env.project) == ""
+
+
+def test_issue13_item17_the_dry_run_prints_copyable_shell_quoted_argv(forge_env: ForgeEnv) -> None:
+    """Issue 13 item 17: the dry run's command lines are shell-quoted, so they can be pasted."""
+    import shlex
+
+    forge_env.fake.seed("first")
+    forge_env.fake.fail("issue *", "503")
+    forge_env.gh("issue", "edit", "1", "--add-label", "needs triage", env=NO_AUTO)
+    dry = forge_env.forge("queue", "replay")
+    [line] = [line for line in dry.stdout.splitlines() if "q000001" in line]
+    command = line.split(": ", 1)[1]
+    assert shlex.split(command) == [
+        "gh",
+        "issue",
+        "edit",
+        "1",
+        "--add-label",
+        "needs triage",
+        "-R",
+        "acme/widget",
+    ]
