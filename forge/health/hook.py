@@ -1,4 +1,5 @@
-"""The Python side of the shim: run only where the seed needs Python (cache serve, queue, replay).
+"""The Python side of the shim: run only where the seed needs Python (cache serve and
+invalidation, queue, replay).
 
 `python -I -m forge.health.hook ACTION -- ARGV...`, with the live call's outcome in FORGE_SHIM_*
 variables. Whatever goes wrong here, the caller still gets the live call's own stdout, stderr and
@@ -126,6 +127,19 @@ def handles(argv: Sequence[str]) -> int:
     return spool_write(argv, live=False)
 
 
+def invalidate(argv: Sequence[str]) -> int:
+    """The forge answered 404/410 for an `issue view`: every cached view of that issue goes
+    (the shim has already dropped this very key)."""
+    from forge.health import queue
+
+    root = Path(os.environ["FORGE_SHIM_ROOT"])
+    explicit = os.environ.get("GH_REPO")
+    origin = queue.origin_remote(root) if not explicit else None
+    default = gh_args.split_repo(explicit)[1] if explicit else (origin[1] if origin else None)
+    readcache.drop_issue_views(root, argv, default)
+    return 0
+
+
 def replay_auto() -> int:
     """Detached from the gh call that found the breadcrumb; drains one batch per project."""
     from forge.health import replay
@@ -152,6 +166,8 @@ def main(argv: Sequence[str]) -> int:
             return handles(rest)
         if action == "replay-auto":
             return replay_auto()
+        if action == "invalidate":
+            return invalidate(rest)
     except Exception as error:  # the shim must never break gh
         print(f"[forge] internal error ({type(error).__name__}: {error})", file=sys.stderr)
         if action in ("serve", "spool"):

@@ -74,6 +74,15 @@ def resolve_repo(
         if value:
             host, repo = gh_args.split_repo(value)
             return host or host_env, repo
+    found = origin_remote(root)
+    if found is None:
+        return host_env, None
+    remote_host = None if found[0] == DEFAULT_HOST else found[0]
+    return host_env or remote_host, found[1]
+
+
+def origin_remote(root: Path) -> tuple[str, str] | None:
+    """(host, owner/repo) of the project's origin remote: the repo gh picks with no `-R`."""
     try:
         url = subprocess.run(
             ["git", "-C", str(root), "remote", "get-url", "origin"],
@@ -82,12 +91,8 @@ def resolve_repo(
             check=False,
         ).stdout
     except OSError:
-        return host_env, None
-    found = gh_args.repo_from_remote(url) if url.strip() else None
-    if found is None:
-        return host_env, None
-    remote_host = None if found[0] == DEFAULT_HOST else found[0]
-    return host_env or remote_host, found[1]
+        return None
+    return gh_args.repo_from_remote(url) if url.strip() else None
 
 
 def read_body(parsed: gh_args.ParsedWrite, read_stdin: Callable[[], bytes]) -> bytes | None:

@@ -26,7 +26,7 @@ AVAILABILITY_FAILURES: Final[frozenset[Signal]] = frozenset({"net", "server", "r
 on exactly these."""
 
 SUCCESSES: Final[frozenset[Signal]] = frozenset({"ok", "notfound"})
-"""The forge answered: a 404 is a correct answer, not an outage."""
+"""The forge answered: a 404 (or a 410, deleted) is a correct answer, not an outage."""
 
 GH_AUTH_EXIT_CODE: Final = 4
 """gh exits 4 when it needs authentication, whatever it printed."""
@@ -36,7 +36,7 @@ GH_AUTH_EXIT_CODE: Final = 4
 _PATTERNS: Final[tuple[tuple[Signal, re.Pattern[str]], ...]] = (
     ("ratelimit", re.compile(r"rate limit|HTTP 429|abuse detection", re.IGNORECASE)),
     ("auth", re.compile(r"HTTP 40[13]|bad credentials|gh auth login", re.IGNORECASE)),
-    ("notfound", re.compile(r"HTTP 404|could not resolve to", re.IGNORECASE)),
+    ("notfound", re.compile(r"HTTP 404|HTTP 410|could not resolve to", re.IGNORECASE)),
     (
         "server",
         re.compile(

@@ -192,3 +192,54 @@ def test_s01_cache_store_and_serve_under_both_shells(any_shell_env: ForgeEnv) ->
     served = any_shell_env.gh("issue", "view", "1", "--json", "title")
     assert (served.returncode, served.stdout) == (0, live.stdout)
     assert MARKER.match(served.stderr.decode().strip())
+
+
+def delete_issue(env: ForgeEnv, number: int) -> None:
+    data = json.loads(env.fake.state.read_text())
+    del data["repos"]["acme/widget"]["issues"][str(number)]
+    env.fake.state.write_text(json.dumps(data))
+
+
+@pytest.mark.parametrize("answer", ["404", "410"])
+def test_issue13_item2_a_not_found_answer_drops_the_issues_cached_views(
+    seeded: ForgeEnv, answer: str
+) -> None:
+    """Issue 13 item 2: once the forge answered 404 (or 410) for `issue view 1`, the next outage
+    must not serve the old "OPEN" copy of issue 1, under any of its cached views."""
+    views = [
+        ["issue", "view", "1"],
+        ["issue", "view", "1", "--json", "title,state"],
+        ["issue", "view", "https://github.com/acme/widget/issues/1", "--comments"],
+        ["issue", "view", "1", "-R", "acme/widget"],
+    ]
+    for argv in [*views, ["issue", "view", "2"]]:
+        assert seeded.gh(*argv).returncode == 0
+    delete_issue(seeded, 1)
+    if answer == "410":
+        seeded.fake.fail("issue view 1", "410")
+    gone = seeded.gh("issue", "view", "1")
+    assert gone.returncode == 1
+    assert f"HTTP {answer}".encode() in gone.stderr or b"Could not resolve to" in gone.stderr
+    seeded.fake.fail("issue view*", "503", times=-1)
+    for argv in views:
+        outage = seeded.gh(*argv)
+        assert (outage.returncode, outage.stdout) == (1, b""), argv
+        assert b"HTTP 503" in outage.stderr
+        assert b"[forge-cache]" not in outage.stderr
+    other = seeded.gh("issue", "view", "2")
+    assert other.returncode == 0
+    assert MARKER.match(other.stderr.decode().strip())
+
+
+def test_issue13_item2_without_python_the_shim_still_drops_the_entry_itself(
+    seeded: ForgeEnv,
+) -> None:
+    """Issue 13 item 2: the shim records a 404 on its own fast path, so it drops that key itself."""
+    no_python = {"FORGE_PYTHON": str(seeded.root / "no-such-python")}
+    assert seeded.gh("issue", "view", "1", env=no_python).returncode == 0
+    delete_issue(seeded, 1)
+    assert seeded.gh("issue", "view", "1", env=no_python).returncode == 1
+    seeded.fake.fail("issue view*", "503")
+    outage = seeded.gh("issue", "view", "1")
+    assert (outage.returncode, outage.stdout) == (1, b"")
+    assert b"[forge-cache]" not in outage.stderr

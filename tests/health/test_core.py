@@ -282,3 +282,32 @@ def test_x03_queue_headline_colours() -> None:
         "forge queue: 0 pending (none), 0 set aside, 1 corrupt — /p",
         "  corrupt q000003 (/q/000003.json): x — never replayed, kept on disk",
     ]
+
+
+def test_issue13_item2_every_view_of_one_issue_is_recognised() -> None:
+    """Issue 13 item 2: the views a 404 for `issue view 1` invalidates, and those it keeps."""
+    from forge.health.readcache import IssueRef, same_issue, viewed_issue
+
+    gone = viewed_issue(["issue", "view", "1"])
+    assert gone == IssueRef(None, 1)
+    same = [
+        ["issue", "view", "#1", "--json", "title"],
+        ["issue", "view", "-R", "Acme/Widget", "1", "-c"],
+        ["issue", "view", "https://github.com/acme/widget/issues/1"],
+        ["issue", "view", "--repo=github.com/acme/widget", "1"],
+    ]
+    for argv in same:
+        view = viewed_issue(argv)
+        assert view is not None, argv
+        assert same_issue(gone, view, "acme/widget"), argv
+    other = [
+        ["issue", "view", "12"],
+        ["issue", "view", "1", "-R", "acme/other"],
+        ["issue", "view", "https://github.com/acme/other/issues/1"],
+    ]
+    for argv in other:
+        view = viewed_issue(argv)
+        assert view is not None, argv
+        assert not same_issue(gone, view, "acme/widget"), argv
+    assert viewed_issue(["issue", "list"]) is None
+    assert viewed_issue(["issue", "view", "--json", "title"]) is None

@@ -37,6 +37,11 @@ CORPUS = [
         "GraphQL: Could not resolve to an issue or pull request with the number of 9.\n",
         "notfound",
     ),
+    (
+        1,
+        "HTTP 410: This issue was deleted (https://api.github.com/repos/a/w/issues/1)\n",
+        "notfound",
+    ),
     (1, "error connecting to api.github.com\ncheck your internet connection\n", "net"),
     (1, 'Post "https://api.github.com/graphql": net/http: TLS handshake timeout\n', "net"),
     (1, "dial tcp: lookup api.github.com: no such host\n", "net"),

@@ -9,9 +9,10 @@
 # Besides running gh it: appends one observation (ts_ms, rc, ms, signal, sub) to
 # observations.log; stores successful allowlisted reads in <project>/.forge/cache; on an
 # availability failure hands a read to the Python cache server and an allowlisted write to the
-# Python spool; routes any FORGE-Q<n> argument to the Python queue; and, after a successful call,
-# starts a detached replay when one stat finds the pending breadcrumb. A healthy read with nothing
-# to do never starts Python. Disable it by deleting this file; bypass it by calling gh by path.
+# Python spool; drops the cached copies of an issue the forge answered 404/410 for; routes any
+# FORGE-Q<n> argument to the Python queue; and, after a successful call, starts a detached
+# replay when one stat finds the pending breadcrumb. A healthy read with nothing to do never
+# starts Python. Disable it by deleting this file; bypass it by calling gh by path.
 
 FORGE_PYTHON=${FORGE_PYTHON:-@FORGE_PYTHON@}
 marker='forge-gh-shim:v1'
@@ -94,7 +95,7 @@ classify() { # rc stderr-file
 	if grep -Eiq 'rate limit|HTTP 429|abuse detection' "$2"; then echo ratelimit; return; fi
 	if [ "$1" -eq 4 ]; then echo auth; return; fi
 	if grep -Eiq 'HTTP 40[13]|bad credentials|gh auth login' "$2"; then echo auth; return; fi
-	if grep -Eiq 'HTTP 404|could not resolve to' "$2"; then echo notfound; return; fi
+	if grep -Eiq 'HTTP 404|HTTP 410|could not resolve to' "$2"; then echo notfound; return; fi
 	if grep -Eiq 'HTTP 5[0-9][0-9]|bad gateway|service unavailable|gateway timeout|something went wrong while executing your query' "$2"; then
 		echo server
 		return
@@ -145,6 +146,16 @@ python_ok() {
 	[ -x "$FORGE_PYTHON" ]
 }
 
+forget() { # a cacheable read answered 404/410: this key here, the issue's other views in Python
+	cache_key "$@"
+	[ -n "$key" ] && rm -f "$root/.forge/cache/$key.out" "$root/.forge/cache/$key.argv"
+	if [ "${2-}" = view ] && python_ok; then
+		FORGE_SHIM_ROOT=$root "$FORGE_PYTHON" -I -m forge.health.hook invalidate -- "$@" \
+			</dev/null >/dev/null 2>&1
+	fi
+	return 0
+}
+
 maybe_replay() { # after a success: one stat decides whether anything waits to be delivered
 	[ "${FORGE_REPLAY:-1}" != 0 ] && [ -e "$state/replay-pending" ] && python_ok || return 0
 	"$FORGE_PYTHON" -I -m forge.health.hook replay-auto </dev/null >/dev/null 2>&1 &
@@ -193,9 +204,11 @@ while :; do
 done
 
 mode=plain
+cacheable=0
 case "${1-} ${2-}" in
 'issue list' | 'issue view' | 'search issues')
-	[ "${FORGE_CACHE:-1}" != 0 ] && [ -n "$root" ] && [ ! -t 1 ] && mode='read'
+	[ "${FORGE_CACHE:-1}" != 0 ] && [ -n "$root" ] && cacheable=1
+	[ "$cacheable" = 1 ] && [ ! -t 1 ] && mode='read'
 	;;
 'issue create' | 'issue comment' | 'issue edit' | 'issue close' | 'issue reopen')
 	[ "${FORGE_QUEUE:-1}" != 0 ] && [ -n "$root" ] && python_ok && mode='write'
@@ -284,6 +297,9 @@ now_ms
 end=$now
 if [ "$rc" -eq 0 ]; then sig=ok; else sig=$(classify "$rc" "$errf"); fi
 record "$rc" $((end - start)) "$sig"
+
+# The forge says it is gone (404/410): no cached copy of it may be served in a later outage.
+[ "$sig" = notfound ] && [ "$cacheable" = 1 ] && forget "$@"
 
 case $sig in net | server | ratelimit | auth) failed=1 ;; *) failed=0 ;; esac
 if [ "$failed" = 1 ] && python_ok && { [ "$mode" = write ] || [ "$mode" = read ]; }; then

@@ -53,6 +53,10 @@ FAULTS: dict[str, tuple[int, str]] = {
         "GraphQL: Could not resolve to an issue or pull request with the number of 99. "
         "(repository.issue)\n",
     ),
+    "410": (
+        1,
+        "HTTP 410: This issue was deleted (https://api.github.com/repos/acme/widget/issues/1)\n",
+    ),
     "net": (
         1,
         "error connecting to api.github.com\n"
@@ -123,7 +127,7 @@ def parse(args: list[str]) -> tuple[list[str], dict[str, list[str]]]:
             flags.setdefault(word, []).append(args[i])
             i += 1
         elif word.startswith("-") and word != "-":
-            if word not in {"--web", "--paginate"}:
+            if word not in {"--web", "--paginate", "--comments"}:
                 raise Fail(1, f"unknown flag: {word}\n\nUsage:  gh issue [flags]\n")
             flags.setdefault(word, []).append("")
         else:
