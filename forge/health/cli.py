@@ -134,6 +134,7 @@ def _print_json(data: Any) -> None:
 
 def _health_status(args: argparse.Namespace) -> int:
     from forge.health import engine
+    from forge.health.shim_install import bypass_warning, gh_on_path
 
     request = engine.StatusRequest(
         probe=not getattr(args, "no_probe", False),
@@ -141,6 +142,9 @@ def _health_status(args: argparse.Namespace) -> int:
         window_s=getattr(args, "window", None),
     )
     result = engine.report(_settings(), clock_from_env(), request, _project())
+    warning = bypass_warning(gh_on_path())
+    if warning is not None:
+        print(f"forge health: {warning}", file=sys.stderr)
     if getattr(args, "json", False):
         _print_json(result)
     else:
@@ -333,9 +337,21 @@ def _print_replay(report: Any) -> None:
 
 
 def _shim_install(args: argparse.Namespace) -> int:
-    from forge.health.shim_install import install
+    import os
 
-    print(f"forge shim: installed {install(_settings(), args.dir)}")
+    from forge.health.shim_install import gh_on_path, install, path_line
+
+    target = install(_settings(), args.dir)
+    print(f"forge shim: installed {target}")
+    found = gh_on_path()
+    if found is not None and found.samefile(target):
+        print(f"forge shim: gh on PATH is forge's shim ({found}); nothing to add")
+        return 0
+    wanted = path_line(target.parent, os.environ.get("SHELL"))
+    print(
+        f"forge shim: gh on PATH is {found or 'nothing'}, not this shim; add this line to "
+        f"{wanted.rcfile} and open a new shell:\n  {wanted.line}"
+    )
     return 0
 
 

@@ -260,7 +260,7 @@ def test_h18_concurrent_appends_are_whole_lines(forge_env: ForgeEnv) -> None:
 def test_s07_a_remembered_real_gh_that_vanished_is_walked_for_again(echo_env: ForgeEnv) -> None:
     assert echo_env.gh("api", "x").returncode == 0
     remembered = (echo_env.state_dir / "real-gh").read_text().splitlines()
-    assert remembered == [echo_env.env["PATH"], str(echo_env.realbin / "gh")]
+    assert remembered == [str(echo_env.realbin / "gh")]  # every gh the walk met, the real one last
     moved = echo_env.root / "moved"
     python_gh(moved / "gh", "echogh.py")
     (echo_env.realbin / "gh").unlink()
@@ -330,3 +330,102 @@ def test_without_python_failures_pass_through_unchanged(forge_env: ForgeEnv) -> 
     assert (read.returncode, read.stdout, read.stderr) == (1, b"", expected)
     assert (write.returncode, write.stderr) == (1, expected)
     assert not (forge_env.project / ".forge" / "queue").exists()
+
+
+def test_issue13_item17_a_gh_added_earlier_on_the_same_path_is_found(echo_env: ForgeEnv) -> None:
+    """Issue 13 item 17: the real gh was remembered per PATH value, so a gh installed later into
+    a directory earlier on the same PATH was never used; it must be."""
+    early = echo_env.root / "early"
+    early.mkdir()
+    env = {"PATH": f"{echo_env.shim.parent}:{early}:{echo_env.realbin}:/usr/bin:/bin"}
+    python_gh(echo_env.realbin / "gh", "fakegh.py")
+    first = echo_env.gh("api", "rate_limit", env=env)
+    assert b"resources" in first.stdout  # the fake forge answered
+    python_gh(early / "gh", "echogh.py")
+    second = echo_env.gh("api", "rate_limit", env=env)
+    assert second.returncode == 0
+    assert json.loads(second.stdout)["argv"] == ["api", "rate_limit"]  # the earlier gh answered
+
+
+def test_issue13_item17_a_shim_copy_written_over_the_remembered_gh_is_skipped(
+    echo_env: ForgeEnv,
+) -> None:
+    """Issue 13 item 17: a remembered answer stands only while the files it names are unchanged."""
+    early = echo_env.root / "early"
+    python_gh(early / "gh", "echogh.py")
+    env = {"PATH": f"{echo_env.shim.parent}:{early}:{echo_env.realbin}:/usr/bin:/bin"}
+    assert echo_env.gh("api", "x", env=env).returncode == 0
+    remembered = echo_env.state_dir / "real-gh"
+    old = remembered.stat().st_mtime - 60
+    os.utime(remembered, (old, old))
+    result = echo_env.forge("shim", "install", "--dir", str(early))
+    assert result.returncode == 0, result.stderr
+    through = echo_env.gh("api", "y", env=env)
+    assert (through.returncode, json.loads(through.stdout)["argv"]) == (0, ["api", "y"])
+    assert len(echo_env.observations()) == 2  # recorded once, not once per shim copy
+
+
+@pytest.mark.parametrize(
+    ("shell", "rcfile", "line"),
+    [
+        ("/bin/bash", "~/.bashrc", 'export PATH="{dir}:$PATH"'),
+        ("/usr/bin/zsh", "~/.zshrc", 'export PATH="{dir}:$PATH"'),
+        ("/usr/bin/fish", "~/.config/fish/config.fish", "set -gx PATH {dir} $PATH"),
+        ("/bin/dash", "~/.profile", 'export PATH="{dir}:$PATH"'),
+    ],
+)
+def test_issue13_item17_install_prints_the_line_that_puts_the_shim_on_path(
+    forge_env: ForgeEnv, shell: str, rcfile: str, line: str
+) -> None:
+    """Issue 13 item 17: `forge shim install` cannot change the caller's PATH, so it prints the
+    line to add, for the user's shell ($SHELL)."""
+    target = forge_env.root / "elsewhere"
+    result = forge_env.forge("shim", "install", "--dir", str(target), env={"SHELL": shell})
+    assert result.returncode == 0, result.stderr
+    expected = line.format(dir=target)
+    assert rcfile in result.stdout
+    assert f"\n  {expected}\n" in result.stdout
+    if shell == "/bin/bash":
+        found = subprocess.run(
+            ["bash", "-c", f"{expected}; command -v gh"],
+            env={**forge_env.env, "PATH": f"{forge_env.realbin}:/usr/bin:/bin"},
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        assert found.stdout.strip() == str(target / "gh")
+
+
+def test_issue13_item17_install_says_when_the_shim_is_already_on_path(forge_env: ForgeEnv) -> None:
+    """Issue 13 item 17: with the shim's directory already ahead of gh, there is nothing to add."""
+    result = forge_env.forge("shim", "install", env={"SHELL": "/bin/bash"})
+    assert result.returncode == 0, result.stderr
+    assert "gh on PATH is forge's shim" in result.stdout
+    assert "export PATH" not in result.stdout
+
+
+def test_issue13_item17_health_warns_when_gh_on_path_is_not_the_shim(forge_env: ForgeEnv) -> None:
+    """Issue 13 item 17: `forge health` says so when `gh` on PATH bypasses the shim."""
+    bypassed = {"PATH": f"{forge_env.realbin}:/usr/bin:/bin"}
+    result = forge_env.forge("health", "--no-probe", env=bypassed)
+    assert result.returncode == 5
+    warning = f"gh on PATH is {forge_env.realbin / 'gh'}, not forge's shim"
+    assert warning in result.stderr
+    assert warning in forge_env.forge("health", "--json", "--no-probe", env=bypassed).stderr
+    assert forge_env.forge("health", "--no-probe").stderr == ""
+
+
+@pytest.mark.parametrize("directory", ["/opt/my tools/bin", '/o/$HOME "q" `x` \\b', "/o/it's"])
+def test_issue13_item17_the_path_line_survives_any_directory_name(directory: str) -> None:
+    """Issue 13 item 17: the printed line, pasted into bash, puts exactly that directory first."""
+    from forge.health.shim_install import path_line
+
+    wanted = path_line(Path(directory), "/bin/bash")
+    result = subprocess.run(
+        ["bash", "-c", f'{wanted.line}\nprintf %s "$PATH"'],
+        env={"PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert result.stdout == f"{directory}:/usr/bin:/bin"

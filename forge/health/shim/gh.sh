@@ -17,10 +17,15 @@
 FORGE_PYTHON=${FORGE_PYTHON:-@FORGE_PYTHON@}
 marker='forge-gh-shim:v1'
 
+nl='
+'
 real=
 _scan=0 # without head and grep only this very file can be told apart from the real gh
 command -v head >/dev/null 2>&1 && command -v grep >/dev/null 2>&1 && _scan=1
+# Each candidate gh on PATH, in order, past this very file: copies of the shim are skipped, the
+# first other one is the real gh. Sets real and met (every candidate met, one a line, real last).
 find_real() {
+	met=
 	_ifs=$IFS
 	IFS=:
 	set -f
@@ -28,6 +33,7 @@ find_real() {
 		_c=${_dir:-.}/gh
 		[ -f "$_c" ] && [ -x "$_c" ] || continue
 		[ "$_c" -ef "$0" ] && continue
+		met=$met$_c$nl
 		if [ "$_scan" = 1 ]; then head -c 512 "$_c" 2>/dev/null | grep -q "$marker" && continue; fi
 		real=$_c
 		break
@@ -36,15 +42,41 @@ find_real() {
 	set +f
 }
 
-# The walk costs two processes per candidate, so its answer is remembered per PATH value.
+# Checks the remembered walk without a process: the same PATH directories must hold the same
+# candidates up to the remembered real gh, none of them changed since (a gh installed earlier on
+# PATH, or a copy of the shim written over a remembered file, makes it walk again).
+remembered_real() {
+	_want='' _last=''
+	{ while IFS= read -r _l; do
+		_want=$_want$_l$nl
+		_last=$_l
+	done; } 2>/dev/null <"$state/real-gh"
+	[ -n "$_last" ] || return 1
+	_got=
+	_ifs=$IFS
+	IFS=:
+	set -f
+	for _dir in $PATH; do
+		_c=${_dir:-.}/gh
+		[ -f "$_c" ] && [ -x "$_c" ] || continue
+		[ "$_c" -ef "$0" ] && continue
+		if [ "$_c" -nt "$state/real-gh" ]; then
+			_got=
+			break
+		fi
+		_got=$_got$_c$nl
+		[ "$_c" = "$_last" ] && break
+	done
+	IFS=$_ifs
+	set +f
+	[ "$_got" = "$_want" ] && real=$_last
+}
+
+# The walk costs two processes per candidate, so what it met is remembered in $state/real-gh.
 state=${FORGE_STATE:-${FORGE_HOME:-${XDG_STATE_HOME:-$HOME/.local/state}/forge}/forge}
-_cp='' _cr=''
-{ IFS= read -r _cp && IFS= read -r _cr; } 2>/dev/null <"$state/real-gh"
-if [ "$_cp" = "$PATH" ] && [ -f "$_cr" ] && [ -x "$_cr" ] && ! [ "$_cr" -ef "$0" ]; then
-	real=$_cr
-else
+if ! remembered_real; then
 	find_real
-	[ -n "$real" ] && [ -d "$state" ] && printf '%s\n%s\n' "$PATH" "$real" 2>/dev/null >"$state/real-gh"
+	[ -n "$real" ] && [ -d "$state" ] && printf '%s' "$met" 2>/dev/null >"$state/real-gh"
 fi
 if [ -z "$real" ]; then
 	printf 'gh: forge shim (%s) found no real gh on PATH, only copies of itself; install gh or put it on PATH\n' "$0" >&2
