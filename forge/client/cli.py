@@ -78,9 +78,9 @@ def _url(args: argparse.Namespace) -> str:
     if args.url:
         url: str = args.url
         return url
-    from forge.config import load_config, resolve_config_path
+    from forge.config import load_config, require_config_path
 
-    loaded = load_config(resolve_config_path(args.config, os.environ))
+    loaded = load_config(require_config_path(args.config, os.environ))
     return socket_url(loaded.config.server)
 
 

@@ -13,6 +13,7 @@ from forge.config.loader import (
     LoadedConfig,
     load_config,
     parse_config,
+    require_config_path,
     resolve_config_path,
 )
 from forge.config.model import (
@@ -56,6 +57,7 @@ __all__ = [
     "key_for",
     "load_config",
     "parse_config",
+    "require_config_path",
     "resolve_config_path",
     "watch_config",
 ]

@@ -31,7 +31,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def run(args: argparse.Namespace) -> int:
     """Refuse a config that does not load (ConfigError: its message, exit 2), else serve."""
     from forge import paths
-    from forge.config import load_config, resolve_config_path
+    from forge.config import load_config, require_config_path
     from forge.logs import configure
     from forge.supervisor import drills
 
@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
         overrides["server.bind"] = args.bind
     if args.port is not None:
         overrides["server.port"] = args.port
-    loaded = load_config(resolve_config_path(args.config, os.environ), overrides=overrides)
+    loaded = load_config(require_config_path(args.config, os.environ), overrides=overrides)
     configure(paths.state_dir() / "forge.log", process="supervisor")
     asyncio.run(serve(loaded, drills=os.environ.get(drills.ENV) == "1"))
     return 0

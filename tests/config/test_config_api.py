@@ -35,6 +35,7 @@ PUBLIC = {
     "key_for",
     "load_config",
     "parse_config",
+    "require_config_path",
     "resolve_config_path",
     "watch_config",
 }
