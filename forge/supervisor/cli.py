@@ -118,6 +118,5 @@ def _cannot_listen(server: ServerConfig, error: OSError) -> UserError:
         )
     if error.errno in (errno.EACCES, errno.EPERM):
         return UserError(f"cannot listen on {where}: permission denied; pick a port above 1023")
-    return UserError(
-        f"cannot listen on {where}: {error.strerror or error}; check --bind and --port"
-    )
+    reason = os.strerror(error.errno).lower() if error.errno else str(error)
+    return UserError(f"cannot listen on {where}: {reason}; check --bind and --port")
