@@ -2,12 +2,15 @@
 
 Each area's `register(subparsers)` adds its parsers and sets `run=callable(args) -> int`, so this
 module knows only the list of areas. A `UserError` anywhere becomes its message on stderr and
-the error's exit code, never a traceback.
+the error's exit code, never a traceback; a reader that goes away (`forge status --json | head -1`)
+ends the output quietly, with the exit status a Unix tool killed by SIGPIPE has (141).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import sys
 from collections.abc import Callable, Sequence
 
@@ -55,7 +58,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     run: Callable[[argparse.Namespace], int] = args.run
     try:
-        return run(args)
+        code = run(args)
+        sys.stdout.flush()  # a closed pipe shows here, not as a traceback at interpreter exit
+        return code
+    except BrokenPipeError:
+        # Nothing more can be written; the devnull stops the exit flush from failing again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + signal.SIGPIPE
     except UserError as error:
         print(f"forge: {error}", file=sys.stderr)
         return error.exit_code

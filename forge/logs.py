@@ -3,7 +3,8 @@
 Every process (supervisor, workers, CLI) calls `configure` once; modules call `get_logger()` and
 log a record name with fields: `log.info("socket_origin_refused", origin=o, peer=p)` writes
 `{"record": "socket_origin_refused", "origin": ..., "peer": ..., "level": "info", "ts": ...}`.
-Workers inherit the log path through `FORGE_LOG_FILE` and append to the same file.
+Workers inherit the log path through `FORGE_LOG_FILE` and append to the same file, and the lowest
+level written (`[log] level`, set with `set_level`) through `FORGE_LOG_LEVEL`.
 """
 
 from __future__ import annotations
@@ -18,6 +19,16 @@ import structlog
 
 LOG_FILE_ENV = "FORGE_LOG_FILE"
 """Environment variable that hands the log path from the supervisor to its workers."""
+LOG_LEVEL_ENV = "FORGE_LOG_LEVEL"
+"""Environment variable that hands `[log] level` from the supervisor to the workers it starts."""
+
+LEVELS = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "warning": logging.WARNING,
+    "error": logging.ERROR,
+}
+"""`[log] level`'s names."""
 
 _SHARED_PROCESSORS: list[Any] = [
     structlog.contextvars.merge_contextvars,
@@ -74,10 +85,19 @@ def configure(
         structlog.contextvars.bind_contextvars(process=process, pid=os.getpid())
 
 
+def set_level(name: str) -> None:
+    """Write records from level `name` up, in this process from now on and in every worker it
+    starts later (a running worker keeps the level it started with)."""
+    logging.getLogger().setLevel(LEVELS[name])
+    os.environ[LOG_LEVEL_ENV] = name
+
+
 def configure_from_env(process: str) -> None:
-    """For a worker: write where the supervisor writes (or nowhere if it set no file)."""
+    """For a worker: write where the supervisor writes (or nowhere if it set no file), from the
+    level it set (every level if it set none)."""
     path = os.environ.get(LOG_FILE_ENV)
-    configure(Path(path) if path else None, to_stderr=False, process=process)
+    level = LEVELS.get(os.environ.get(LOG_LEVEL_ENV, ""), logging.DEBUG)
+    configure(Path(path) if path else None, to_stderr=False, level=level, process=process)
 
 
 def get_logger(name: str | None = None) -> structlog.stdlib.BoundLogger:

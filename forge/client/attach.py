@@ -5,7 +5,8 @@ terminal, a signal, an error), the seat's terminal is viewed (`terminal_view`, o
 first use), control is taken and the local size sent (again on every SIGWINCH). The view's
 `screen` is drawn, then every kind-4 chunk above its `seq`; keyboard bytes go out as kind 5
 through the detach machine (`Ctrl-\\` then `d`). The seat's session subject tells when the shell
-exits (`terminal_changed` with `alive: false`) or the terminal goes (`null`). A lost link is
+exits (`terminal_changed` with `alive: false`) or the terminal goes (`null`). `Ctrl-\\` then `c`
+takes control back from a viewer that took it, ahead of the keys typed with it. A lost link is
 redialled by `ClientSession`, which re-attaches and repaints. On SIGCONT (back from a stop) the
 tty is made raw again and the link probed at once. What to draw and when to stop is decided by
 the pure `AttachView`; this module is the I/O around it.
@@ -81,7 +82,8 @@ class Attachment:
         self.out_fd = out_fd
         self.view = AttachView(seat)
         self._keys = DetachKeys()
-        self._typed: asyncio.Queue[bytes] = asyncio.Queue()
+        self._typed: asyncio.Queue[bytes | None] = asyncio.Queue()
+        """Keyboard bytes in order; None is the take-control key, sent in its place among them."""
         self._ended: asyncio.Future[Ending] = asyncio.get_running_loop().create_future()
         self._background: set[asyncio.Task[None]] = set()
 
@@ -141,6 +143,8 @@ class Attachment:
             self._end(Ending("the terminal closed its input"))
             return
         keys = self._keys.feed(data)
+        if keys.take:
+            self._typed.put_nowait(None)
         if keys.forward:
             self._typed.put_nowait(keys.forward)
         if keys.detach:
@@ -163,9 +167,12 @@ class Attachment:
         while True:
             data = await self._typed.get()
             try:
-                await self.client.type(data)
+                if data is None:
+                    await self.client.take_control()
+                else:
+                    await self.client.type(data)
             except ConnectionLost:
-                log.info("client_keys_dropped", bytes=len(data), why="the link is down")
+                log.info("client_keys_dropped", bytes=len(data or b""), why="the link is down")
 
     async def _watch_seat(self) -> None:
         """Subscribe the seat's session, whose `terminal` row says when the shell is gone."""

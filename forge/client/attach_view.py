@@ -64,6 +64,8 @@ class AttachView:
         """This connection's viewer number, from the last `terminal_view`."""
         self.last_seq = 0
         """The highest chunk the screen reflects; chunks at or below it are not drawn again."""
+        self.lost_control = False
+        """Another viewer took control from us, and we have not had it back since."""
         self._seat_key = msgspec.to_builtins(seat)
 
     def react(self, event: SessionEvent, hold: TerminalHold | None) -> Reaction:
@@ -81,12 +83,7 @@ class AttachView:
             self.viewer, self.last_seq = event.viewer, event.seq
             return Reaction(event.screen.encode())
         if isinstance(event, TerminalControl):
-            if event.id == hold.id and hold.control and event.controller not in (None, self.viewer):
-                hold.control = False
-                return Reaction(
-                    notice(f"viewer {event.controller} took control; your keys are ignored")
-                )
-            return NOTHING
+            return self._control(event, hold)
         if isinstance(event, Update):
             if event.variant == "terminal_changed" and event.body.get("key") == self._seat_key:
                 return self.summary(event.body.get("terminal"), hold)
@@ -104,6 +101,24 @@ class AttachView:
         if isinstance(event, Disconnected):
             text = f"connection lost ({event.reason}); reconnecting - Ctrl-\\ d detaches"
             return Reaction(notice(text))
+        return NOTHING
+
+    def _control(self, event: TerminalControl, hold: TerminalHold) -> Reaction:
+        """Who holds the terminal's input moved: losing it is said once, with the way back
+        (`Ctrl-\\ c`), and so is having it again."""
+        if event.id != hold.id:
+            return NOTHING
+        if hold.control and event.controller not in (None, self.viewer):
+            hold.control, self.lost_control = False, True
+            return Reaction(
+                notice(
+                    f"viewer {event.controller} took control; your keys are ignored - "
+                    "Ctrl-\\ c takes it back"
+                )
+            )
+        if self.lost_control and event.controller == self.viewer:
+            self.lost_control = False
+            return Reaction(notice("you have control again"))
         return NOTHING
 
     def summary(self, terminal: Any, hold: TerminalHold) -> Reaction:

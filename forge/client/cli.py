@@ -1,23 +1,20 @@
 """`forge status` and `forge attach`: the CLI verbs that are clients of the running supervisor.
 
 Both find the supervisor at `--url`, else at `ws://<bind>:<port>/socket` from the same
-forge.toml `forge supervise` reads (`--config`, `$FORGE_CONFIG`, the XDG path). Imports of the
-client stay inside the run functions, so registering these verbs costs other verbs nothing.
+forge.toml `forge supervise` reads (`--config`, `$FORGE_CONFIG`, the XDG path). A client needs
+only that address, and a supervisor keeps serving the last forge.toml that loaded, so a file that
+no longer loads is said on stderr and the address its supervisor last listened on (else the
+default) is dialled. Imports of the client stay inside the run functions, so registering these
+verbs costs other verbs nothing.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-from typing import TYPE_CHECKING
+import sys
 
 from forge.client.errors import NO_SUPERVISOR_EXIT
-
-if TYPE_CHECKING:
-    from forge.config import ServerConfig
-
-WILDCARD_TO_LOOPBACK = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}
-"""A supervisor bound to every address is dialled on loopback."""
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -28,7 +25,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "projects, started seats and worker processes.",
         epilog=f"exit status: 0 the supervisor answered; 1 it answered and a worker is `failed` "
         f"(crash loop, no longer restarted); {NO_SUPERVISOR_EXIT} no supervisor answered at the "
-        "URL; 2 a bad flag or forge.toml.",
+        "URL; 2 a bad flag, or --config names no file (a forge.toml that does not load "
+        "is said on stderr, and the address its supervisor last listened on is dialled).",
     )
     status.add_argument("--json", action="store_true", help="print JSON instead of a table")
     _add_location(status)
@@ -39,11 +37,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="attach this terminal to a seat's terminal (detach: Ctrl-\\ then d)",
         description="Attach this terminal (raw mode) to the terminal of seat ORG/PROJECT/LABEL, "
         "opening it on first use, and take control of it. Ctrl-\\ then d detaches; Ctrl-\\ "
-        "then anything else sends both keys. The window size follows this terminal.",
+        "then c takes control back when another viewer took it; Ctrl-\\ then anything else "
+        "sends both keys. The window size follows this terminal.",
         epilog=f"exit status: 0 detached, or the shell exited, or the terminal was closed; "
-        f"1 the server refused or lost the terminal, or attach failed; 2 a bad seat, flag or "
-        f"forge.toml, or no terminal on stdin; {NO_SUPERVISOR_EXIT} no supervisor answered at "
-        "the URL.",
+        f"1 the server refused or lost the terminal, or attach failed; 2 a bad seat or flag, a "
+        f"--config naming no file, or no terminal on stdin; {NO_SUPERVISOR_EXIT} no supervisor "
+        "answered at the URL.",
     )
     attach.add_argument("seat", metavar="ORG/PROJECT/LABEL", help="the seat whose terminal to use")
     _add_location(attach)
@@ -53,14 +52,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def _add_location(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--url", help="the socket to dial (default: from forge.toml)")
     parser.add_argument("--config", metavar="PATH", help="the forge.toml that names the socket")
-
-
-def socket_url(server: ServerConfig) -> str:
-    """`ws://<bind>:<port>/socket`, with a wildcard bind dialled on loopback."""
-    host = WILDCARD_TO_LOOPBACK.get(server.bind, server.bind)
-    if ":" in host:
-        host = f"[{host}]"
-    return f"ws://{host}:{server.port}/socket"
 
 
 def _quiet_logs(process: str) -> None:
@@ -78,10 +69,25 @@ def _url(args: argparse.Namespace) -> str:
     if args.url:
         url: str = args.url
         return url
-    from forge.config import load_config, resolve_config_path
+    from forge.config import (
+        ConfigError,
+        load_config,
+        parse_config,
+        recorded_url,
+        require_config_path,
+        socket_url,
+    )
 
-    loaded = load_config(resolve_config_path(args.config, os.environ))
-    return socket_url(loaded.config.server)
+    path = require_config_path(args.config, os.environ)
+    try:
+        return socket_url(load_config(path).config.server)
+    except ConfigError as broken:
+        recorded = recorded_url(path)
+        url = recorded or socket_url(parse_config(b"", path).config.server)
+        whence = "where its supervisor last listened" if recorded else "the default address"
+        print(f"forge: {broken}", file=sys.stderr)
+        print(f"forge: {path.name} does not load; dialling {url} ({whence})", file=sys.stderr)
+        return url
 
 
 def run_status(args: argparse.Namespace) -> int:

@@ -5,6 +5,7 @@ The public surface other areas import; see docs/architecture.md "Config".
 
 from __future__ import annotations
 
+from forge.config.address import page_url, record_listening, recorded_url, socket_url
 from forge.config.catalogue import AREAS, KEYS, Area, Key, ReloadClass, key_for
 from forge.config.greeting import greeting_settings
 from forge.config.loader import (
@@ -13,6 +14,7 @@ from forge.config.loader import (
     LoadedConfig,
     load_config,
     parse_config,
+    require_config_path,
     resolve_config_path,
 )
 from forge.config.model import (
@@ -55,7 +57,12 @@ __all__ = [
     "greeting_settings",
     "key_for",
     "load_config",
+    "page_url",
     "parse_config",
+    "record_listening",
+    "recorded_url",
+    "require_config_path",
     "resolve_config_path",
+    "socket_url",
     "watch_config",
 ]

@@ -16,6 +16,8 @@ import re
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
+from forge.logs import LEVELS
+
 Kind = Literal["string", "number", "bool", "list", "table", "set"]
 """A value's shape for drawing, as the settings document names it."""
 
@@ -456,11 +458,11 @@ KEYS: tuple[Key, ...] = (
         LOG,
         "level",
         kind="string",
-        reload="not_read_yet",
-        rule=Choice(("debug", "info", "warning", "error")),
+        reload="live",
+        rule=Choice(tuple(LEVELS)),
         default="info",
         required=True,
-        note="the lowest level written to the log",
+        note="the lowest level written to the log (a running worker keeps the one it started with)",
     ),
 )
 

@@ -12,7 +12,7 @@ import json
 import os
 import sys
 
-from forge.config.loader import load_config, resolve_config_path
+from forge.config.loader import load_config, require_config_path
 from forge.config.template import defaults_toml
 
 
@@ -33,14 +33,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _check(args: argparse.Namespace) -> int:
-    loaded = load_config(resolve_config_path(args.config, os.environ))
+    loaded = load_config(require_config_path(args.config, os.environ))
     state = "loads" if loaded.source.exists() else "is missing: the defaults apply"
     print(f"{loaded.source} {state} (fingerprint {loaded.fingerprint})")
     return 0
 
 
 def _show(args: argparse.Namespace) -> int:
-    loaded = load_config(resolve_config_path(args.config, os.environ))
+    loaded = load_config(require_config_path(args.config, os.environ))
     json.dump(loaded.document, sys.stdout, indent=2, ensure_ascii=False)
     print()
     return 0

@@ -21,7 +21,13 @@ from typing import Any
 from forge import paths
 from forge.config.catalogue import AREAS, NAME, Area, Key, TomlValue, key_for, keys_of
 from forge.config.document import Document, build_document
-from forge.config.locate import KeyPath, key_on_line, line_of, syntax_error_line
+from forge.config.locate import (
+    KeyPath,
+    key_on_line,
+    line_of,
+    statement_start,
+    syntax_error_line,
+)
 from forge.config.model import (
     BrowserConfig,
     ClientConfig,
@@ -77,6 +83,21 @@ def resolve_config_path(cli_path: str | Path | None, environ: Mapping[str, str])
     return Path(chosen).expanduser().absolute()
 
 
+def require_config_path(cli_path: str | Path | None, environ: Mapping[str, str]) -> Path:
+    """`resolve_config_path` for a command line: a `--config` that names no file is refused. Only
+    a forge.toml nobody named may be missing (the defaults); a typo must not run on them."""
+    path = resolve_config_path(cli_path, environ)
+    if cli_path and not path.exists():
+        raise ConfigError(
+            f"{path}: no such file; --config must name a forge.toml that exists "
+            "(without --config, a missing forge.toml means the defaults)",
+            path=path,
+            line=None,
+            key=None,
+        )
+    return path
+
+
 def fingerprint_of(raw: bytes) -> str:
     return hashlib.sha256(raw).hexdigest()[:16]
 
@@ -108,7 +129,7 @@ def parse_config(
     try:
         data: dict[str, Any] = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
-        line = syntax_error_line(text, str(error))
+        line = statement_start(text, syntax_error_line(text, str(error)))
         key = key_on_line(text, line)
         where = f"{source} line {line}: " + (f"{key}: " if key else "")
         raise ConfigError(where + str(error), path=source, line=line, key=key) from None

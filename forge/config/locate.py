@@ -61,6 +61,28 @@ def syntax_error_line(text: str, message: str) -> int:
     return max(1, len(text.splitlines()))
 
 
+def statement_start(text: str, line: int) -> int:
+    """The line where the statement tomllib failed in begins. A value left open (an array, an
+    inline table, a multi-line string) or a bad element inside one is reported where the parser
+    gave up, which can be lines below the key that opened it: the statement begins just after the
+    longest prefix above `line` that parses. Only lines that can begin a statement (a key or a
+    header) are tried, so a long open value costs a parse per key inside it, not per line."""
+    lines = text.splitlines(keepends=True)
+    for start in range(min(line, len(lines)), 1, -1):
+        opens = _ASSIGNED_KEY.match(lines[start - 1]) or _HEADER.match(lines[start - 1])
+        if (start == line or opens) and _parses("".join(lines[: start - 1])):
+            return start
+    return 1
+
+
+def _parses(text: str) -> bool:
+    try:
+        tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        return False
+    return True
+
+
 def key_on_line(text: str, line: int) -> str | None:
     """The key a line assigns, under the table declared above it (`projects[2].shell` in the
     third [[projects]] entry), or the table a header line declares; None if the line has neither."""

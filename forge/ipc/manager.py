@@ -101,6 +101,9 @@ class WorkerSpec:
     cwd: Path | None = None
     timings: LifecycleTimings | None = None
     """This worker's own timings (a slow Chromium start's `hello_timeout`), else the manager's."""
+    restart: bool = True
+    """False for a worker whose death its owner handles (a terminal host: its shell is gone with
+    it): an exit nobody asked for leaves it `stopped`, logged `worker_exited_not_restarted`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -288,7 +291,7 @@ class WorkerHandle:
             status = await process.exited
             watchdog.cancel()
             ready_for = self._on_exit(process, status)
-            if self._stop_requested.done():
+            if self._stop_requested.done() or not self.spec.restart:
                 self._set_state(WorkerState.STOPPED)
                 return
             decision = self._policy.after_exit(self._clock.monotonic(), status, ready_for)
@@ -368,7 +371,10 @@ class WorkerHandle:
         message = f"{'stopped' if stopping else 'died'} ({self._last_reason})"
         failed = self._pending.fail_all(lambda: error(self.name, message))
         ended = self._streams.end_all(reason)
-        record = "worker_stopped" if stopping else "worker_exited"
+        if stopping:
+            record = "worker_stopped"
+        else:
+            record = "worker_exited" if self.spec.restart else "worker_exited_not_restarted"
         self._log.log(
             20 if stopping else 40,
             record,

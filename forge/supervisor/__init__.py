@@ -18,7 +18,8 @@ Serving a verb. Every client message is already a typed struct in `forge.wire.cl
 A handler refuses by raising `forge.wire.errors.ClientRefusal(what, why, seat)`; the core
 answers it as `error{what, why, seat, dispatch_id: null}` and the connection stays up. A known
 verb with no handler is refused as "<kind> is not served by this server yet". Commands:
-`register_command(name, handler)` (the reply_to rule is checked before the handler runs).
+`register_command(name, handler)` (the reply_to rule is checked before the handler runs; a
+reply command's refusal or failure is answered as its `reply` body, `{ok: false, why}`).
 Client binary frames: `register_binary(TerminalInput | Dictation, handler)`; unhandled ones are
 dropped with a `socket_binary_dropped` debug record.
 

@@ -1,55 +1,73 @@
 """`forge supervise`: load forge.toml, serve the socket, watch the config, stop on a signal.
 
-Imports of the server stay inside `run`, so registering the verb costs other verbs nothing.
+Once it listens it prints one line: the page and socket URLs and the log's path. An address it
+cannot listen on is a one-line refusal naming it and the flag that changes it (exit 2). Imports
+of the server stay inside `run`, so registering the verb costs other verbs nothing.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
 import os
 import signal
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from forge.errors import UserError
+from forge.logs import LEVELS
+
 if TYPE_CHECKING:
-    from forge.config import LoadedConfig
+    from forge.config import LoadedConfig, ServerConfig
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "supervise",
         help="serve the client socket (ws://<bind>:<port>/socket)",
-        description="Serve the client socket; forge.toml is --config, else $FORGE_CONFIG, "
-        "else $XDG_CONFIG_HOME/forge/forge.toml (a missing file is the embedded defaults).",
+        description="Serve the client socket; forge.toml is --config (which must exist), else "
+        "$FORGE_CONFIG, else $XDG_CONFIG_HOME/forge/forge.toml (a missing file there is the "
+        "embedded defaults).",
+        epilog="exit status: 0 stopped by SIGINT or SIGTERM; 2 forge.toml does not load, a bad "
+        "flag, or the address cannot be listened on (a port in use: pick another with --port).",
     )
     parser.add_argument("--config", metavar="PATH", help="the forge.toml to read")
     parser.add_argument("--bind", help="the address to listen on (overrides [server] bind)")
     parser.add_argument("--port", type=int, help="the TCP port (overrides [server] port)")
+    parser.add_argument(
+        "--log-level", choices=tuple(LEVELS), help="the lowest level logged (overrides [log] level)"
+    )
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Refuse a config that does not load (ConfigError: its message, exit 2), else serve."""
     from forge import paths
-    from forge.config import load_config, resolve_config_path
-    from forge.logs import configure
+    from forge.config import load_config, require_config_path
+    from forge.logs import configure, set_level
     from forge.supervisor import drills
 
     overrides: dict[str, Any] = {}
-    if args.bind is not None:
-        overrides["server.bind"] = args.bind
-    if args.port is not None:
-        overrides["server.port"] = args.port
-    loaded = load_config(resolve_config_path(args.config, os.environ), overrides=overrides)
-    configure(paths.state_dir() / "forge.log", process="supervisor")
-    asyncio.run(serve(loaded, drills=os.environ.get(drills.ENV) == "1"))
+    for flag, pattern in (
+        ("bind", "server.bind"),
+        ("port", "server.port"),
+        ("log_level", "log.level"),
+    ):
+        if getattr(args, flag) is not None:
+            overrides[pattern] = getattr(args, flag)
+    loaded = load_config(require_config_path(args.config, os.environ), overrides=overrides)
+    log_file = paths.state_dir() / "forge.log"
+    configure(log_file, process="supervisor")
+    set_level(loaded.config.log.level)
+    asyncio.run(serve(loaded, log_file=log_file, drills=os.environ.get(drills.ENV) == "1"))
     return 0
 
 
-async def serve(loaded: LoadedConfig, *, drills: bool = False) -> None:
+async def serve(loaded: LoadedConfig, *, log_file: Path, drills: bool = False) -> None:
     """Serve until SIGINT or SIGTERM; then close the socket and run the shutdown hooks."""
-    from forge.config import watch_config
-    from forge.logs import get_logger
+    from forge.config import page_url, record_listening, socket_url, watch_config
+    from forge.logs import get_logger, set_level
     from forge.supervisor import drills as drill_verbs
     from forge.supervisor.app import running_supervisor
     from forge.supervisor.server import SocketServer
@@ -63,12 +81,42 @@ async def serve(loaded: LoadedConfig, *, drills: bool = False) -> None:
         if drills:
             drill_verbs.install(supervisor)
         socket = SocketServer(supervisor)
-        await socket.start()
+        server = loaded.config.server
+        try:
+            await socket.start()
+        except OSError as error:
+            log.error("socket_listen_failed", bind=server.bind, port=server.port, error=str(error))
+            raise _cannot_listen(server, error) from None
+        record_listening(loaded.source, socket_url(server))
+        print(
+            f"forge supervise: serving {page_url(server)} (socket {socket_url(server)}); "
+            f"log: {log_file}",
+            flush=True,
+        )
+
+        def reloaded(new: LoadedConfig) -> None:
+            set_level(new.config.log.level)
+            supervisor.apply_config(new)
+
         watcher = asyncio.create_task(
-            watch_config(loaded.source, loaded, supervisor.apply_config, clock=supervisor.clock)
+            watch_config(loaded.source, loaded, reloaded, clock=supervisor.clock)
         )
         await stop.wait()
         log.info("supervisor_stopping")
         watcher.cancel()
         await socket.close()
     log.info("supervisor_stopped")
+
+
+def _cannot_listen(server: ServerConfig, error: OSError) -> UserError:
+    """The one line a person reads when the socket cannot be opened, with what to change."""
+    where = f"{server.bind}:{server.port}"
+    if error.errno == errno.EADDRINUSE:
+        return UserError(
+            f"port {server.port} on {server.bind} is already in use (another forge supervise?); "
+            "stop what holds it, or pick another port with --port"
+        )
+    if error.errno in (errno.EACCES, errno.EPERM):
+        return UserError(f"cannot listen on {where}: permission denied; pick a port above 1023")
+    reason = os.strerror(error.errno).lower() if error.errno else str(error)
+    return UserError(f"cannot listen on {where}: {reason}; check --bind and --port")

@@ -36,12 +36,12 @@ from forge.wire.client import (
     Subscribe,
     Unsubscribe,
 )
-from forge.wire.commands import CommandCall, decode_command
+from forge.wire.commands import CommandCall, decode_command, reply_channel
 from forge.wire.errors import ClientRefusal
 from forge.wire.origin import OriginPolicy
 from forge.wire.seats import HOME, Seat, SessionSubject, Subject, session
 from forge.wire.server import JsonFrame
-from forge.wire.unserved import UNSERVED, answer_unserved
+from forge.wire.unserved import UNSERVED, answer_unserved, seat_of, unserved_command
 
 log = get_logger(__name__)
 
@@ -200,9 +200,7 @@ class Supervisor:
             self._refuse(connection, refusal)
         except Exception as failure:
             # A bug in one handler must not take the client's other work down with it.
-            log.exception("socket_handler_failed", peer=connection.peer, what=kind)
-            why = f"the server failed to handle it ({type(failure).__name__})"
-            connection.send(server.error(kind, why))
+            connection.send(server.error(kind, _handler_failed(connection, kind, failure)))
 
     def _refuse(self, connection: Connection, refusal: ClientRefusal) -> None:
         log.debug("socket_refused", peer=connection.peer, what=refusal.what, why=refusal.why)
@@ -415,19 +413,40 @@ class Supervisor:
         connection.send(server.seat_frames(message.slot, state.epoch, frames))
 
     async def _command(self, connection: Connection, message: Command) -> None:
-        call = decode_command(message)
-        handler = self._commands.get(call.name)
-        if handler is None:
-            raise ClientRefusal("command", f"{call.name} is not supported by this server")
-        await handler(connection, call)
+        """Run the command; a reply command's refusal is its reply's body, not an error (S16)."""
+        try:
+            call = decode_command(message)
+            handler = self._commands.get(call.name)
+            if handler is None:
+                raise unserved_command(call)
+            await handler(connection, call)
+        except Exception as failure:
+            reply_to = reply_channel(message)
+            if reply_to is None:
+                raise
+            if isinstance(failure, ClientRefusal):
+                why = failure.why
+                log.debug("socket_refused", peer=connection.peer, what="command", why=why)
+            else:
+                why = _handler_failed(connection, "command", failure)
+            connection.send(server.reply(reply_to, {"ok": False, "why": why}))
 
     async def _unserved(self, connection: Connection, message: ClientMessage) -> None:
+        seat = seat_of(message)
+        if seat is not None:
+            self.require_seat(str(message.__struct_config__.tag), seat)
         answer = answer_unserved(message)
         if answer is not None:
             connection.send(answer)
 
 
 _BASE_KINDS = ClientDecoder().kinds
+
+
+def _handler_failed(connection: Connection, what: str, failure: Exception) -> str:
+    """Record a handler's bug and say it in the words a client is answered with."""
+    log.exception("socket_handler_failed", peer=connection.peer, what=what)
+    return f"the server failed to handle it ({type(failure).__name__})"
 
 
 def _not_served(message: ClientMessage) -> ClientRefusal:

@@ -142,15 +142,39 @@ def board(config: ForgeConfig) -> Data:
 
 
 def usage() -> Data:
-    """D1: no accounts are pooled by this server."""
-    return {"accounts": []}
+    """D1: the seed's four windows with nothing pooled, and no price table loaded."""
+    window: Data = {"by_model": [], "by_project": [], "total": None}
+    return {
+        "today": window,
+        "week": window,
+        "month": window,
+        "lifetime": window,
+        "pricing_available": False,
+    }
 
 
 def dictate_models(config: ForgeConfig) -> Data:
-    """D1: dictation's switch from forge.toml, and no models fetched yet."""
-    return {"enabled": config.dictate.enabled, "models": []}
+    """D1: dictation's switch from forge.toml and the seed's models page with nothing in it: no
+    models directory, no catalogue check yet, nothing installed, running or measured."""
+    return {
+        "enabled": config.dictate.enabled,
+        "models_dir": None,
+        "speaking": None,
+        "in_use": [],
+        "check": {"state": "never"},
+        "updates": [],
+        "rows": [],
+        "install": {"state": "idle"},
+        "activate": {"state": "idle"},
+        "installed": [],
+        "bench": None,
+        "results": [],
+        "speaking_bench": None,
+        "speaking_results": [],
+        "read_aloud": None,
+    }
 
 
 def extensions() -> Data:
-    """D1: no plugins or marketplaces."""
-    return {"plugins": [], "marketplaces": []}
+    """D1: no plugin scan (`snapshot` null), no LSP rows, no update run."""
+    return {"snapshot": None, "lsp": [], "update_run": None}

@@ -201,7 +201,9 @@ class TerminalService:
             "shell": config.shell_for(project),
             **self._host_config,
         }
-        spec = WorkerSpec(f"terminal-{number}", "terminal", HOST_MODULE, config=settings)
+        spec = WorkerSpec(
+            f"terminal-{number}", "terminal", HOST_MODULE, config=settings, restart=False
+        )
         handle = self._manager.start(spec)
         terminal = _Terminal(TerminalRoom(number, state.seat), handle, {}, key=("terminal", number))
         terminal.subscription = handle.subscribe(

@@ -262,7 +262,7 @@ class BrowserDialogAnswer(ClientMessage, frozen=True, tag="browser_dialog_answer
 
 
 class More(ClientMessage, frozen=True, tag="more"):
-    conversation: Any
+    conversation: Seat
     before: Any = None
     turns: int | None = None
 

@@ -4,7 +4,8 @@
 the commands whose outcome rides only the reply must carry `reply_to`, and no other may (S15):
 both mismatches are refused before anything runs. The seed names four of its nine such commands
 (the biometric four); the spawn, despawn and review-write variants are not named in it, so this
-server does not know them and refuses them as unknown commands (O-S10).
+server does not know them and refuses them as unknown commands (O-S10). A refusal of one of the
+four sent with `reply_to` is that reply's body (S16): `reply_channel` says where it goes.
 """
 
 from __future__ import annotations
@@ -33,10 +34,17 @@ REPLY_COMMANDS = frozenset(
 )
 """Commands that must carry `reply_to`, because their outcome arrives only in the reply."""
 
-STRUCT_COMMANDS = frozenset({"cancel", "respond_settings_write", "respond_vault_ask"}) | (
-    REPLY_COMMANDS
-)
-"""The struct variants this server knows by name."""
+STRUCT_COMMANDS = frozenset(
+    {
+        "cancel",
+        "respond_settings_write",
+        "respond_vault_ask",
+        "read_call_output",
+        "dictate_activate",
+        "commit_diff",
+    }
+) | (REPLY_COMMANDS)
+"""The struct variants the seed names (and so this server knows)."""
 
 KNOWN_COMMANDS = UNIT_COMMANDS | STRUCT_COMMANDS
 
@@ -75,3 +83,11 @@ def decode_command(message: Command) -> CommandCall:
     if name not in REPLY_COMMANDS and message.reply_to is not None:
         raise ClientRefusal("command", f"{name} sends no reply, so reply_to must be absent or null")
     return CommandCall(name, fields, message.reply_to)
+
+
+def reply_channel(message: Command) -> ReplyTo | None:
+    """Where a refusal of `message` is answered: its `reply_to` when it names one of the reply
+    commands (the refusal is the reply's body, S16), else None (an error, like any refusal)."""
+    raw = message.command
+    name = raw if isinstance(raw, str) else next(iter(raw), None) if len(raw) == 1 else None
+    return message.reply_to if name in REPLY_COMMANDS else None

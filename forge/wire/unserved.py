@@ -1,9 +1,14 @@
-"""Answers to verbs the seed defines and this server does not serve yet (O-S11, O-G4).
+"""Answers to verbs and commands the seed defines and this server does not serve yet (O-S11,
+O-G4, O-S10).
 
 Each answer is chosen so a client cannot loop on it: `more` gets an empty page with a null
 cursor (an error would mean "ask again"), `file_content` a failed read (it has no error arm),
 `voice_mode` a state with no listeners, `settings_edit` a refusal that echoes the page's `id`,
 and `client_perf` nothing at all. `document_read` and `dictate_stream` are refused by name.
+`more` and `voice_mode` answer only for a started seat (`seat_of`): for a seat that is not there
+the seed's refusal by name stands (S04), because an empty page would tell a client the seat's
+history ended and `listeners: 0` that the seat exists. A command the seed names and nothing serves
+is refused by name (`unserved_command`), never as unknown.
 """
 
 from __future__ import annotations
@@ -19,9 +24,27 @@ from forge.wire.client import (
     SettingsEdit,
     VoiceMode,
 )
+from forge.wire.commands import CommandCall
 from forge.wire.errors import ClientRefusal
+from forge.wire.seats import Seat
 
 UNSERVED = (More, DocumentRead, DictateStream, FileContent, VoiceMode, ClientPerf, SettingsEdit)
+
+
+def seat_of(message: ClientMessage) -> Seat | None:
+    """The seat `message` answers for, which must have been started before it is answered."""
+    match message:
+        case More():
+            return message.conversation
+        case VoiceMode():
+            return message.key
+        case _:
+            return None
+
+
+def unserved_command(call: CommandCall) -> ClientRefusal:
+    """A command the seed names that no area serves yet (O-S10): refused by its name."""
+    return ClientRefusal("command", f"{call.name} is not supported by this server")
 
 
 def answer_unserved(message: ClientMessage) -> server.Message | None:

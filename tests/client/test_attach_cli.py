@@ -62,9 +62,13 @@ async def test_a_refused_terminal_exits_1_with_the_servers_words_and_restores_th
 
 
 async def test_the_help_documents_the_detach_key_and_the_exit_codes() -> None:
+    """Issue 13 item 16: the take-control key is documented beside the detach key."""
     code, out, _ = await forge("attach", "--help")
     assert code == 0
     flat = " ".join(out.split())
-    assert "Ctrl-\\ then d detaches; Ctrl-\\ then anything else sends both keys" in flat
+    assert (
+        "Ctrl-\\ then d detaches; Ctrl-\\ then c takes control back when another viewer took "
+        "it; Ctrl-\\ then anything else sends both keys"
+    ) in flat
     assert "exit status: 0 detached, or the shell exited, or the terminal was closed;" in flat
     assert "3 no supervisor answered at the URL" in flat

@@ -93,11 +93,36 @@ async def test_another_viewer_taking_control_is_told_and_a_close_ends_attach(
             await other.send(TerminalControl(seat=SEAT, id=reply["id"], take=True))
             while not isinstance(event := await other.next_event(), ControlFrame):
                 pass
-            await run.expect(b"took control; your keys are ignored]")
+            await run.expect(b"took control; your keys are ignored - Ctrl-\\ c takes it back]")
             await other.send(TerminalClose(seat=SEAT, id=reply["id"]))
             assert await run.finish() == 0
     assert event.controller is not None
     assert run.output.endswith(b"forge attach: terminal 1 closed\r\n")
+
+
+async def test_control_taken_by_another_viewer_is_taken_back_with_its_key(
+    with_terminals: Supervisor, free_port: int
+) -> None:
+    """Issue 13 item 16: after another viewer takes control, `Ctrl-\\ c` takes it back (the
+    other viewer hears it move), attach says so, and the keys typed next reach the shell."""
+    with PtyRun(attach_argv(free_port)) as run:
+        await shell_ready(run)
+        async with connect(f"ws://127.0.0.1:{free_port}/socket") as other:
+            reply = await other.request(TerminalView(seat=SEAT))
+            await other.send(TerminalControl(seat=SEAT, id=reply["id"], take=True))
+            await run.expect(b"c takes it back]")
+            run.write(b"\x1cc")
+            await run.expect(b"[forge attach: you have control again]")
+            moved: list[int | None] = []
+            while len(moved) < 2:
+                if isinstance(event := await other.next_event(), ControlFrame):
+                    moved.append(event.controller)
+            run.write(b"echo $((6*7))\r")
+            await run.expect(b"42\r\n")
+            run.write(b"\x1cd")
+            assert await run.finish() == 0
+    assert moved[0] != moved[1]
+    assert None not in moved
 
 
 async def test_a_dropped_link_is_redialled_and_the_terminal_reattached(

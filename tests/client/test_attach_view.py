@@ -57,9 +57,22 @@ def test_losing_control_to_another_viewer_is_said_once() -> None:
     attach.react(view(viewer=3), hold)
     assert attach.react(TerminalControl(seat=SEAT, id=1, controller=3), hold) == Reaction()
     taken = attach.react(TerminalControl(seat=SEAT, id=1, controller=4), hold)
-    assert taken == Reaction(notice("viewer 4 took control; your keys are ignored"))
+    assert taken == Reaction(
+        notice("viewer 4 took control; your keys are ignored - Ctrl-\\ c takes it back")
+    )
     assert not hold.control
     assert attach.react(TerminalControl(seat=SEAT, id=1, controller=5), hold) == Reaction()
+
+
+def test_control_taken_back_is_said_once() -> None:
+    """Issue 13 item 16: the notice names the way back, and having control again is said."""
+    attach, hold = AttachView(SEAT), TerminalHold(SEAT, 1, control=True)
+    attach.react(view(viewer=3), hold)
+    attach.react(TerminalControl(seat=SEAT, id=1, controller=4), hold)
+    hold.control = True  # what ClientSession.take_control records when Ctrl-\ c is pressed
+    back = attach.react(TerminalControl(seat=SEAT, id=1, controller=3), hold)
+    assert back == Reaction(notice("you have control again"))
+    assert attach.react(TerminalControl(seat=SEAT, id=1, controller=3), hold) == Reaction()
 
 
 def test_the_shell_exiting_ends_with_its_status() -> None:

@@ -55,3 +55,18 @@ def test_an_empty_read_keeps_a_held_prefix() -> None:
     assert keys.feed(b"") == Keys(b"", False)
     assert keys.armed
     assert keys.feed(b"d") == Keys(b"", True)
+
+
+def test_prefix_then_c_takes_control_and_typing_goes_on() -> None:
+    """Issue 13 item 16: `Ctrl-\\ c` asks for control back (a viewer whose control was taken had
+    no way back short of re-attaching); the keys around it are still typed."""
+    assert feed_all(b"ls" + FS + b"c" + b"pwd\r") == [Keys(b"lspwd\r", False, take=True)]
+
+
+def test_the_take_key_may_be_split_across_reads() -> None:
+    """Issue 13 item 16: as the detach key may."""
+    assert feed_all(b"a" + FS, b"cb") == [Keys(b"a", False), Keys(b"b", False, take=True)]
+
+
+def test_a_take_then_a_detach_in_one_read_does_both() -> None:
+    assert feed_all(FS + b"c" + FS + b"d" + b"x") == [Keys(b"", True, take=True)]

@@ -39,6 +39,25 @@ async def test_status_finds_the_supervisor_from_forge_toml_and_answers_0(
     assert "workers: none running" in out
 
 
+async def test_a_broken_forge_toml_still_finds_the_supervisor_serving_it(
+    supervise: Start, project_toml: str, free_port: int
+) -> None:
+    """Issue 13 item 12: the supervisor keeps serving the last forge.toml that loaded, so while
+    the file is broken `forge status` dials the address that supervisor listens on, says on
+    stderr that the file does not load, and answers (it exited 2)."""
+    supervised = await supervise(project_toml)
+    supervised.config.write_text('[server]\nport = "x"\n', encoding="utf-8")
+    code, out, err = await forge("status", "--config", str(supervised.config))
+    url = f"ws://127.0.0.1:{free_port}/socket"
+    assert code == 0
+    assert out.splitlines()[0].endswith(f"at {url}")
+    assert err == (
+        f"forge: {supervised.config} line 2: server.port: expected an integer from 1 to 65535, "
+        f'got "x"\nforge: forge.toml does not load; dialling {url} (where its supervisor last '
+        "listened)\n"
+    )
+
+
 async def test_status_json_is_the_home_subjects_facts(supervise: Start, project_toml: str) -> None:
     supervised = await supervise(project_toml)
     code, out, _ = await forge("status", "--json", "--url", supervised.url)

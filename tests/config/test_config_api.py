@@ -34,8 +34,13 @@ PUBLIC = {
     "greeting_settings",
     "key_for",
     "load_config",
+    "page_url",
     "parse_config",
+    "record_listening",
+    "recorded_url",
+    "require_config_path",
     "resolve_config_path",
+    "socket_url",
     "watch_config",
 }
 

@@ -88,3 +88,36 @@ def test_supervise_refuses_a_bad_port_flag(forge_dirs: dict[str, Path]) -> None:
         "forge.toml: server.port (from the command line): "
         "expected an integer from 1 to 65535, got 70000\n"
     )
+
+
+def test_a_reader_that_goes_away_ends_the_output_quietly(tmp_path: Path) -> None:
+    """Issue 13 item 13: `forge config show | head` whose reader has gone exits as Unix tools do
+    on SIGPIPE (128 + 13), with nothing on stderr: no BrokenPipeError traceback."""
+    path = tmp_path / "forge.toml"
+    path.write_text('[[projects]]\norg = "acme"\nname = "forge"\npath = "/srv/forge"\n')
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before the first byte is written
+    try:
+        done = subprocess.run(
+            [str(FORGE), "config", "show", "--config", str(path)],
+            stdout=write, stderr=subprocess.PIPE, text=True, timeout=60, check=False,
+        )  # fmt: skip
+    finally:
+        os.close(write)
+    assert (done.returncode, done.stderr) == (141, "")
+
+
+def test_an_explicit_config_that_does_not_exist_is_refused(
+    tmp_path: Path, forge_dirs: dict[str, Path]
+) -> None:
+    """Issue 13 item 14: a path named with --config must exist (exit 2 and a sentence), for
+    every verb that reads forge.toml; only an unnamed forge.toml may be missing (the defaults)."""
+    missing = tmp_path / "typo.toml"
+    for verb in (("config", "check"), ("config", "show"), ("supervise",), ("status",)):
+        done = forge(*verb, "--config", str(missing))
+        assert (done.returncode, done.stdout) == (2, ""), verb
+        assert done.stderr == (
+            f"forge: {missing}: no such file; --config must name a forge.toml that exists "
+            "(without --config, a missing forge.toml means the defaults)\n"
+        )
+    assert not missing.exists()

@@ -170,3 +170,30 @@ def test_the_line_is_found_deep_in_a_long_file(write_config: Callable[[str], Pat
         load_config(path)
     assert refused.value.line == 37 * 10 + 9
     assert refused.value.key == "projects[37].shell"
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "key"),
+    [
+        ('[server]\nport = 8790\n\nallowed_origins = [\n[[projects]]\norg = "a"\nname = "b"\n'
+         'path = "/"\n', 4, "server.allowed_origins"),
+        ('[server]\nallowed_origins = [\n  "http://a",\n  "http://b"\nport = 3\n', 2,
+         "server.allowed_origins"),
+        ('[server]\nallowed_origins = ["http://a",\n', 2, "server.allowed_origins"),
+        ("[server]\nbind = '''\n127.0.0.1\n\n[client]\ntheme = 'x'\n", 2, "server.bind"),
+        ('[client]\ntheme = "dusk\n\n\n', 2, "client.theme"),
+        ('[[projects]]\norg = "a"\nname = "b"\npath = "/"\ndocument_roots = [\n  "/a",\n'
+         '  /b,\n]\n', 5, "projects[0].document_roots"),
+    ],
+)  # fmt: skip
+def test_a_value_left_open_is_named_where_its_key_is(
+    write_config: Callable[[str], Path], text: str, line: int, key: str
+) -> None:
+    """Issue 13 item 14: tomllib reports an unclosed array (or string, or a bad element) where it
+    gave up, lines below the key; the refusal names the key's own line and the key, not the next
+    table it ran into (`line 5: projects[0]` for an unclosed `allowed_origins = [` on line 4)."""
+    path = write_config(text)
+    with pytest.raises(ConfigError) as refused:
+        load_config(path)
+    assert (refused.value.line, refused.value.key) == (line, key)
+    assert str(refused.value).startswith(f"{path} line {line}: {key}: ")

@@ -17,17 +17,24 @@ from .harness import Start, Supervised
 async def supervise(
     forge_dirs: dict[str, Path], free_port: int, tmp_path: Path
 ) -> AsyncIterator[Start]:
-    """`await supervise(toml)` starts a supervisor with drills on; all are stopped at the end."""
+    """`await supervise(toml)` starts a supervisor with drills on, logging every level; all are
+    stopped at the end."""
     started: list[Supervised] = []
 
     async def start(
-        toml: str = "", *, drills: bool = True, args: tuple[str, ...] = ()
+        toml: str = "",
+        *,
+        drills: bool = True,
+        args: tuple[str, ...] = (),
+        log_level: str | None = "debug",
     ) -> Supervised:
         config = tmp_path / "forge.toml"
         config.write_text(toml, encoding="utf-8")
         log = forge_dirs["state"] / "forge" / "forge.log"
         since = log.stat().st_size if log.exists() else 0
         env = dict(os.environ, FORGE_SUPERVISOR_DRILLS="1" if drills else "0")
+        if log_level is not None:  # tests read debug records; None leaves forge.toml's level
+            args = ("--log-level", log_level, *args)
         process = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "forge.cli", "supervise", "--config", str(config),
             "--port", str(free_port), *args,

@@ -253,6 +253,7 @@ async def test_commands_follow_the_reply_to_rule(seated: Supervised) -> None:
 
 async def test_verbs_outside_wave_one_answer_without_looping(seated: Supervised) -> None:
     client = await seated.greeted()
+    await start_seat(client)
     page = await ask(client, {"kind": "more", "conversation": SEAT, "turns": 5})
     assert page == {"kind": "page", "conversation": SEAT, "turns": [], "cursor": None}
     content = await ask(client, {"kind": "file_content", "session": SEAT, "path": "a"})

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from forge.wire.client import Command
-from forge.wire.commands import REPLY_COMMANDS, CommandCall, decode_command
+from forge.wire.commands import REPLY_COMMANDS, CommandCall, decode_command, reply_channel
 from forge.wire.errors import ClientRefusal
 
 KEY = {"org": "acme", "project": "proj", "label": "lead"}
@@ -46,3 +46,20 @@ def test_shape_and_name_refusals() -> None:
     assert "takes no fields" in why(Command(command={"vault_lock": {}}))
     assert "carries fields" in why(Command(command="cancel"))
     assert "object of fields" in why(Command(command={"cancel": 3}))
+
+
+def test_a_reply_commands_refusal_goes_to_its_reply() -> None:
+    """Issue 13 item 5: the four reply commands are refused in their reply, whatever was wrong
+    with them; any other command (or an object naming two) is refused as an error."""
+    assert reply_channel(Command(command={"biometric_enrol": 3}, reply_to="r")) == "r"
+    assert reply_channel(Command(command="vault_enrolment_material", reply_to=2)) == 2
+    assert reply_channel(Command(command={"biometric_release": {}})) is None
+    assert reply_channel(Command(command={"cancel": {"key": KEY}}, reply_to=1)) is None
+    both = {"biometric_enrol": {}, "biometric_rewrite": {}}
+    assert reply_channel(Command(command=both, reply_to=1)) is None
+
+
+@pytest.mark.parametrize("name", ["read_call_output", "dictate_activate", "commit_diff"])
+def test_the_seeds_other_commands_are_known(name: str) -> None:
+    """Issue 13 item 8: named in the seed, so known (and refused as unserved by the supervisor)."""
+    assert decode_command(Command(command={name: {}})) == CommandCall(name, {}, None)

@@ -89,8 +89,8 @@ def test_gzip_is_deterministic() -> None:
 
 
 def test_unserved_answers_cannot_loop_a_client() -> None:
-    page = answer_unserved(More(conversation={"org": "a"}))
-    assert page == {"kind": "page", "conversation": {"org": "a"}, "turns": [], "cursor": None}
+    page = answer_unserved(More(conversation=SEAT))
+    assert page == {"kind": "page", "conversation": SEAT, "turns": [], "cursor": None}
     refused = answer_unserved(SettingsEdit(id=7))
     assert refused is not None
     assert refused["kind"] == "settings_refused"

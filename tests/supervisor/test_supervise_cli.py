@@ -1,0 +1,131 @@
+"""`forge supervise` as a person runs it (issue 13 items 11, 15, 16): what it prints, how it
+refuses an address it cannot take, what it logs at which level, what a dead host's record says."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import sys
+from pathlib import Path
+from typing import Any
+
+from websockets.asyncio.client import ClientConnection
+
+from .harness import STARTUP_S, Start, Supervised, quiet
+
+SEAT = {"org": "acme", "project": "proj", "label": "lead"}
+
+
+def project_toml(tmp_path: Path) -> str:
+    project = tmp_path / "proj"
+    project.mkdir(exist_ok=True)
+    return f'[[projects]]\norg = "acme"\nname = "proj"\npath = "{project}"\nshell = "/bin/sh"\n'
+
+
+async def supervise_process(*args: str) -> asyncio.subprocess.Process:
+    return await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "forge.cli", "supervise", *args,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+
+
+async def test_supervise_prints_where_it_serves_and_where_it_logs(
+    forge_dirs: dict[str, Path], free_port: int
+) -> None:
+    """Issue 13 item 11: once it listens, `forge supervise` prints one line: the page URL, the
+    socket URL and the log's path (it printed nothing)."""
+    process = await supervise_process("--port", str(free_port))
+    try:
+        assert process.stdout is not None
+        async with asyncio.timeout(STARTUP_S):
+            line = (await process.stdout.readline()).decode()
+        log = forge_dirs["state"] / "forge" / "forge.log"
+        assert line == (
+            f"forge supervise: serving http://127.0.0.1:{free_port}/ "
+            f"(socket ws://127.0.0.1:{free_port}/socket); log: {log}\n"
+        )
+    finally:
+        process.send_signal(signal.SIGTERM)
+        out, err = await process.communicate()
+    assert (process.returncode, out, err) == (0, b"", b"")
+
+
+async def test_a_port_in_use_is_one_line_and_exit_2(
+    forge_dirs: dict[str, Path], free_port: int
+) -> None:
+    """Issue 13 item 11: a port already in use is one line naming the port and `--port`, exit 2,
+    never a traceback."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", free_port))
+        taken.listen()
+        process = await supervise_process("--port", str(free_port))
+        out, err = await process.communicate()
+    assert (process.returncode, out) == (2, b"")
+    assert err.decode() == (
+        f"forge: port {free_port} on 127.0.0.1 is already in use (another forge supervise?); "
+        "stop what holds it, or pick another port with --port\n"
+    )
+
+
+async def read_json(client: ClientConnection, kind: str) -> dict[str, Any]:
+    """The next JSON frame of `kind`, skipping binary frames and other kinds."""
+    while True:
+        message = await client.recv()
+        if isinstance(message, str) and (decoded := json.loads(message))["kind"] == kind:
+            found: dict[str, Any] = decoded
+            return found
+
+
+async def open_held_terminal(supervised: Supervised) -> ClientConnection:
+    """A client viewing the seat's terminal and holding its session, after its first walk."""
+    client = await supervised.greeted()
+    await client.send(json.dumps({"kind": "terminal_view", "seat": SEAT, "reply_to": 1}))
+    assert (await read_json(client, "reply"))["body"]["ok"] is True
+    await client.send(json.dumps({"kind": "subscribe", "what": {"session": SEAT}}))
+    while "processes_changed" not in (await read_json(client, "update"))["update"]:
+        pass
+    return client
+
+
+async def test_log_level_is_read_and_the_walk_is_not_logged_at_info(
+    supervise: Start, tmp_path: Path
+) -> None:
+    """Issue 13 item 15: `[log] level` (default info) is what is written: a held seat walked
+    every second writes no `seat_processes_walk` line and a dropped frame no debug record; after a
+    reload to debug, both are written."""
+    toml = project_toml(tmp_path)
+    supervised = await supervise(toml, log_level=None)
+    client = await open_held_terminal(supervised)
+    await client.send(bytes([9]))
+    await quiet(client)
+    assert supervised.records("seat_processes_held")
+    assert supervised.records("seat_processes_walk") == []
+    assert supervised.records("socket_binary_dropped") == []
+
+    supervised.config.write_text(toml + '[log]\nlevel = "debug"\n', encoding="utf-8")
+    supervised.process.send_signal(signal.SIGHUP)
+    await supervised.record("config_reloaded")
+    await client.send(bytes([9]))
+    await supervised.record("socket_binary_dropped", reason="unknown binary kind 9")
+    await supervised.record("seat_processes_walk", seats=["acme/proj/lead"])
+
+
+async def test_a_killed_terminal_host_is_logged_as_not_restarted(
+    supervise: Start, tmp_path: Path
+) -> None:
+    """Issue 13 item 16: terminal hosts are not restarted, so a killed one's record says so
+    (`worker_exited_not_restarted`) and no `worker_restart_scheduled` is written."""
+    supervised = await supervise(project_toml(tmp_path))
+    client = await open_held_terminal(supervised)
+    spawned = await supervised.record("worker_spawned", kind="terminal")
+    os.kill(spawned["pid"], signal.SIGKILL)
+    exited = await supervised.record("worker_exited_not_restarted", worker=spawned["worker"])
+    assert exited["exit"] == "SIGKILL"
+    refused = await read_json(client, "error")
+    assert refused["what"] == "terminal_view"
+    await quiet(client)
+    assert supervised.records("worker_restart_scheduled") == []
+    assert supervised.records("worker_exited") == []

@@ -1,0 +1,28 @@
+"""The repository's docs stand alone (issue 13 item 18): no page points at a file outside it."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+OUT_OF_PAGES = re.compile(r"\.\./|\bshared/|\bARCHITECTURE\.md\b")
+"""A path out of the checkout, or the planning documents that were never part of it."""
+OUT_OF_CODE = re.compile(r"\bshared/(?:seeds|specs)\b")
+
+
+def lines_matching(paths: list[Path], pattern: re.Pattern[str]) -> list[str]:
+    return [
+        f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
+        for path in paths
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if pattern.search(line)
+    ]
+
+
+def test_no_doc_or_docstring_points_outside_the_repository() -> None:
+    """Issue 13 item 18: docs/protocol.md is the contract a client needs, cited by section; no
+    doc, README or module points at `shared/...` or `../` files the repository does not hold."""
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    assert lines_matching(pages, OUT_OF_PAGES) == []
+    assert lines_matching(sorted((ROOT / "forge").rglob("*.py")), OUT_OF_CODE) == []
