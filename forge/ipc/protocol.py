@@ -155,6 +155,9 @@ class WorkerProtocol:
     streams: tuple[str, ...] = ()
     """Bulk stream names the worker sends on (documentation and checks; ids may add a suffix)."""
     timings: LifecycleTimings | None = None
+    restart: bool = True
+    """Whether an exit nobody asked for restarts the worker (a terminal host's shell is gone for
+    good with it, so that kind says no)."""
     _events_by_name: Mapping[str, type[WorkerEvent]] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
@@ -184,6 +187,7 @@ class WorkerProtocol:
             env=dict(env or {}),
             cwd=cwd,
             timings=timings or self.timings,
+            restart=self.restart,
         )
 
     def decode_event(self, name: str, data: Any) -> WorkerEvent | None:
