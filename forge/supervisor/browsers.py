@@ -371,12 +371,7 @@ class BrowserService:
         self.table.forget_profile(profile.key)
 
     def _send_nav_state(self, profile: _Profile, state: NavState) -> None:
-        message = browser.BrowserNavState(
-            id=profile.wire_id,
-            tab=state.tab,
-            can_back=state.can_back,
-            can_forward=state.can_forward,
-        )
+        message = _nav_state(profile, state)
         for viewer in self.table.viewers((profile.key, state.tab)):
             _connection(viewer).send(message)
 
@@ -500,11 +495,7 @@ class BrowserService:
                 server.reply(reply_to, browser.Attached(profile=profile.key, tab=asked))
             )
         self._push_view(profile, surface)
-        connection.send(
-            browser.BrowserNavState(
-                id=profile.wire_id, tab=nav.tab, can_back=nav.can_back, can_forward=nav.can_forward
-            )
-        )
+        connection.send(_nav_state(profile, nav))
         kept = (profile.kept if viewer.jpeg else profile.kept_webp).get(asked)
         if kept is not None:
             connection.send_latest((profile.wire_id, asked), kept)
@@ -804,6 +795,13 @@ class _PageGone(ClientRefusal):
     def __init__(self, why: str, target: str, rows: list[browser.TabRow]) -> None:
         super().__init__("browser_view_page", why)
         self.body = browser.PageGone(why=why, target=target, tabs=rows)
+
+
+def _nav_state(profile: _Profile, state: NavState) -> browser.BrowserNavState:
+    """BR16: the host's answer as the profile's viewers read it."""
+    return browser.BrowserNavState(
+        id=profile.wire_id, tab=state.tab, can_back=state.can_back, can_forward=state.can_forward
+    )
 
 
 def _connection(viewer: Viewer) -> Connection:
