@@ -26,3 +26,9 @@ def runtime_dir() -> Path:
     base = os.environ.get("XDG_RUNTIME_DIR")
     root = Path(base) / "forge" if base else Path(f"/tmp/forge-{os.getuid()}")
     return root
+
+
+def browser_profile_dir(profile_key: str) -> Path:
+    """Where a browser profile `<org>/<name>` keeps its Chromium data, uploads and downloads."""
+    org, _, name = profile_key.partition("/")
+    return state_dir() / "browser" / (org or "default") / (name or "default")

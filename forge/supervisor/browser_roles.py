@@ -1,10 +1,10 @@
 """Who views which browser tab, who controls it, whose size lays it out: pure, no I/O, no clock.
 
 The supervisor owns these facts (a host restart must not lose what clients were told). Each
-connection views at most one tab (one attach per connection, BR05). Per tab there is at most one
-controller (BR13), taken explicitly; the layout belongs to the controller, else to the
-longest-watching viewer (BR08); input lands only from the controller and only above the seq
-high-water mark of the current tenure (BR09, O-BR2).
+connection views at most one tab (one attach per connection, BR05). The rules a tab shares with
+a terminal (a take always lands, only the holder releases, the layout owner) are `roles`'s; a
+tab's own are that nobody drives it until someone takes control (BR13) and that input lands only
+above the seq high-water mark of the current tenure (BR09, O-BR2).
 """
 
 from __future__ import annotations
@@ -13,6 +13,9 @@ import itertools
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 from enum import Enum
+
+from forge.supervisor import roles
+from forge.wire.browser import BrowserView
 
 Surface = tuple[str, int]
 """A tab as the supervisor names it: (profile key, tab number)."""
@@ -60,6 +63,10 @@ class Attached:
     released: bool
     """The connection held the controller role on the tab it left."""
     same_surface: bool
+
+
+WHEN_FREE = roles.WhenFree.NOBODY
+"""BR13: no default controller; a tab nobody has taken takes nobody's input."""
 
 
 class Verdict(Enum):
@@ -122,7 +129,7 @@ class RoleTable:
         viewer = self._viewers.get(connection)
         if viewer is None:
             return None
-        if self._controllers.get(viewer.surface) != viewer.id:
+        if roles.take(self._controllers.get(viewer.surface), viewer.id).changed:
             self._controllers[viewer.surface] = viewer.id
             self._high_water.pop(viewer.surface, None)
         return viewer
@@ -141,11 +148,7 @@ class RoleTable:
 
     def layout_owner(self, surface: Surface) -> Viewer | None:
         """BR08: the controller, else the longest-watching viewer."""
-        controller = self.controller(surface)
-        if controller is not None:
-            return controller
-        viewers = self.viewers(surface)
-        return viewers[0] if viewers else None
+        return roles.layout_owner(self.controller(surface), self.viewers(surface))
 
     def layout(self, surface: Surface) -> Size | None:
         """The size the tab should have now: its layout owner's last size, if it sent one."""
@@ -157,27 +160,27 @@ class RoleTable:
         viewer = self._viewers.get(connection)
         if viewer is None:
             return Verdict.UNATTACHED
-        if self._controllers.get(viewer.surface) != viewer.id:
+        if not roles.may_drive(self._controllers.get(viewer.surface), viewer.id, WHEN_FREE):
             return Verdict.NOT_CONTROLLER
         if seq <= self._high_water.get(viewer.surface, -1):
             return Verdict.STALE
         self._high_water[viewer.surface] = seq
         return Verdict.LANDS
 
-    def view_state(self, viewer: Viewer, profile_id: int) -> dict[str, object]:
-        """BR07's `browser_view` body for one viewer: the same truth for every viewer of a tab."""
+    def view_state(self, viewer: Viewer, profile_id: int) -> BrowserView:
+        """BR07's `browser_view` for one viewer: the same truth for every viewer of a tab."""
         controller = self.controller(viewer.surface)
-        return {
-            "id": profile_id,
-            "profile": viewer.surface[0],
-            "tab": viewer.surface[1],
-            "controller": controller.id if controller is not None else None,
-            "viewers": len(self.viewers(viewer.surface)),
-            "viewer": viewer.id,
-        }
+        return BrowserView(
+            id=profile_id,
+            profile=viewer.surface[0],
+            tab=viewer.surface[1],
+            controller=controller.id if controller is not None else None,
+            viewers=len(self.viewers(viewer.surface)),
+            viewer=viewer.id,
+        )
 
     def _drop_role(self, viewer: Viewer) -> bool:
-        if self._controllers.get(viewer.surface) != viewer.id:
+        if not roles.release(self._controllers.get(viewer.surface), viewer.id).changed:
             return False
         del self._controllers[viewer.surface]
         self._high_water.pop(viewer.surface, None)

@@ -19,25 +19,23 @@ import itertools
 from collections import deque
 from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
+import msgspec
+
+from forge import paths
 from forge.clock import epoch_ms
+from forge.ipc import manager as ipc
 from forge.ipc.errors import RequestFailed, WorkerError
-from forge.ipc.manager import (
-    WorkerEvent,
-    WorkerHandle,
-    WorkerManager,
-    WorkerRow,
-    WorkerSpec,
-    WorkerState,
-)
+from forge.ipc.manager import WorkerHandle, WorkerManager, WorkerRow, WorkerState
 from forge.ipc.messages import StreamFrame
+from forge.ipc.protocol import WorkerRequest, call, call_raw
 from forge.logs import get_logger
 from forge.supervisor.browser_roles import RoleTable, Size, Surface, Verdict, Viewer, check_size
 from forge.supervisor.connection import Connection
 from forge.supervisor.core import Supervisor
 from forge.supervisor.seats import UnknownProject
-from forge.wire import server
+from forge.wire import browser, server
 from forge.wire.binary import BROWSER_FRAME_HEADER, FORMAT_JPEG
 from forge.wire.client import (
     BrowserControl,
@@ -53,16 +51,42 @@ from forge.wire.client import (
     BrowserView,
     BrowserViewPage,
     ReplyTo,
+    is_discrete,
+    record_fields,
 )
 from forge.wire.errors import ClientRefusal
+from forge.wire.files import FileAnswerRefused, decode_file_answer
 from forge.wire.seats import Seat
-from forge.workers.browser.chromium import check_executable
-from forge.workers.browser.errors import BrowserMissing
-from forge.workers.browser.files import FileAnswerRefused, decode_file_answer
-from forge.workers.browser.gestures import is_discrete, record_fields
-from forge.workers.browser.worker import KIND, profile_dir_for
+from forge.workers.browser.protocol import (
+    BROWSER,
+    BrowserConfig,
+    BrowserMissing,
+    DialogAnswer,
+    DownloadDone,
+    FileAnswer,
+    FileDialog,
+    FileDialogGone,
+    Input,
+    Nav,
+    Navigate,
+    NavMoved,
+    NavState,
+    Open,
+    Page,
+    Resize,
+    SurfaceFailed,
+    TabRow,
+    Tabs,
+    TabsChanged,
+    View,
+    check_executable,
+    stream_tab,
+)
 
 log = get_logger(__name__)
+
+ReplyT = TypeVar("ReplyT")
+TabsShape = TypeVar("TabsShape", browser.TabsState, browser.BrowserTabs)
 
 HOST_READY_S = 30.0
 """How long an attach waits for a profile's host to start (Chromium starts in ~0.5 s)."""
@@ -90,13 +114,13 @@ class _Profile:
     wire_id: int
     generation: int = 0
     handle: WorkerHandle | None = None
-    rows: list[dict[str, Any]] = field(default_factory=list)
+    rows: list[TabRow] = field(default_factory=list)
     owners: dict[int, Seat] = field(default_factory=dict)
     kept: dict[int, bytes] = field(default_factory=dict)
     kept_webp: dict[int, bytes] = field(default_factory=dict)
     layout: dict[int, Size] = field(default_factory=dict)
     followers: set[Connection] = field(default_factory=set)
-    offers: deque[dict[str, Any]] = field(default_factory=deque)
+    offers: deque[browser.BrowserDownload] = field(default_factory=deque)
     lost: int = 0
     last_use: float = 0.0
     idle: asyncio.Task[None] | None = None
@@ -190,24 +214,22 @@ class BrowserService:
         return profile
 
     def _start_host(self, what: str, seat: Seat, profile: _Profile) -> None:
-        browser = self.supervisor.loaded.config.browser
+        settings = self.supervisor.loaded.config.browser
         try:
-            check_executable(browser.chromium_path)
+            check_executable(settings.chromium_path)
         except BrowserMissing as missing:
             raise ClientRefusal(what, str(missing), seat) from None
         profile.generation += 1
         org, _, name = profile.key.partition("/")
-        spec = WorkerSpec(
-            name=f"browser-{org}-{name}-{profile.generation}",
-            kind=KIND,
-            module="forge.workers.browser",
-            config={
-                "profile_id": profile.wire_id,
-                "profile_key": profile.key,
-                "profile_dir": str(profile_dir_for(profile.key)),
-                "executable": str(browser.chromium_path),
-                "home_url": browser.home_url,
-            },
+        config = BrowserConfig(
+            profile_id=profile.wire_id,
+            profile_key=profile.key,
+            profile_dir=str(paths.browser_profile_dir(profile.key)),
+            executable=str(settings.chromium_path),
+            home_url=settings.home_url,
+        )
+        spec = BROWSER.spec(
+            f"browser-{org}-{name}-{profile.generation}", config=msgspec.to_builtins(config)
         )
         handle = self.manager.start(spec)
         profile.handle = handle
@@ -217,18 +239,18 @@ class BrowserService:
         handle.on_event(lambda e: self._event(profile, e))
         log.info("browser_host_starting", profile=profile.key, worker=spec.name)
 
-    async def _ask(self, what: str, profile: _Profile, method: str, args: Any) -> Any:
+    async def _ask(self, what: str, profile: _Profile, request: WorkerRequest[ReplyT]) -> ReplyT:
         """One host request; its refusal is the verb's, in the host's words."""
         if profile.handle is None:
             raise ClientRefusal(what, f"the browser of {profile.key} is not running")
         try:
-            reply = await profile.handle.request(method, args, within=REQUEST_S)
+            answer = await call(profile.handle, request, within=REQUEST_S)
         except RequestFailed as refused:
             raise ClientRefusal(what, refused.message) from None
         except WorkerError as error:
             raise ClientRefusal(what, str(error)) from None
         self._touch(profile)
-        return reply.result
+        return answer
 
     # --- the idle clock (O-BR13) ----------------------------------------------------------
 
@@ -279,7 +301,7 @@ class BrowserService:
 
     def _end(self, profile: _Profile, stream: str, reason: str) -> None:
         """A tab stream ended: its host stopped, crashed, or its Chromium died (its words)."""
-        tab = int(stream.removeprefix("tab:"))
+        tab = stream_tab(stream)
         if reason == "worker_stopped":
             self._surface_failed(profile, [tab], reason)
             return
@@ -294,30 +316,29 @@ class BrowserService:
         if profile.handle is not None and profile.failed_pid is None:
             profile.failed_pid = profile.handle.row.pid
 
-    def _event(self, profile: _Profile, event: WorkerEvent) -> None:
-        data = event.data if isinstance(event.data, dict) else {}
-        if event.event == "tabs":
-            self._rows_changed(profile, data["rows"])
-        elif event.event == "nav_state":
-            self._send_nav_state(profile, data)
-        elif event.event == "file_dialog":
-            ask_id = next(self._ask_ids)
-            self._asks[ask_id] = _Ask(profile.key, data["ask"], data["tab"], data["multiple"])
-            self._offer_asks(profile)
-        elif event.event == "file_dialog_gone":
-            for ask_id, ask in list(self._asks.items()):
-                if ask.profile == profile.key and ask.host_ask == data["ask"]:
-                    del self._asks[ask_id]
-        elif event.event == "download":
-            self._download(profile, data, event.payloads)
-        elif event.event == "surface_failed":
-            self._host_failing(profile)
-            self._surface_failed(profile, data["tabs"], data["reason"])
-            self._host_gone(profile)
+    def _event(self, profile: _Profile, event: ipc.WorkerEvent) -> None:
+        match BROWSER.decode_event(event.event, event.data):
+            case TabsChanged(rows=rows):
+                self._rows_changed(profile, rows)
+            case NavMoved(state=state):
+                self._send_nav_state(profile, state)
+            case FileDialog(ask=host_ask, tab=tab, multiple=multiple):
+                self._asks[next(self._ask_ids)] = _Ask(profile.key, host_ask, tab, multiple)
+                self._offer_asks(profile)
+            case FileDialogGone(ask=host_ask):
+                for ask_id, ask in list(self._asks.items()):
+                    if ask.profile == profile.key and ask.host_ask == host_ask:
+                        del self._asks[ask_id]
+            case DownloadDone() as done:
+                self._download(profile, done, event.payloads)
+            case SurfaceFailed(reason=reason, tabs=tabs):
+                self._host_failing(profile)
+                self._surface_failed(profile, tabs, reason)
+                self._host_gone(profile)
 
-    def _rows_changed(self, profile: _Profile, rows: list[dict[str, Any]]) -> None:
+    def _rows_changed(self, profile: _Profile, rows: list[TabRow]) -> None:
         profile.rows = rows
-        open_now = {row["number"] for row in rows}
+        open_now = {row.number for row in rows}
         gone = [s[1] for s in self.table.surfaces(profile.key) if s[1] not in open_now]
         if gone:
             self._surface_failed(profile, gone, "the tab closed")
@@ -328,12 +349,7 @@ class BrowserService:
         for tab in tabs:
             for viewer in self.table.viewers((profile.key, tab)):
                 _connection(viewer).send(
-                    {
-                        "kind": "browser_surface_failed",
-                        "id": profile.wire_id,
-                        "tab": tab,
-                        "reason": reason,
-                    }
+                    browser.BrowserSurfaceFailed(id=profile.wire_id, tab=tab, reason=reason)
                 )
                 self.table.detach(viewer.connection)
             profile.kept.pop(tab, None)
@@ -354,41 +370,40 @@ class BrowserService:
                 del self._seat_tabs[seat]
         self.table.forget_profile(profile.key)
 
-    def _send_nav_state(self, profile: _Profile, state: dict[str, Any]) -> None:
-        message = {"kind": "browser_nav_state", "id": profile.wire_id, **state}
-        for viewer in self.table.viewers((profile.key, state["tab"])):
+    def _send_nav_state(self, profile: _Profile, state: NavState) -> None:
+        message = _nav_state(profile, state)
+        for viewer in self.table.viewers((profile.key, state.tab)):
             _connection(viewer).send(message)
 
     # --- tab rows (BR19, BR20) ------------------------------------------------------------
 
-    def _tabs_body(self, profile: _Profile) -> dict[str, Any]:
-        rows = []
-        for row in profile.rows:
-            owner = profile.owners.get(row["number"])
-            rows.append(
-                {
-                    "number": row["number"],
-                    "title": row["title"],
-                    "url": row["url"],
-                    "owner": owner,
-                    "opener": row["opener"],
-                    "state": "idle",
-                    "dialog": row["dialog"],
-                }
+    def _tab_rows(self, profile: _Profile) -> list[browser.TabRow]:
+        return [
+            browser.TabRow(
+                number=row.number,
+                title=row.title,
+                url=row.url,
+                owner=profile.owners.get(row.number),
+                opener=row.opener,
+                dialog=row.dialog,
             )
-        return {
-            "profile": profile.key,
-            "id": profile.wire_id,
-            "up": profile.up,
-            "connected": False,
-            "closing_at_ms": self._closing_at_ms(profile),
-            "rows": rows,
-        }
+            for row in profile.rows
+        ]
+
+    def _tabs_state(self, profile: _Profile, shape: type[TabsShape]) -> TabsShape:
+        """The profile's browser now: pushed as `browser_tabs`, or a `reply_to` answer's body."""
+        return shape(
+            profile=profile.key,
+            id=profile.wire_id,
+            up=profile.up,
+            closing_at_ms=self._closing_at_ms(profile),
+            rows=self._tab_rows(profile),
+        )
 
     def _push_tabs(self, profile: _Profile) -> None:
         if not profile.followers:
             return
-        frame = server.JsonFrame.encode({"kind": "browser_tabs", **self._tabs_body(profile)})
+        frame = server.JsonFrame.encode(self._tabs_state(profile, browser.BrowserTabs))
         for connection in profile.followers:
             connection.send_frame(frame)
 
@@ -398,11 +413,11 @@ class BrowserService:
         except ClientRefusal as refusal:
             if message.reply_to is None:
                 raise
-            connection.send(server.reply(message.reply_to, {"ok": False, "why": refusal.why}))
+            connection.send(server.reply(message.reply_to, browser.Refused(why=refusal.why)))
             return
         profile.followers.add(connection)
         if message.reply_to is not None:
-            body = {"ok": True, "tabs": self._tabs_body(profile)}
+            body = browser.Tabs(tabs=self._tabs_state(profile, browser.TabsState))
             connection.send(server.reply(message.reply_to, body))
 
     # --- attach, detach (BR01-BR07) -------------------------------------------------------
@@ -415,23 +430,20 @@ class BrowserService:
             if current is not None and current[0] == profile.key:
                 return current[1]
             if not profile.rows:
-                profile.rows = (await self._ask("browser_view", profile, "tabs", None))["rows"]
+                profile.rows = (await self._ask("browser_view", profile, Tabs())).rows
             if not profile.rows:
                 raise ClientRefusal("browser_view", "the browser has no tab open", message.seat)
-            return int(min(row["number"] for row in profile.rows))
+            return min(row.number for row in profile.rows)
 
         await self._attach(connection, "browser_view", message.seat, message.reply_to, resolve)
 
     async def _view_page(self, connection: Connection, message: BrowserViewPage) -> None:
         async def resolve(profile: _Profile) -> int:
             try:
-                found = await self._ask(
-                    "browser_view_page", profile, "page", {"target": message.target}
-                )
+                found = await self._ask("browser_view_page", profile, Page(target=message.target))
             except ClientRefusal as refusal:
-                rows = self._tabs_body(profile)["rows"]
-                raise _PageGone(refusal.why, message.target, rows) from None
-            return int(found["tab"])
+                raise _PageGone(refusal.why, message.target, self._tab_rows(profile)) from None
+            return found.tab
 
         await self._attach(connection, "browser_view_page", message.seat, message.reply_to, resolve)
 
@@ -447,13 +459,12 @@ class BrowserService:
         try:
             profile = await self._host(what, seat)
             asked = await resolve(profile)
-            rows = (await self._ask(what, profile, "tabs", None))["rows"]
-            if asked not in {row["number"] for row in rows}:
-                open_now = ", ".join(str(row["number"]) for row in rows) or "none"
+            rows = (await self._ask(what, profile, Tabs())).rows
+            if asked not in {row.number for row in rows}:
+                open_now = ", ".join(str(row.number) for row in rows) or "none"
                 raise ClientRefusal(what, f"tab {asked} is not open (open tabs: {open_now})", seat)
         except ClientRefusal as refusal:
-            extra = refusal.extra if isinstance(refusal, _PageGone) else {}
-            self._refuse_attach(connection, what, asked, refusal, reply_to, extra)
+            self._refuse_attach(connection, what, asked, refusal, reply_to)
             return
         surface = (profile.key, asked)
         attached = self.table.attach(connection, surface, jpeg="jpeg" in connection.formats)
@@ -472,18 +483,19 @@ class BrowserService:
         self._warming.add(connection)
         try:
             webp, jpeg = self.table.formats(surface)
-            nav = await self._ask(what, profile, "view", {"tab": asked, "webp": webp, "jpeg": jpeg})
+            nav = await self._ask(what, profile, View(tab=asked, webp=webp, jpeg=jpeg))
             await self._apply_layout(profile, surface)
         except ClientRefusal as refusal:
             self._warming.discard(connection)
             self.table.detach(connection)
-            self._refuse_attach(connection, what, asked, refusal, reply_to, {})
+            self._refuse_attach(connection, what, asked, refusal, reply_to)
             return
         if reply_to is not None:
-            body = {"ok": True, "profile": profile.key, "tab": asked}
-            connection.send(server.reply(reply_to, body))
+            connection.send(
+                server.reply(reply_to, browser.Attached(profile=profile.key, tab=asked))
+            )
         self._push_view(profile, surface)
-        connection.send({"kind": "browser_nav_state", "id": profile.wire_id, **nav})
+        connection.send(_nav_state(profile, nav))
         kept = (profile.kept if viewer.jpeg else profile.kept_webp).get(asked)
         if kept is not None:
             connection.send_latest((profile.wire_id, asked), kept)
@@ -497,7 +509,6 @@ class BrowserService:
         asked: int | None,
         refusal: ClientRefusal,
         reply_to: ReplyTo | None,
-        extra: dict[str, Any],
     ) -> None:
         """BR04: a refused attach drops what the connection viewed, and says why."""
         left = self.table.viewer_of(connection)
@@ -513,7 +524,10 @@ class BrowserService:
             why=refusal.why,
         )
         if reply_to is not None:
-            connection.send(server.reply(reply_to, {"ok": False, "why": refusal.why, **extra}))
+            body = (
+                refusal.body if isinstance(refusal, _PageGone) else browser.Refused(why=refusal.why)
+            )
+            connection.send(server.reply(reply_to, body))
         else:
             connection.send(server.error(what, refusal.why, refusal.seat))
 
@@ -545,8 +559,7 @@ class BrowserService:
             return
         webp, jpeg = self.table.formats(surface)
         try:
-            args = {"tab": surface[1], "webp": webp, "jpeg": jpeg}
-            await self._ask("browser_detach", profile, "view", args)
+            await self._ask("browser_detach", profile, View(tab=surface[1], webp=webp, jpeg=jpeg))
             await self._apply_layout(profile, surface)
         except ClientRefusal as refusal:
             log.debug("browser_view_update_failed", profile=surface[0], why=refusal.why)
@@ -554,8 +567,7 @@ class BrowserService:
     def _push_view(self, profile: _Profile, surface: Surface) -> None:
         """BR07: every viewer of the tab draws the same truth about who drives."""
         for viewer in self.table.viewers(surface):
-            state = self.table.view_state(viewer, profile.wire_id)
-            _connection(viewer).send({"kind": "browser_view", **state})
+            _connection(viewer).send(self.table.view_state(viewer, profile.wire_id))
 
     # --- layout (BR08) --------------------------------------------------------------------
 
@@ -576,8 +588,8 @@ class BrowserService:
         if size is None or profile.layout.get(surface[1]) == size:
             return
         profile.layout[surface[1]] = size
-        args = {"tab": surface[1], "width": size.width, "height": size.height, "scale": size.scale}
-        await self._ask("browser_resize", profile, "resize", args)
+        resize = Resize(tab=surface[1], width=size.width, height=size.height, scale=size.scale)
+        await self._ask("browser_resize", profile, resize)
 
     # --- input, control, history (BR09-BR16) ----------------------------------------------
 
@@ -607,8 +619,7 @@ class BrowserService:
         viewer = self.table.viewer_of(connection)
         assert viewer is not None
         profile = self.profiles[viewer.surface[0]]
-        args = {"tab": viewer.surface[1], "event": message.event}
-        await self._ask("browser_input", profile, "input", args)
+        await self._ask("browser_input", profile, Input(tab=viewer.surface[1], event=message.event))
 
     async def _control(self, connection: Connection, message: BrowserControl) -> None:
         viewer = self.table.viewer_of(connection)
@@ -627,7 +638,7 @@ class BrowserService:
             )
             raise ClientRefusal("browser_control", reason)
         profile = self.profiles[viewer.surface[0]]
-        open_now = {row["number"] for row in profile.rows}
+        open_now = {row.number for row in profile.rows}
         if not profile.up or viewer.surface[1] not in open_now:
             log.info("browser_control", landed=False, profile=profile.key, tab=viewer.surface[1])
             raise ClientRefusal("browser_control", f"tab {viewer.surface[1]} is no longer open")
@@ -649,14 +660,14 @@ class BrowserService:
     async def _nav(self, connection: Connection, message: BrowserNav) -> None:
         profile, viewer = self._controlling(connection, "browser_nav")
         state = await self._ask(
-            "browser_nav", profile, "nav", {"tab": viewer.surface[1], "back": message.back}
+            "browser_nav", profile, Nav(tab=viewer.surface[1], back=message.back)
         )
         self._send_nav_state(profile, state)
 
     async def _navigate(self, connection: Connection, message: BrowserNavigate) -> None:
         profile, viewer = self._controlling(connection, "browser_navigate")
-        args = {"tab": viewer.surface[1], "url": message.url}
-        await self._ask("browser_navigate", profile, "navigate", args)
+        navigate = Navigate(tab=viewer.surface[1], url=message.url)
+        await self._ask("browser_navigate", profile, navigate)
 
     async def _dialog_answer(self, connection: Connection, message: BrowserDialogAnswer) -> None:
         """The controller answers the tab's alert/confirm/prompt/beforeunload; the record keeps
@@ -665,33 +676,33 @@ class BrowserService:
         viewer = self.table.viewer_of(connection)
         profile_key, tab = viewer.surface if viewer is not None else (None, None)
         try:
-            profile, _ = self._controlling(connection, what)
+            profile, viewer = self._controlling(connection, what)
             text = message.prompt_text()
-            args = {"tab": tab, "accept": message.accept, "text": text}
-            await self._ask(what, profile, "dialog_answer", args)
+            answer = DialogAnswer(tab=viewer.surface[1], accept=message.accept, text=text)
+            await self._ask(what, profile, answer)
         except ClientRefusal as refusal:
             log.info(what, landed=False, profile=profile_key, tab=tab, why=refusal.why)
             if message.reply_to is None:
                 raise
-            connection.send(server.reply(message.reply_to, {"ok": False, "why": refusal.why}))
+            connection.send(server.reply(message.reply_to, browser.Refused(why=refusal.why)))
             return
         chars = None if text is None else len(text)
         fields = {"profile": profile_key, "tab": tab, "accept": message.accept, "chars": chars}
         log.info(what, landed=True, **fields)
         if message.reply_to is not None:
-            connection.send(server.reply(message.reply_to, {"ok": True}))
+            connection.send(server.reply(message.reply_to, browser.Done()))
 
     async def _open(self, connection: Connection, message: BrowserOpen) -> None:
         try:
             profile = await self._host("browser_open", message.seat)
-            opened = await self._ask("browser_open", profile, "open", {"url": message.url})
+            opened = await self._ask("browser_open", profile, Open(url=message.url))
         except ClientRefusal as refusal:
-            connection.send(server.reply(message.reply_to, {"ok": False, "why": refusal.why}))
+            connection.send(server.reply(message.reply_to, browser.Refused(why=refusal.why)))
             return
-        tab = int(opened["tab"])
+        tab = opened.tab
         profile.owners[tab] = message.seat
         self._seat_tabs[message.seat] = (profile.key, tab)
-        connection.send(server.reply(message.reply_to, {"ok": True, "tab": tab}))
+        connection.send(server.reply(message.reply_to, browser.Opened(tab=tab)))
         self._push_tabs(profile)
 
     # --- file choosers (BR17, BR18, O-BR10) -----------------------------------------------
@@ -706,12 +717,7 @@ class BrowserService:
                 continue
             ask.sent_to = controller.id
             _connection(controller).send(
-                {
-                    "kind": "browser_file_dialog",
-                    "id": ask_id,
-                    "tab": ask.tab,
-                    "multiple": ask.multiple,
-                }
+                browser.BrowserFileDialog(id=ask_id, tab=ask.tab, multiple=ask.multiple)
             )
 
     async def _file_answer(self, connection: Connection, message: BrowserFileAnswer) -> None:
@@ -731,29 +737,24 @@ class BrowserService:
         chosen = files or []
         if profile.handle is None:
             raise ClientRefusal(what, "the browser host is not running")
+        answer = FileAnswer(ask=ask.host_ask, names=[f.name for f in chosen])
         try:
-            await profile.handle.request(
-                "file_answer",
-                {"ask": ask.host_ask, "names": [f.name for f in chosen]},
-                payloads=tuple(f.data for f in chosen),
-                within=REQUEST_S,
-            )
+            payloads = tuple(f.data for f in chosen)
+            await call_raw(profile.handle, answer, payloads=payloads, within=REQUEST_S)
         except (RequestFailed, WorkerError) as error:
             raise ClientRefusal(what, str(error)) from None
 
     # --- downloads (BR22, O-BR9) ----------------------------------------------------------
 
     def _download(
-        self, profile: _Profile, data: dict[str, Any], payloads: tuple[memoryview, ...]
+        self, profile: _Profile, done: DownloadDone, payloads: tuple[memoryview, ...]
     ) -> None:
-        offer = {
-            "kind": "browser_download",
-            "tab": data["tab"],
-            "name": data["name"],
-            "data": base64.b64encode(payloads[0]).decode() if payloads else None,
-            "error": data["error"],
-            "dropped": False,
-        }
+        offer = browser.BrowserDownload(
+            tab=done.tab,
+            name=done.name,
+            data=base64.b64encode(payloads[0]).decode() if payloads else None,
+            error=done.error,
+        )
         profile.offers.append(offer)
         while len(profile.offers) > DOWNLOAD_BACKLOG:
             profile.offers.popleft()
@@ -762,9 +763,10 @@ class BrowserService:
 
     def _deliver_offers(self, profile: _Profile) -> None:
         """Each offer to its tab's controller (then forgotten); a loss notice to any controller."""
-        waiting: deque[dict[str, Any]] = deque()
+        waiting: deque[browser.BrowserDownload] = deque()
         for offer in profile.offers:
-            controller = self.table.controller((profile.key, offer["tab"]))
+            tab = offer.tab if isinstance(offer.tab, int) else None
+            controller = None if tab is None else self.table.controller((profile.key, tab))
             if controller is None:
                 waiting.append(offer)
             else:
@@ -775,16 +777,7 @@ class BrowserService:
             controllers = [self.table.controller(s) for s in surfaces]
             holder = next((c for c in controllers if c is not None), None)
             if holder is not None:
-                _connection(holder).send(
-                    {
-                        "kind": "browser_download",
-                        "name": None,
-                        "data": None,
-                        "error": None,
-                        "dropped": True,
-                        "lost": profile.lost,
-                    }
-                )
+                _connection(holder).send(browser.BrowserDownload.loss(profile.lost))
                 profile.lost = 0
 
     # --- helpers --------------------------------------------------------------------------
@@ -799,9 +792,16 @@ class BrowserService:
 class _PageGone(ClientRefusal):
     """O-BR4: a page id no tab carries; the refusal lists the tabs open now."""
 
-    def __init__(self, why: str, target: str, rows: list[dict[str, Any]]) -> None:
+    def __init__(self, why: str, target: str, rows: list[browser.TabRow]) -> None:
         super().__init__("browser_view_page", why)
-        self.extra = {"target": target, "tabs": rows}
+        self.body = browser.PageGone(why=why, target=target, tabs=rows)
+
+
+def _nav_state(profile: _Profile, state: NavState) -> browser.BrowserNavState:
+    """BR16: the host's answer as the profile's viewers read it."""
+    return browser.BrowserNavState(
+        id=profile.wire_id, tab=state.tab, can_back=state.can_back, can_forward=state.can_forward
+    )
 
 
 def _connection(viewer: Viewer) -> Connection:

@@ -93,7 +93,7 @@ class Connection:
 
     # Outbound: every frame is queued here and written by the one writer.
 
-    def send(self, message: server.Message) -> None:
+    def send(self, message: server.Sendable) -> None:
         """Send one JSON message (a control frame: never dropped)."""
         self.send_frame(JsonFrame.encode(message))
 

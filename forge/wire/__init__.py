@@ -6,6 +6,8 @@ supervisor's socket code stays a thin adapter (the websockets library's own spli
 - `seats`: `Seat` and the subjects a client subscribes to, in their externally tagged shapes.
 - `client`: every JSON message a client sends, decoded into typed messages (`decode_client`).
 - `server`: builders for what the server sends, and `JsonFrame` (encoded once, gzipped on demand).
+- `browser`: every `browser_*` message and reply body the server sends, as tagged structs.
+- `files`: the bounds on files crossing the socket (a chooser's answer in, a download out).
 - `binary`: the tagged binary frames (kinds 0-5), their layouts and who may send which.
 - `origin`: which browser origins may open the socket.
 - `window`: a seat's numbered frames (`seq`, `span`) and the `seat_range` answers.

@@ -154,6 +154,20 @@ GESTURES: dict[str, type[Gesture]] = {
 """O-BR1: a gesture is `{"<name>": {fields}}`; press, wheel, key and text are discrete."""
 
 
+def is_discrete(gesture: Gesture) -> bool:
+    """A move is a stream; everything else is a discrete gesture that a refusal records
+    (BR10, BR11)."""
+    return not isinstance(gesture, Move)
+
+
+def record_fields(gesture: Gesture) -> dict[str, object]:
+    """What a refusal record may hold: the kind and, for text, the count, never the characters
+    (BR12)."""
+    if isinstance(gesture, Text):
+        return {"gesture": "text", "chars": len(gesture.text)}
+    return {"gesture": type(gesture).__name__.lower()}
+
+
 class BrowserView(ClientMessage, frozen=True, tag="browser_view"):
     seat: Seat
     tab: int | None = None

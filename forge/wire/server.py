@@ -26,6 +26,8 @@ DEFLATE_THRESHOLD = 65536
 GZIP_LEVEL = 6
 
 Message = dict[str, Any]
+Sendable = Message | msgspec.Struct
+"""A message built here as a dict, or a tagged struct (`forge.wire.browser`): both encode alike."""
 
 _encoder = msgspec.json.Encoder()
 
@@ -38,7 +40,7 @@ class JsonFrame:
     _deflated: bytes | None = field(default=None, repr=False)
 
     @classmethod
-    def encode(cls, message: Message) -> JsonFrame:
+    def encode(cls, message: Sendable) -> JsonFrame:
         return cls(_encoder.encode(message))
 
     @property

@@ -6,7 +6,7 @@ import base64
 
 import pytest
 
-from forge.workers.browser.files import (
+from forge.wire.files import (
     MAX_CHOSEN_BYTES,
     ChosenFile,
     FileAnswerRefused,

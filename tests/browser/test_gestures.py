@@ -4,16 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from forge.wire.client import Key, Modifiers, Move, Press, Text, Wheel
+from forge.wire.client import Key, Modifiers, Move, Press, Text, Wheel, is_discrete, record_fields
 from forge.wire.errors import ClientRefusal
-from forge.workers.browser.gestures import (
-    GestureInvalid,
-    PointerStream,
-    decode_gesture,
-    is_discrete,
-    record_fields,
-    to_cdp,
-)
+from forge.workers.browser.gestures import GestureInvalid, PointerStream, decode_gesture, to_cdp
 
 
 def test_press_becomes_a_mouse_press_with_modifiers() -> None:

@@ -5,18 +5,11 @@ from __future__ import annotations
 import pytest
 
 from forge.wire.binary import FORMAT_JPEG, FORMAT_WEBP
+from forge.wire.browser import Dialog
 from forge.wire.client import Key, Press, Text
-from forge.workers.browser.files import ChosenFile
-from forge.workers.browser.host import (
-    BrowserHost,
-    BrowserRequestRefused,
-    Dialog,
-    Download,
-    FileDialog,
-    NavState,
-    TabsChanged,
-    Viewport,
-)
+from forge.wire.files import ChosenFile
+from forge.workers.browser.host import BrowserHost, BrowserRequestRefused, Download, Viewport
+from forge.workers.browser.protocol import FileDialog, NavMoved, NavState, TabsChanged
 
 from .harness import DOWNLOAD_BODY, Recorder
 
@@ -212,7 +205,7 @@ async def test_history_back_and_forward(hosted: Hosted, site: str) -> None:
     tab = await open_viewed(hosted, f"{site}/a")
     assert await host.nav(tab, back=True) == NavState(tab, False, False)
     await host.navigate(tab, f"{site}/b")
-    await recorder.until(lambda: NavState(tab, True, False) in recorder.events)
+    await recorder.until(lambda: NavMoved(state=NavState(tab, True, False)) in recorder.events)
     assert await host.view(tab, webp=True, jpeg=False) == NavState(tab, True, False)
     assert await host.nav(tab, back=True) == NavState(tab, False, True)
     await until_title(recorder, tab, "page a")

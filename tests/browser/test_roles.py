@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from forge.supervisor.browser_roles import RoleTable, Size, Verdict, check_size
+from forge.wire.browser import BrowserView
 
 TAB1 = ("acme/default", 1)
 TAB2 = ("acme/default", 2)
@@ -27,10 +28,9 @@ def test_moving_to_another_tab_releases_the_old_role_first() -> None:
     assert (moved.left, moved.released, moved.same_surface) == (TAB1, True, False)
     assert table.controller(TAB1) is None
     (watcher,) = table.viewers(TAB1)
-    assert table.view_state(watcher, 7) == {
-        "id": 7, "profile": "acme/default", "tab": 1, "controller": None, "viewers": 1,
-        "viewer": watcher.id,
-    }  # fmt: skip
+    assert table.view_state(watcher, 7) == BrowserView(
+        id=7, profile="acme/default", tab=1, controller=None, viewers=1, viewer=watcher.id
+    )
 
 
 def test_one_controller_at_a_time_and_the_old_one_is_refused() -> None:
@@ -42,7 +42,7 @@ def test_one_controller_at_a_time_and_the_old_one_is_refused() -> None:
     table.take("b")
     assert table.input("a", 2) is Verdict.NOT_CONTROLLER
     assert table.input("b", 1) is Verdict.LANDS  # a new tenure may number lower (O-BR2)
-    assert {table.view_state(v, 1)["controller"] for v in table.viewers(TAB1)} == {
+    assert {table.view_state(v, 1).controller for v in table.viewers(TAB1)} == {
         table.viewer_of("b").id  # type: ignore[union-attr]
     }
     assert table.input("z", 1) is Verdict.UNATTACHED

@@ -94,6 +94,27 @@ async def test_the_controller_taps_a_watcher_is_refused(
         await viewer.close()
 
 
+async def test_a_reattached_viewer_never_sees_the_tabs_seq_run_backwards(
+    served: tuple[str, Path], site: str
+) -> None:
+    """Issue #13 item 4: a detach stops the tab's pump and a re-attach starts a new one; the
+    viewer first gets the frame the supervisor kept from the old pump, and the new pump used to
+    number from 1 again (a viewer saw seq 2, 1, 2). B05: seq is monotonic per tab."""
+    a = await client(served)
+    tab = (await a.ask({"kind": "browser_open", "seat": SEAT, "url": f"{site}/canvas"}))["tab"]
+    assert (await a.ask({"kind": "browser_view", "seat": SEAT, "tab": tab}))["ok"]
+    await a.until(lambda: len(a.frames) >= 3)
+    await a.send({"kind": "browser_detach"})
+    await settled(a)  # the host has been told nobody views the tab: its pump is stopped
+    before, count = a.frames[-1].seq, len(a.frames)
+    assert (await a.ask({"kind": "browser_view", "seat": SEAT, "tab": tab}))["ok"]
+    await a.until(lambda: len(a.frames) >= count + 2 and any(f.key for f in a.frames[count:]))
+    again = [f.seq for f in a.frames[count:]]
+    assert again == sorted(set(again)), again
+    assert again[0] >= before, (before, again)
+    await a.close()
+
+
 async def test_a_gone_page_is_refused_with_the_tabs_open_now(served: tuple[str, Path]) -> None:
     a = await client(served)
     answer = await a.ask({"kind": "browser_view_page", "seat": SEAT, "target": "NOPE"})

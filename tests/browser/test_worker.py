@@ -7,11 +7,26 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import psutil
+import pytest
 import pytest_asyncio
 
+from forge.ipc.errors import RequestFailed
 from forge.ipc.manager import WorkerEvent, WorkerHandle, WorkerManager, WorkerSpec, WorkerState
 from forge.ipc.messages import StreamFrame
+from forge.ipc.protocol import BAD_REQUEST, call
+from forge.ipc.protocol import WorkerEvent as TypedEvent
+from forge.workers.browser.protocol import (
+    BROWSER,
+    BrowserConfig,
+    Input,
+    Open,
+    SurfaceFailed,
+    TabsChanged,
+    View,
+    tab_stream,
+)
 
 from .harness import WAIT_S, Recorder
 
@@ -23,9 +38,10 @@ async def manager(forge_dirs: dict[str, Path]) -> AsyncIterator[WorkerManager]:
 
 
 def browser_spec(tmp_path: Path, **config: Any) -> WorkerSpec:
-    config = {"profile_id": 9, "profile_key": "acme/main", **config}
-    config.setdefault("profile_dir", str(tmp_path / "profile"))
-    return WorkerSpec("browser-acme-main", "browser", "forge.workers.browser", config=config)
+    settings = BrowserConfig(
+        profile_id=9, profile_key="acme/main", profile_dir=str(tmp_path / "profile"), **config
+    )
+    return BROWSER.spec("browser-acme-main", config=msgspec.to_builtins(settings))
 
 
 class Listener(Recorder):
@@ -34,7 +50,7 @@ class Listener(Recorder):
     def __init__(self, handle: WorkerHandle) -> None:
         super().__init__()
         self.ends: list[tuple[str, str]] = []
-        self.worker_events: list[WorkerEvent] = []
+        self.worker_events: list[TypedEvent] = []
         handle.subscribe(None, self.on_frame, self.on_end)
         handle.on_event(self.on_event)
 
@@ -46,14 +62,15 @@ class Listener(Recorder):
         self._changed.set()
 
     def on_event(self, event: WorkerEvent) -> None:
-        self.worker_events.append(event)
+        typed = BROWSER.decode_event(event.event, event.data)
+        assert typed is not None, event.event
+        self.worker_events.append(typed)
         self._changed.set()
 
 
 async def open_and_view(handle: WorkerHandle, listener: Listener, url: str) -> int:
-    opened = await handle.request("open", {"url": url}, within=WAIT_S)
-    tab: int = opened.result["tab"]
-    await handle.request("view", {"tab": tab, "webp": True}, within=WAIT_S)
+    tab = (await call(handle, Open(url=url), within=WAIT_S)).tab
+    await call(handle, View(tab=tab, webp=True), within=WAIT_S)
     await listener.until(lambda: any(f.key for f in listener.tab_frames(tab)))
     return tab
 
@@ -74,21 +91,21 @@ async def test_frames_input_and_a_chromium_crash_through_the_worker(
     assert (first.profile, first.tab, first.key) == (9, tab, True)
     down = {"press": {"x": 200, "y": 150, "button": "left", "down": True, "clicks": 1}}
     up = {"press": {"x": 200, "y": 150, "button": "left", "down": False, "clicks": 1}}
-    await handle.request("input", {"tab": tab, "event": down}, within=WAIT_S)
-    await handle.request("input", {"tab": tab, "event": up}, within=WAIT_S)
+    await call(handle, Input(tab=tab, event=down), within=WAIT_S)
+    await call(handle, Input(tab=tab, event=up), within=WAIT_S)
 
     def titled(title: str) -> bool:
-        rows = [e.data["rows"] for e in listener.worker_events if e.event == "tabs"]
-        return bool(rows) and any(r["title"] == title for r in rows[-1])
+        rows = [e.rows for e in listener.worker_events if isinstance(e, TabsChanged)]
+        return bool(rows) and any(r.title == title for r in rows[-1])
 
     await listener.until(lambda: titled("clicked"))
 
     chromium = chromium_of(handle)
     chromium.kill()
     await listener.until(lambda: listener.ends)
-    assert listener.ends == [(f"tab:{tab}", "Chromium was killed by signal 9 (SIGKILL)")]
-    failed = [e.data for e in listener.worker_events if e.event == "surface_failed"]
-    assert failed == [{"reason": "Chromium was killed by signal 9 (SIGKILL)", "tabs": [tab]}]
+    assert listener.ends == [(tab_stream(tab), "Chromium was killed by signal 9 (SIGKILL)")]
+    failed = [e for e in listener.worker_events if isinstance(e, SurfaceFailed)]
+    assert failed == [SurfaceFailed(reason="Chromium was killed by signal 9 (SIGKILL)", tabs=[tab])]
 
     row = await handle.wait_for(
         lambda r: r.state is WorkerState.READY and r.restarts == 1, within=WAIT_S
@@ -109,7 +126,7 @@ async def test_killing_the_host_takes_its_chromium_along(
     assert handle.pid is not None
     psutil.Process(handle.pid).kill()
     await listener.until(lambda: listener.ends)
-    assert listener.ends == [(f"tab:{tab}", "worker_crashed")]
+    assert listener.ends == [(tab_stream(tab), "worker_crashed")]
     await asyncio.to_thread(chromium.wait, WAIT_S)
     assert not chromium.is_running()
 
@@ -121,3 +138,19 @@ async def test_a_missing_chromium_fails_once_and_is_not_restarted(
     row = await handle.wait_for(lambda r: r.state is WorkerState.FAILED, within=WAIT_S)
     assert row.restarts == 0
     assert row.last_exit == 78
+
+
+async def test_a_malformed_request_is_refused_naming_the_field(
+    manager: WorkerManager, tmp_path: Path
+) -> None:
+    """The worker decodes each request into its protocol struct: no hand-written checks."""
+    handle = manager.start(browser_spec(tmp_path))
+    await handle.wait_for(lambda r: r.state is WorkerState.READY, within=WAIT_S)
+    with pytest.raises(RequestFailed) as refused:
+        await handle.request("view", {"tab": "one", "webp": True}, within=WAIT_S)
+    assert refused.value.code == BAD_REQUEST
+    assert refused.value.message == "view: Expected `int`, got `str` - at `$.tab`"
+    with pytest.raises(RequestFailed) as missing:
+        await handle.request("resize", {"tab": 1, "width": 10}, within=WAIT_S)
+    assert missing.value.code == BAD_REQUEST
+    assert "`height`" in missing.value.message

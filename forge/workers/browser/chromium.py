@@ -21,12 +21,11 @@ from typing import Any
 
 from forge.clock import SYSTEM_CLOCK, Clock
 from forge.logs import get_logger
-from forge.workers.browser.errors import BrowserGone, BrowserMissing
+from forge.workers.browser.errors import BrowserGone
+from forge.workers.browser.protocol import check_executable
 from forge.workers.browser.transport import CdpConnection, EventHandler
 
 log = get_logger(__name__)
-
-DEFAULT_EXECUTABLE = Path("/usr/bin/chromium")
 
 CHROMIUM_FLAGS = (
     "--headless",
@@ -58,12 +57,6 @@ class LaunchSettings:
     executable: Path
     user_data_dir: Path
     extra_args: tuple[str, ...] = ()
-
-
-def check_executable(executable: Path) -> None:
-    """Raise `BrowserMissing` unless `executable` can be run (before spawning a host for it)."""
-    if not os.access(executable, os.X_OK):
-        raise BrowserMissing(executable)
 
 
 def _high_fd(fd: int) -> int:

@@ -1,21 +1,9 @@
-"""What can go wrong in the browser host, named by whose fault it is."""
+"""What can go wrong in the browser host, named by whose fault it is (`BrowserMissing`, which
+the supervisor checks too, is in `protocol`)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from forge.errors import InternalError, PeerError, UserError
-
-
-class BrowserMissing(UserError):
-    """The configured Chromium is not there: the person installs it or points forge at it."""
-
-    def __init__(self, executable: Path) -> None:
-        super().__init__(
-            f"no Chromium at {executable}: install Debian's chromium package "
-            "(apt-get install chromium) or set [browser] chromium_path in forge.toml"
-        )
-        self.executable = executable
+from forge.errors import InternalError, PeerError
 
 
 class CdpCommandFailed(PeerError):

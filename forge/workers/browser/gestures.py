@@ -1,4 +1,4 @@
-"""A person's gesture (O-BR1's JSON) parsed, recorded without its secrets, and turned into CDP.
+"""A person's gesture (O-BR1's JSON) turned into CDP calls, and when to send a pointer's.
 
 The wire carries gestures, not Chromium's protocol: `{"press": {...}}`, `{"move": {...}}`,
 `{"wheel": {...}}`, `{"key": {...}}`, `{"text": {...}}`, each with `mods{alt,ctrl,meta,shift}`,
@@ -14,7 +14,7 @@ from typing import Any
 import msgspec
 
 from forge.errors import PeerError
-from forge.wire.client import BrowserInput, Gesture, Key, Modifiers, Move, Press, Text, Wheel
+from forge.wire.client import BrowserInput, Gesture, Key, Modifiers, Move, Press, Wheel
 from forge.workers.browser.cdp import JsonObject
 
 
@@ -43,22 +43,6 @@ def _button(press: Press) -> str:
 def _modifiers(mods: Modifiers) -> int:
     """CDP's modifier bit set: Alt=1, Ctrl=2, Meta=4, Shift=8."""
     return mods.alt * 1 | mods.ctrl * 2 | mods.meta * 4 | mods.shift * 8
-
-
-def gesture_kind(gesture: Gesture) -> str:
-    return type(gesture).__name__.lower()
-
-
-def is_discrete(gesture: Gesture) -> bool:
-    """A move is a stream; everything else is a discrete gesture that a refusal records."""
-    return not isinstance(gesture, Move)
-
-
-def record_fields(gesture: Gesture) -> dict[str, object]:
-    """What a refusal record may hold: the kind and, for text, the count, never the characters."""
-    if isinstance(gesture, Text):
-        return {"gesture": "text", "chars": len(gesture.text)}
-    return {"gesture": gesture_kind(gesture)}
 
 
 _KEY_CODES = {

@@ -26,13 +26,24 @@ from urllib.parse import urlsplit
 from forge.clock import SYSTEM_CLOCK, Clock
 from forge.errors import UserError
 from forge.logs import get_logger
+from forge.wire.browser import Dialog
 from forge.wire.client import Gesture, Key, Move, Wheel
+from forge.wire.files import ChosenFile, check_file_name, download_refusal
 from forge.workers.browser.cdp import CdpEvent, JsonObject
-from forge.workers.browser.chromium import DEFAULT_EXECUTABLE, ChromiumProcess, LaunchSettings
+from forge.workers.browser.chromium import ChromiumProcess, LaunchSettings
 from forge.workers.browser.errors import BrowserGone, CdpCommandFailed
-from forge.workers.browser.files import ChosenFile, check_file_name, download_refusal
 from forge.workers.browser.gestures import PointerStream, to_cdp
-from forge.workers.browser.pump import FramePump, FrameSink, PumpSettings
+from forge.workers.browser.protocol import (
+    DEFAULT_EXECUTABLE,
+    FileDialog,
+    FileDialogGone,
+    NavMoved,
+    NavState,
+    SurfaceFailed,
+    TabRow,
+    TabsChanged,
+)
+from forge.workers.browser.pump import FramePump, FrameSeq, FrameSink, PumpSettings
 
 log = get_logger(__name__)
 
@@ -98,53 +109,6 @@ class Viewport:
 
 
 @dataclass(frozen=True)
-class Dialog:
-    kind: str
-    """alert, confirm, prompt or beforeunload (O-BR14)."""
-    message: str
-
-
-@dataclass(frozen=True)
-class TabRow:
-    """What the host knows of a tab; the supervisor adds owner and state for `browser_tabs`."""
-
-    number: int
-    target: str
-    title: str
-    url: str
-    opener: int | None
-    dialog: Dialog | None
-
-
-@dataclass(frozen=True)
-class TabsChanged:
-    rows: list[TabRow]
-
-
-@dataclass(frozen=True)
-class NavState:
-    tab: int
-    can_back: bool
-    can_forward: bool
-
-
-@dataclass(frozen=True)
-class FileDialog:
-    """A page asked for files; `ask` is the id the answer must name (O-BR6)."""
-
-    ask: int
-    tab: int
-    multiple: bool
-
-
-@dataclass(frozen=True)
-class FileDialogGone:
-    """The tab behind an outstanding ask closed: the ask is cancelled (O-BR10)."""
-
-    ask: int
-
-
-@dataclass(frozen=True)
 class Download:
     """A finished download: `data` when it may cross, else `error` in words (BR22)."""
 
@@ -154,15 +118,8 @@ class Download:
     error: str | None
 
 
-@dataclass(frozen=True)
-class SurfaceFailed:
-    """Chromium stopped: every viewed tab's surface is gone, for the reason given."""
-
-    reason: str
-    tabs: list[int]
-
-
-HostEvent = TabsChanged | NavState | FileDialog | FileDialogGone | Download | SurfaceFailed
+HostEvent = TabsChanged | NavMoved | FileDialog | FileDialogGone | Download | SurfaceFailed
+"""What the page does on its own; all but `Download` (whose bytes ride apart) cross as they are."""
 
 
 @dataclass(frozen=True)
@@ -188,6 +145,8 @@ class _Tab:
     viewport: Viewport
     dialog: Dialog | None = None
     pump: FramePump | None = None
+    frame_seq: FrameSeq = field(default_factory=FrameSeq)
+    """Outlives each pump: a re-attach numbers on from the last frame (O-B3, issue #13 item 4)."""
     pointer: PointerStream = field(default_factory=PointerStream)
     nav_state: NavState | None = None
     ready: asyncio.Event = field(default_factory=asyncio.Event)
@@ -351,6 +310,7 @@ class BrowserHost:
                 tab=tab.number,
                 clock=self._clock,
                 sink=self._on_frame,
+                seq=tab.frame_seq,
                 capture_key=lambda: self._capture_key(tab),
                 settings=self.settings.pump,
             )
@@ -535,7 +495,7 @@ class BrowserHost:
             return
         if state != tab.nav_state:
             tab.nav_state = state
-            self._on_event(state)
+            self._on_event(NavMoved(state=state))
 
     async def _set_up(self, tab: _Tab) -> None:
         """Domains and overrides a tab needs before its page runs (it waits for the debugger)."""
@@ -547,7 +507,7 @@ class BrowserHost:
         tab.ready.set()
 
     def _tabs_changed(self) -> None:
-        self._on_event(TabsChanged(self.tabs()))
+        self._on_event(TabsChanged(rows=self.tabs()))
 
     def _chromium_exited(self, exited: asyncio.Future[str]) -> None:
         if self._stopping:
@@ -558,7 +518,7 @@ class BrowserHost:
             if tab.pump is not None:
                 self._spawn(tab.pump.stop())
                 tab.pump = None
-        self._on_event(SurfaceFailed(reason, viewed))
+        self._on_event(SurfaceFailed(reason=reason, tabs=viewed))
         if not self.failed.done():
             self.failed.set_result(reason)
 
@@ -608,7 +568,7 @@ class BrowserHost:
         for ask_id, ask in list(self._asks.items()):
             if ask.tab == tab.number:
                 del self._asks[ask_id]
-                self._on_event(FileDialogGone(ask_id))
+                self._on_event(FileDialogGone(ask=ask_id))
         log.info("browser_tab_closed", tab=tab.number)
         self._tabs_changed()
 
@@ -658,7 +618,7 @@ class BrowserHost:
         ask_id = next(self._ask_ids)
         multiple = params.get("mode") == "selectMultiple"
         self._asks[ask_id] = _FileAsk(tab.number, params["backendNodeId"], multiple)
-        self._on_event(FileDialog(ask_id, tab.number, multiple))
+        self._on_event(FileDialog(ask=ask_id, tab=tab.number, multiple=multiple))
 
     def _navigated(self, params: JsonObject, tab: _Tab | None) -> None:
         assert tab is not None

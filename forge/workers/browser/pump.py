@@ -59,6 +59,21 @@ def webp_from_jpeg(jpeg: bytes, quality: int) -> tuple[bytes, int, int]:
     return out.getvalue(), width, height
 
 
+class FrameSeq:
+    """One tab's frame numbers (O-B3): from 1, monotonic, wrapping modulo 2^32.
+
+    The tab owns it, not the pump: a tab's pump stops when its last viewer leaves and a new one
+    starts on the next attach, and the supervisor first sends that viewer the frame it kept from
+    the old pump, so numbering again from 1 would run backwards (issue #13 item 4)."""
+
+    def __init__(self) -> None:
+        self.last = 0
+
+    def next(self) -> int:
+        self.last = self.last % (SEQ_MODULUS - 1) + 1
+        return self.last
+
+
 FrameSink = Callable[[bytes], None]
 Capture = Callable[[], Awaitable[bytes]]
 
@@ -75,6 +90,7 @@ class FramePump:
         sink: FrameSink,
         capture_key: Capture,
         settings: PumpSettings,
+        seq: FrameSeq | None = None,
     ) -> None:
         self.profile_id = profile_id
         self.tab = tab
@@ -86,7 +102,7 @@ class FramePump:
         self._sink = sink
         self._capture_key = capture_key
         self._settings = settings
-        self._seq = 0
+        self._seq = seq if seq is not None else FrameSeq()
         self._motion: tuple[bytes, tuple[int, int]] | None = None
         self._motion_ready = asyncio.Event()
         self._key_asked = asyncio.Event()
@@ -144,10 +160,9 @@ class FramePump:
         height: int,
         page_size: tuple[int, int],
     ) -> None:
-        self._seq = self._seq % (SEQ_MODULUS - 1) + 1
         page_width, page_height = page_size
         frame = browser_frame(
-            profile=self.profile_id, tab=self.tab, seq=self._seq, width=width, height=height,
+            profile=self.profile_id, tab=self.tab, seq=self._seq.next(), width=width, height=height,
             image_format=image_format, key=key, page_width=page_width, page_height=page_height,
             image=image,
         )  # fmt: skip

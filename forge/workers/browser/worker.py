@@ -1,9 +1,10 @@
 """The browser host as a supervised worker: requests in, tab frames and page events out.
 
-Spawn, heartbeat, restart and crash reporting are `forge.ipc`'s; this adapter only maps the host's
-methods to requests and its events to IPC events. Each viewed tab's frames ride their own bulk
-stream `tab:<number>`, offered (a full supervisor queue drops the frame: a newer one follows), so
-a subscriber knows the tab from the stream and learns a surface's end from `on_end`.
+Spawn, heartbeat, restart and crash reporting are `forge.ipc`'s; this adapter only maps the
+requests `protocol.py` declares to the host's methods, and the host's events to the protocol's.
+Each viewed tab's frames ride their own bulk stream `tab:<number>`, offered (a full supervisor
+queue drops the frame: a newer one follows), so a subscriber knows the tab from the stream and
+learns a surface's end from `on_end`.
 
 When Chromium dies on its own, every viewed tab's stream ends with Chromium's reason and a
 `surface_failed` event says it once more; then the worker exits 1, so the lifecycle restarts it
@@ -13,105 +14,74 @@ it is shown, never restarted in a loop.
 
 from __future__ import annotations
 
-import dataclasses
+from collections.abc import Awaitable
 from pathlib import Path
-from typing import Any
+from typing import TypeVar
 
-from forge import paths
+import msgspec
+
 from forge.ipc.errors import RequestFailed, WorkerConfigError
-from forge.ipc.messages import Reply, Request
 from forge.ipc.worker import BulkStream, Worker, handles
 from forge.wire.binary import BROWSER_FRAME_HEADER
 from forge.wire.errors import ClientRefusal
-from forge.workers.browser.chromium import DEFAULT_EXECUTABLE
-from forge.workers.browser.errors import BrowserGone, BrowserMissing, CdpCommandFailed
-from forge.workers.browser.files import ChosenFile, FileAnswerRefused, check_file_name
+from forge.wire.files import ChosenFile, FileAnswerRefused, check_file_name
+from forge.workers.browser.errors import BrowserGone, CdpCommandFailed
 from forge.workers.browser.gestures import GestureInvalid, decode_gesture
 from forge.workers.browser.host import (
     BrowserHost,
     BrowserRequestRefused,
     Download,
-    FileDialog,
-    FileDialogGone,
     HostEvent,
     HostSettings,
-    NavState,
-    SurfaceFailed,
-    TabRow,
-    TabsChanged,
     Viewport,
 )
-
-KIND = "browser"
+from forge.workers.browser.protocol import (
+    BROWSER,
+    BrowserConfig,
+    BrowserMissing,
+    Close,
+    DialogAnswer,
+    DownloadDone,
+    FileAnswer,
+    FilesWritten,
+    Input,
+    Nav,
+    Navigate,
+    NavState,
+    Open,
+    Page,
+    Resize,
+    SurfaceFailed,
+    TabNumber,
+    TabRows,
+    Tabs,
+    View,
+    tab_stream,
+)
 
 CHROMIUM_FAILED_EXIT = 1
 """The worker's exit code after its Chromium died: an ordinary crash, restarted with backoff."""
 
-
-def profile_dir_for(profile_key: str) -> Path:
-    """Where a profile `<org>/<name>` keeps its Chromium data, uploads and downloads."""
-    org, _, name = profile_key.partition("/")
-    return paths.state_dir() / "browser" / (org or "default") / (name or "default")
-
-
-def tab_stream(tab: int) -> str:
-    """The bulk stream that carries one tab's kind-1 frames."""
-    return f"tab:{tab}"
-
-
-def row_json(row: TabRow) -> dict[str, Any]:
-    return dataclasses.asdict(row)
-
-
-def event_message(event: HostEvent) -> tuple[str, dict[str, Any], tuple[bytes, ...]]:
-    """An IPC event's name, JSON body and raw payloads (a download's bytes ride raw)."""
-    if isinstance(event, TabsChanged):
-        return "tabs", {"rows": [row_json(r) for r in event.rows]}, ()
-    if isinstance(event, Download):
-        body = {"tab": event.tab, "name": event.name, "error": event.error}
-        return "download", body, (event.data,) if event.data is not None else ()
-    names: dict[type[Any], str] = {
-        NavState: "nav_state",
-        FileDialog: "file_dialog",
-        FileDialogGone: "file_dialog_gone",
-        SurfaceFailed: "surface_failed",
-    }
-    return names[type(event)], dataclasses.asdict(event), ()
-
-
-def _int(args: Any, name: str) -> int:
-    value = args.get(name) if isinstance(args, dict) else None
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise RequestFailed("bad_request", f"{name} must be an integer")
-    return value
-
-
-def _str(args: Any, name: str) -> str:
-    value = args.get(name) if isinstance(args, dict) else None
-    if not isinstance(value, str):
-        raise RequestFailed("bad_request", f"{name} must be a string")
-    return value
+T = TypeVar("T")
 
 
 class BrowserWorker(Worker):
-    """One profile's browser host. Config: profile_id, profile_key; optional executable,
-    home_url, profile_dir."""
+    """One profile's host; its config is a `BrowserConfig`."""
 
-    kind = KIND
+    kind = BROWSER.kind
     capabilities = ("webp", "jpeg")
 
     async def setup(self) -> None:
-        config = self.config
         try:
-            profile_key = str(config.get("profile_key", "default/default"))
-            settings = HostSettings(
-                profile_id=int(config["profile_id"]),
-                profile_dir=Path(config.get("profile_dir") or profile_dir_for(profile_key)),
-                executable=Path(config.get("executable") or DEFAULT_EXECUTABLE),
-                home_url=str(config.get("home_url") or "about:blank"),
-            )
-        except (KeyError, TypeError, ValueError) as error:
-            raise WorkerConfigError(f"browser worker config is incomplete: {error!r}") from None
+            config = msgspec.convert(self.config, BrowserConfig)
+        except msgspec.ValidationError as error:
+            raise WorkerConfigError(f"browser worker config: {error}") from None
+        settings = HostSettings(
+            profile_id=config.profile_id,
+            profile_dir=Path(config.profile_dir),
+            executable=Path(config.executable),
+            home_url=config.home_url,
+        )
         self._streams: dict[int, BulkStream] = {}
         self._failed: str | None = None
         self._surface_failed: SurfaceFailed | None = None
@@ -141,16 +111,18 @@ class BrowserWorker(Worker):
     def _on_event(self, event: HostEvent) -> None:
         if isinstance(event, SurfaceFailed):
             self._surface_failed = event  # sent by `_watch_chromium`, before the worker stops
-            return
-        name, body, payloads = event_message(event)
-        self.spawn(self.emit(name, body, payloads))
+        elif isinstance(event, Download):
+            done = DownloadDone(tab=event.tab, name=event.name, error=event.error)
+            self.spawn(self.emit(done, (event.data,) if event.data is not None else ()))
+        else:
+            self.spawn(self.emit(event))
 
     async def _watch_chromium(self) -> None:
         reason = await self.host.failed
         self._failed = reason
         self.log.error("browser_host_chromium_failed", reason=reason)
         if self._surface_failed is not None:
-            await self.emit(*event_message(self._surface_failed)[:2])
+            await self.emit(self._surface_failed)
         for tab, stream in list(self._streams.items()):
             await stream.end(reason)
             del self._streams[tab]
@@ -158,7 +130,7 @@ class BrowserWorker(Worker):
 
     # --- requests -------------------------------------------------------------------------
 
-    async def _call(self, work: Any) -> Any:
+    async def _call(self, work: Awaitable[T]) -> T:
         """Run one host call, turning its refusals into the request's error with their words."""
         try:
             return await work
@@ -169,91 +141,68 @@ class BrowserWorker(Worker):
         except BrowserGone as gone:
             raise RequestFailed("browser_gone", gone.reason) from None
 
-    @handles("tabs")
-    async def tabs(self, request: Request) -> dict[str, Any]:
-        return {"rows": [row_json(r) for r in self.host.tabs()]}
+    @handles(Tabs)
+    async def tabs(self, request: Tabs) -> TabRows:
+        return TabRows(self.host.tabs())
 
-    @handles("page")
-    async def page(self, request: Request) -> dict[str, Any]:
-        """A CDP target id (a hand-off's page id) to the tab number it has now."""
-        target = _str(request.args, "target")
-        tab = self.host.tab_of_target(target)
+    @handles(Page)
+    async def page(self, request: Page) -> TabNumber:
+        tab = self.host.tab_of_target(request.target)
         if tab is None:
-            raise RequestFailed("refused", f"page {target} is not open")
-        return {"tab": tab}
+            raise RequestFailed("refused", f"page {request.target} is not open")
+        return TabNumber(tab)
 
-    @handles("open")
-    async def open(self, request: Request) -> dict[str, Any]:
-        return {"tab": await self._call(self.host.open_tab(_str(request.args, "url")))}
+    @handles(Open)
+    async def open(self, request: Open) -> TabNumber:
+        return TabNumber(await self._call(self.host.open_tab(request.url)))
 
-    @handles("navigate")
-    async def navigate(self, request: Request) -> None:
-        args = request.args
-        await self._call(self.host.navigate(_int(args, "tab"), _str(args, "url")))
+    @handles(Navigate)
+    async def navigate(self, request: Navigate) -> None:
+        await self._call(self.host.navigate(request.tab, request.url))
 
-    @handles("close")
-    async def close(self, request: Request) -> None:
-        await self._call(self.host.close_tab(_int(request.args, "tab")))
+    @handles(Close)
+    async def close(self, request: Close) -> None:
+        await self._call(self.host.close_tab(request.tab))
 
-    @handles("view")
-    async def view(self, request: Request) -> dict[str, Any]:
-        """Which formats the tab's viewers read (`webp`, `jpeg`); both false stops its frames.
-        Answers the tab's nav state, and a key frame follows on the tab's stream."""
-        args = request.args
-        webp, jpeg = bool(args.get("webp")), bool(args.get("jpeg"))
-        state = await self._call(self.host.view(_int(args, "tab"), webp=webp, jpeg=jpeg))
-        return dataclasses.asdict(state)
+    @handles(View)
+    async def view(self, request: View) -> NavState:
+        return await self._call(self.host.view(request.tab, webp=request.webp, jpeg=request.jpeg))
 
-    @handles("resize")
-    async def resize(self, request: Request) -> None:
-        args = request.args
-        scale = args.get("scale", 1.0)
-        if not isinstance(scale, int | float):
-            raise RequestFailed("bad_request", "scale must be a number")
-        viewport = Viewport(_int(args, "width"), _int(args, "height"), float(scale))
-        await self._call(self.host.resize(_int(args, "tab"), viewport))
+    @handles(Resize)
+    async def resize(self, request: Resize) -> None:
+        viewport = Viewport(request.width, request.height, request.scale)
+        await self._call(self.host.resize(request.tab, viewport))
 
-    @handles("input")
-    async def input(self, request: Request) -> None:
-        """Sent on at once; the reply says it was handed to Chromium, not that it landed."""
-        tab = _int(request.args, "tab")
+    @handles(Input)
+    async def input(self, request: Input) -> None:
         try:
-            self.host.input(tab, decode_gesture(request.args.get("event")))
+            self.host.input(request.tab, decode_gesture(request.event))
         except (ClientRefusal, GestureInvalid) as invalid:
             raise RequestFailed("bad_gesture", str(invalid)) from None
         except BrowserRequestRefused as refused:
             raise RequestFailed("refused", str(refused)) from None
 
-    @handles("nav")
-    async def nav(self, request: Request) -> dict[str, Any]:
-        args = request.args
-        state = await self._call(self.host.nav(_int(args, "tab"), back=bool(args.get("back"))))
-        return dataclasses.asdict(state)
+    @handles(Nav)
+    async def nav(self, request: Nav) -> NavState:
+        return await self._call(self.host.nav(request.tab, back=request.back))
 
-    @handles("dialog_answer")
-    async def dialog_answer(self, request: Request) -> None:
-        args = request.args
-        text = args.get("text")
-        await self._call(
-            self.host.answer_dialog(
-                _int(args, "tab"),
-                accept=bool(args.get("accept")),
-                text=text if isinstance(text, str) else None,
-            )
-        )
+    @handles(DialogAnswer)
+    async def dialog_answer(self, request: DialogAnswer) -> None:
+        answer = self.host.answer_dialog(request.tab, accept=request.accept, text=request.text)
+        await self._call(answer)
 
-    @handles("file_answer")
-    async def file_answer(self, request: Request) -> Reply:
-        """Names in `names`, bytes as the request's payloads in the same order; none dismisses."""
-        names = request.args.get("names") or []
-        if not isinstance(names, list) or len(names) != len(request.payloads):
-            raise RequestFailed("bad_request", "one payload per name")
+    @handles(FileAnswer, payloads=True)
+    async def file_answer(
+        self, request: FileAnswer, payloads: tuple[memoryview, ...]
+    ) -> FilesWritten:
+        if len(request.names) != len(payloads):
+            raise RequestFailed("bad_request", "file_answer: one payload per name")
         try:
             files = [
                 ChosenFile(check_file_name(name), bytes(data))
-                for name, data in zip(names, request.payloads, strict=True)
+                for name, data in zip(request.names, payloads, strict=True)
             ]
         except FileAnswerRefused as refused:
             raise RequestFailed("refused", str(refused)) from None
-        written = await self._call(self.host.answer_files(_int(request.args, "ask"), files))
-        return Reply({"paths": [str(p) for p in written]})
+        written = await self._call(self.host.answer_files(request.ask, files))
+        return FilesWritten([str(p) for p in written])

@@ -1,0 +1,240 @@
+"""The browser worker's protocol: what the supervisor asks a profile's host, and what it hears.
+
+One host process per browser profile. The supervisor asks it with the requests below and hears
+the page's own doings as events; each viewed tab's ready-made kind-1 frames ride their own bulk
+stream (`tab_stream`). This module is all the supervisor imports of `forge.workers.browser`:
+besides the messages, the worker's config and the check a supervisor makes before it spawns one
+(`check_executable`, the same one the host makes).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from forge.errors import UserError
+from forge.ipc.protocol import WorkerEvent, WorkerProtocol, WorkerRequest
+from forge.wire.browser import Dialog
+
+DEFAULT_EXECUTABLE = Path("/usr/bin/chromium")
+
+TAB_STREAM_PREFIX = "tab:"
+
+
+def tab_stream(tab: int) -> str:
+    """The bulk stream that carries one tab's kind-1 frames."""
+    return f"{TAB_STREAM_PREFIX}{tab}"
+
+
+def stream_tab(stream: str) -> int:
+    """The tab number of a `tab_stream` name."""
+    return int(stream.removeprefix(TAB_STREAM_PREFIX))
+
+
+class BrowserConfig(msgspec.Struct, frozen=True, kw_only=True):
+    """The worker's config (its spec's `config`): one profile, and the Chromium to run."""
+
+    profile_id: int
+    """The wire id every kind-1 frame of this profile carries."""
+    profile_key: str
+    """`<org>/<name>`, for the records."""
+    profile_dir: str
+    """Chromium's user data, chosen uploads and downloads, side by side."""
+    executable: str = str(DEFAULT_EXECUTABLE)
+    home_url: str = "about:blank"
+
+
+class BrowserMissing(UserError):
+    """The configured Chromium is not there: the person installs it or points forge at it."""
+
+    def __init__(self, executable: Path) -> None:
+        super().__init__(
+            f"no Chromium at {executable}: install Debian's chromium package "
+            "(apt-get install chromium) or set [browser] chromium_path in forge.toml"
+        )
+        self.executable = executable
+
+
+def check_executable(executable: Path) -> None:
+    """Raise `BrowserMissing` unless `executable` can be run (before spawning a host for it)."""
+    if not os.access(executable, os.X_OK):
+        raise BrowserMissing(executable)
+
+
+# Answers.
+
+
+class TabRow(msgspec.Struct, frozen=True):
+    """What the host knows of a tab; the supervisor adds owner and state for `browser_tabs`."""
+
+    number: int
+    """Per host run, from 1, never reused (O-B3)."""
+    target: str
+    """Chromium's target id (a hand-off's page id)."""
+    title: str
+    url: str
+    opener: int | None
+    dialog: Dialog | None
+
+
+class TabRows(msgspec.Struct, frozen=True):
+    rows: list[TabRow]
+
+
+class TabNumber(msgspec.Struct, frozen=True):
+    tab: int
+
+
+class NavState(msgspec.Struct, frozen=True):
+    """Where a tab's history sits."""
+
+    tab: int
+    can_back: bool
+    can_forward: bool
+
+
+class FilesWritten(msgspec.Struct, frozen=True):
+    paths: list[str]
+
+
+# Requests.
+
+
+class Tabs(WorkerRequest[TabRows], tag="tabs", frozen=True):
+    """Every open tab, in number order."""
+
+
+class Page(WorkerRequest[TabNumber], tag="page", frozen=True):
+    """The tab a CDP target id (a hand-off's page id) has now; refused when it is not open."""
+
+    target: str
+
+
+class Open(WorkerRequest[TabNumber], tag="open", frozen=True):
+    """A new tab in its own window; answered once the tab is followed."""
+
+    url: str
+
+
+class Navigate(WorkerRequest[None], tag="navigate", frozen=True):
+    tab: int
+    url: str
+
+
+class Close(WorkerRequest[None], tag="close", frozen=True):
+    tab: int
+
+
+class View(WorkerRequest[NavState], tag="view", frozen=True):
+    """Which formats the tab's viewers read; both false stops its screencast. A key frame
+    follows on the tab's stream."""
+
+    tab: int
+    webp: bool = False
+    jpeg: bool = False
+
+
+class Resize(WorkerRequest[None], tag="resize", frozen=True):
+    """Lay the tab out at a viewer's surface (device pixels, ratio); a key frame follows."""
+
+    tab: int
+    width: int
+    height: int
+    scale: float = 1.0
+
+
+class Input(WorkerRequest[None], tag="input", frozen=True):
+    """One O-BR1 gesture, sent on at once: the answer says it was handed to Chromium, not that it
+    landed. A gesture the host cannot perform is refused `bad_gesture`."""
+
+    tab: int
+    event: dict[str, Any]
+
+
+class Nav(WorkerRequest[NavState], tag="nav", frozen=True):
+    """One step back or forward; with nowhere to go, the state unchanged."""
+
+    tab: int
+    back: bool
+
+
+class DialogAnswer(WorkerRequest[None], tag="dialog_answer", frozen=True):
+    tab: int
+    accept: bool
+    text: str | None = None
+
+
+class FileAnswer(WorkerRequest[FilesWritten], tag="file_answer", frozen=True):
+    """A chooser's answer: names here, the bytes as the request's payloads in the same order;
+    no names dismisses."""
+
+    ask: int
+    names: list[str]
+
+
+# Events.
+
+
+class TabsChanged(WorkerEvent, tag="tabs", frozen=True):
+    rows: list[TabRow]
+
+
+class NavMoved(WorkerEvent, tag="nav_state", frozen=True):
+    """The page moved on its own (a link, a redirect, a same-document move)."""
+
+    state: NavState
+
+
+class FileDialog(WorkerEvent, tag="file_dialog", frozen=True):
+    """A page asked for files; `ask` is the id the answer must name (O-BR6)."""
+
+    ask: int
+    tab: int
+    multiple: bool
+
+
+class FileDialogGone(WorkerEvent, tag="file_dialog_gone", frozen=True):
+    """The tab behind an outstanding ask closed: the ask is cancelled (O-BR10)."""
+
+    ask: int
+
+
+class DownloadDone(WorkerEvent, tag="download", frozen=True):
+    """A finished download: its bytes ride as the event's one payload when it may cross, else
+    `error` says why in words (BR22)."""
+
+    tab: int | None
+    name: str
+    error: str | None
+
+
+class SurfaceFailed(WorkerEvent, tag="surface_failed", frozen=True):
+    """Chromium stopped: every viewed tab's surface is gone, for the reason given. The worker
+    then exits to be restarted with a fresh Chromium."""
+
+    reason: str
+    tabs: list[int]
+
+
+BROWSER = WorkerProtocol(
+    kind="browser",
+    module="forge.workers.browser",
+    requests=(
+        Tabs,
+        Page,
+        Open,
+        Navigate,
+        Close,
+        View,
+        Resize,
+        Input,
+        Nav,
+        DialogAnswer,
+        FileAnswer,
+    ),
+    events=(TabsChanged, NavMoved, FileDialog, FileDialogGone, DownloadDone, SurfaceFailed),
+    streams=(TAB_STREAM_PREFIX,),
+)
