@@ -3,8 +3,8 @@
 The shapes are the ones `forge.wire.server` builds and the seed names; the terminal's frames
 are `forge.wire.terminal`'s own structs (the ones the server encodes, re-exported here); binary
 frames are read with `forge.wire.binary`'s layouts, and kind 3 (a gzipped JSON frame on a
-`?deflate=1` connection) is unwrapped into the frame it carries. A kind this client does not draw is an
-`OtherFrame` (text) or `OtherBinary`, never an error: servers grow, clients ignore.
+`?deflate=1` connection) is unwrapped into the frame it carries. A kind this client does not
+draw is an `OtherFrame` (text) or `OtherBinary`, never an error: servers grow, clients ignore.
 """
 
 from __future__ import annotations
