@@ -472,9 +472,9 @@ class TerminalService:
         log.warning("terminal_host_gone", id=room.id, reason=reason)
         if terminal.summary is not None:
             self._publish(terminal, terminal.summary.host_gone(reason))
-        why = f"terminal {room.id}'s host stopped ({reason}); a new view opens a fresh shell"
+        lost = wire.host_stopped(room.seat, room.id, reason)
         for connection in list(room.viewers):
-            connection.send(server.error("terminal_view", why, room.seat))
+            connection.send(lost)
             self._attached.pop(connection, None)
         room.viewers.clear()
         terminal.flow.viewers.clear()
@@ -497,10 +497,10 @@ class TerminalService:
         await self._manager.remove(terminal.handle.name)
         for task in list(terminal.tasks):
             task.cancel()
-        why = f"terminal {room.id} closed"
+        closed = wire.closed(room.seat, room.id)
         for connection in list(room.viewers):
             if notify:
-                connection.send(server.error("terminal_close", why, room.seat))
+                connection.send(closed)
             self._attached.pop(connection, None)
         room.viewers.clear()
         terminal.flow.viewers.clear()

@@ -8,6 +8,8 @@ by clients from the same structs.
   (`terminal_changed` builds that update's body). The host builds the same struct, so what a
   host says and what a client reads are one shape.
 - `ViewOpened` / `ViewRefused`: the body of the `reply` to a `terminal_view` with `reply_to`.
+- `host_stopped` / `closed`: the errors that end a viewer's attachment (`what` is the verb a
+  client reacts to: `terminal_view` for a crashed host, `terminal_close` for a close).
 - `TerminalOutput` / `decode_terminal_output`: a kind-4 frame read back (B09).
 
 The JSON messages are msgspec structs tagged on `kind`; `encode` turns one into a `JsonFrame`
@@ -23,7 +25,7 @@ import msgspec
 
 from forge.wire.binary import TERMINAL_OUTPUT_HEADER
 from forge.wire.seats import Seat
-from forge.wire.server import JsonFrame
+from forge.wire.server import JsonFrame, Message, error
 
 _encoder = msgspec.json.Encoder()
 
@@ -121,6 +123,17 @@ def terminal_changed(seat: Seat, summary: TerminalSummary | None) -> dict[str, A
     """The `terminal_changed` update's body, as the seat's window keeps it for `seat_range`."""
     body: dict[str, Any] = msgspec.to_builtins(TerminalChanged(key=seat, terminal=summary))
     return body
+
+
+def host_stopped(seat: Seat, terminal: int, reason: str) -> Message:
+    """To each viewer of a terminal whose host died: the shell is gone, a new view opens one."""
+    why = f"terminal {terminal}'s host stopped ({reason}); a new view opens a fresh shell"
+    return error("terminal_view", why, seat)
+
+
+def closed(seat: Seat, terminal: int) -> Message:
+    """To each viewer of a terminal that was closed (O-TM10)."""
+    return error("terminal_close", f"terminal {terminal} closed", seat)
 
 
 def decode_terminal_output(frame: bytes) -> TerminalOutput | None:

@@ -85,3 +85,10 @@ def test_kind_4_reads_back_or_is_none_without_a_whole_header() -> None:
         2, 7, b"hi"
     )
     assert wire.decode_terminal_output(b"\x04\x02") is None
+
+
+def test_the_errors_that_end_an_attachment_name_the_verb_a_client_reacts_to() -> None:
+    assert wire.closed(SEAT, 3) == server.error("terminal_close", "terminal 3 closed", SEAT)
+    lost = wire.host_stopped(SEAT, 3, "worker_crashed")
+    assert (lost["what"], lost["seat"]) == ("terminal_view", SEAT)
+    assert "worker_crashed" in lost["why"]
