@@ -1,9 +1,10 @@
 """What the server sends, decoded for a client: typed frames, or `OtherFrame` for the rest.
 
-The shapes are the ones `forge.wire.server` builds and the seed names; binary frames are read
-with `forge.wire.binary`'s layouts, and kind 3 (a gzipped JSON frame on a `?deflate=1`
-connection) is unwrapped into the frame it carries. A kind this client does not draw is an
-`OtherFrame` (text) or `OtherBinary`, never an error: servers grow, clients ignore.
+The shapes are the ones `forge.wire.server` builds and the seed names; the terminal's frames
+are `forge.wire.terminal`'s own structs (the ones the server encodes, re-exported here); binary
+frames are read with `forge.wire.binary`'s layouts, and kind 3 (a gzipped JSON frame on a
+`?deflate=1` connection) is unwrapped into the frame it carries. A kind this client does not
+draw is an `OtherFrame` (text) or `OtherBinary`, never an error: servers grow, clients ignore.
 """
 
 from __future__ import annotations
@@ -14,8 +15,33 @@ from typing import Any
 import msgspec
 
 from forge.errors import PeerError
-from forge.wire.binary import TERMINAL_OUTPUT_HEADER, Kind
+from forge.wire.binary import Kind
 from forge.wire.seats import Seat, Subject
+from forge.wire.terminal import (
+    TerminalControl,
+    TerminalOutput,
+    TerminalView,
+    decode_terminal_output,
+)
+
+__all__ = [
+    "Error",
+    "Frame",
+    "Greeting",
+    "MalformedFrame",
+    "OtherBinary",
+    "OtherFrame",
+    "Pong",
+    "Reply",
+    "ServerFrame",
+    "Settings",
+    "Snapshot",
+    "TerminalControl",
+    "TerminalOutput",
+    "TerminalView",
+    "Update",
+    "decode_frame",
+]
 
 
 class ServerFrame(msgspec.Struct, frozen=True, kw_only=True):
@@ -73,39 +99,11 @@ class Reply(ServerFrame, frozen=True):
     body: Any
 
 
-class TerminalView(ServerFrame, frozen=True):
-    """A terminal's whole screen as a VT stream; chunks above `seq` follow (TM04)."""
-
-    seat: Seat
-    id: int
-    cols: int
-    rows: int
-    seq: int
-    screen: str
-    viewers: int
-    viewer: int
-    controller: int | None
-
-
-class TerminalControl(ServerFrame, frozen=True):
-    seat: Seat
-    id: int
-    controller: int | None
-
-
 class OtherFrame(ServerFrame, frozen=True):
     """A JSON frame of a kind this client does not read."""
 
     kind: str
     raw: dict[str, Any]
-
-
-class TerminalOutput(msgspec.Struct, frozen=True):
-    """Kind 4: the shell's bytes, numbered per terminal (B09)."""
-
-    terminal: int
-    seq: int
-    data: bytes
 
 
 class OtherBinary(msgspec.Struct, frozen=True):
@@ -130,7 +128,7 @@ Frame = (
     | OtherBinary
 )
 
-_SHAPES: dict[str, type[ServerFrame]] = {
+_SHAPES: dict[str, type[msgspec.Struct]] = {
     "greeting": Greeting,
     "settings": Settings,
     "pong": Pong,
@@ -156,10 +154,10 @@ def decode_frame(message: str | bytes) -> Frame:
         raise MalformedFrame("an empty binary frame")
     tag = message[0]
     if tag == Kind.TERMINAL_OUTPUT:
-        if len(message) < TERMINAL_OUTPUT_HEADER.size:
+        output = decode_terminal_output(message)
+        if output is None:
             raise MalformedFrame(f"a kind-4 frame of {len(message)} bytes has no whole header")
-        _, terminal, seq = TERMINAL_OUTPUT_HEADER.unpack_from(message)
-        return TerminalOutput(terminal, seq, message[TERMINAL_OUTPUT_HEADER.size :])
+        return output
     if tag == Kind.GZIP_JSON:
         try:
             return _decode_json(gzip.decompress(message[1:]))

@@ -15,7 +15,7 @@ Modules (policy above mechanism, pure cores tested without sockets):
              `RequestFailed` (a handler's own refusal, same code both sides), `WorkerConfigError`
   orphans    PR_SET_PDEATHSIG; `die_with_parent` is also the `preexec_fn` for a worker's children
 
-Writing a worker kind (e.g. `forge/workers/terminal/host.py` plus a `__main__.py`)::
+Writing a worker kind (e.g. `forge/workers/terminal/worker.py` plus a `__main__.py`)::
 
     from forge.ipc.errors import RequestFailed, WorkerConfigError
     from forge.ipc.messages import Reply, Request

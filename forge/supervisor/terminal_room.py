@@ -21,22 +21,12 @@ C = TypeVar("C", bound=Hashable)
 
 @dataclass(eq=False)
 class Viewer(Generic[C]):
-    """One connection's attachment to one terminal."""
+    """One connection's attachment to one terminal (its flow is `terminal_flow.ViewerFlow`)."""
 
     number: int
     connection: C
     size: tuple[int, int] | None = None
     """(cols, rows) the viewer's surface asked for, None until its first resize."""
-    paused: bool = False
-    stale: bool = False
-    """Fell behind: its chunks are dropped until its backlog drains and a fresh view goes out."""
-    syncing: bool = True
-    """Waiting for a fresh view: chunks are held, not sent, until the view goes out."""
-    held: list[tuple[int, bytes]] = field(default_factory=list)
-    """Chunks that arrived while syncing, sent after the view if newer than its seq."""
-    held_bytes: int = 0
-    held_lost: bool = False
-    """Held chunks overflowed: the view just requested is stale, ask again."""
 
 
 @dataclass(eq=False)

@@ -6,12 +6,11 @@ The hosts do the PTY work; this module owns what clients are told: terminal ids 
 reused in a run), viewers and control (`TerminalRoom`), each viewer's flow, and the seat's
 `terminal` summary published as `terminal_changed`.
 
-Flow per viewer: chunks are relayed as the host framed them (one bytes object for every
-viewer). A watcher's backlog is bounded (~1 MiB): past it the connection drops the waiting
-chunks and the viewer gets a fresh view at the current seq, then continues live. Only the
-controller slows the shell: past `FLOW_HIGH` unsent bytes its host stops reading the PTY until
-the backlog is under `FLOW_LOW`. A view is asked of the host while the viewer's chunks are held,
-so the client sees the view, then exactly the chunks after its seq.
+Chunks are relayed as the host framed them (one bytes object for every viewer); every flow
+decision (per-viewer bounds and resyncs, the controller's throttle, muting the host, held
+chunks) is `terminal_flow`'s, and its docstring says how they fit together. It speaks to hosts
+only through `forge.workers.terminal.protocol`, and builds what clients see with
+`forge.wire.terminal`.
 """
 
 from __future__ import annotations
@@ -23,21 +22,31 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
+import msgspec
+
 from forge.errors import UserError
 from forge.ipc.errors import RequestFailed, WorkerError
-from forge.ipc.manager import WorkerHandle, WorkerManager, WorkerSpec
+from forge.ipc.manager import WorkerHandle, WorkerManager
 from forge.ipc.messages import StreamFrame
+from forge.ipc.protocol import call
 from forge.ipc.streams import Subscription
 from forge.logs import get_logger
 from forge.supervisor.connection import Connection
 from forge.supervisor.core import Supervisor
-from forge.supervisor.outbound import TERMINAL_LIMIT
 from forge.supervisor.seats import SeatState, UnknownProject
+from forge.supervisor.terminal_flow import (
+    FLOW_LOW,
+    SEND,
+    Mute,
+    TerminalFlow,
+    ViewerFlow,
+    chunk_limit,
+)
 from forge.supervisor.terminal_room import TerminalRoom, Viewer
 from forge.wire import server
-from forge.wire.binary import TERMINAL_OUTPUT_HEADER, TerminalInput
+from forge.wire import terminal as wire
+from forge.wire.binary import TerminalInput
 from forge.wire.client import (
-    ReplyTo,
     TerminalClose,
     TerminalControl,
     TerminalDetach,
@@ -47,21 +56,25 @@ from forge.wire.client import (
 )
 from forge.wire.errors import ClientRefusal
 from forge.wire.seats import Seat
-from forge.workers.terminal.host import COLS_RANGE, INPUT_STREAM, OUTPUT_STREAM, ROWS_RANGE
+from forge.workers.terminal.protocol import (
+    INPUT_STREAM,
+    MAX_COLS,
+    MAX_ROWS,
+    MIN_COLS,
+    MIN_ROWS,
+    OUTPUT_STREAM,
+    TERMINAL,
+    Close,
+    Flow,
+    HostConfig,
+    Resize,
+    Summary,
+    View,
+    read_output_meta,
+    size_fits,
+)
 
 log = get_logger(__name__)
-
-HOST_MODULE = "forge.workers.terminal"
-CONTROLLER_LIMIT = 16 * 1024 * 1024
-"""The controller's chunk backlog bound: backpressure (not a drop) must govern the controller,
-and after `FLOW_HIGH` is crossed up to ~9 MiB more can still arrive before the host's PTY stops
-(the ZeroMQ bulk pipe holds 128 frames of up to 64 KiB, plus the host's 1 MiB send queue)."""
-FLOW_HIGH = 1024 * 1024
-FLOW_LOW = 256 * 1024
-"""The controller's unsent bytes above which its host stops reading the PTY, and below which it
-reads again."""
-HELD_LIMIT = TERMINAL_LIMIT
-"""Chunks held for a viewer waiting on its view; past this the view is asked again."""
 
 
 class TerminalHeld(UserError):
@@ -70,20 +83,16 @@ class TerminalHeld(UserError):
 
 @dataclass(eq=False)
 class _Terminal:
-    """One terminal: its room, its host, and the last summary published."""
+    """One terminal: its room, its flow, its host, and the last summary published."""
 
     room: TerminalRoom[Connection]
     handle: WorkerHandle
-    summary: dict[str, Any]
+    summary: wire.TerminalSummary | None = None
+    flow: TerminalFlow[Connection] = field(default_factory=TerminalFlow)
     subscription: Subscription | None = None
     gone: str | None = None
     """Why the host is gone (it crashed): no view can be drawn any more."""
     closing: bool = False
-    throttled: bool = False
-    muted: bool = False
-    """The host was last told that no viewer takes frames live (so it sends none)."""
-    mute_epoch: int = 0
-    """Numbers the mute decisions, so the host applies only the latest one."""
     control_moved: asyncio.Event = field(default_factory=asyncio.Event)
     """Set on each change of controller, so a throttle held for the old one ends."""
     key: tuple[str, int] = ("terminal", 0)
@@ -141,12 +150,12 @@ class TerminalService:
     def shell_pids(self, seat: Seat) -> list[int]:
         """The pids of the seat's live shells: the roots of its process view (H12)."""
         return sorted(
-            int(terminal.summary["pid"])
+            terminal.summary.pid
             for terminal in self._terminals.values()
             if terminal.room.seat == seat
             and terminal.gone is None
-            and terminal.summary.get("alive")
-            and terminal.summary.get("pid")
+            and terminal.summary is not None
+            and terminal.summary.alive
         )
 
     async def close_all(self) -> None:
@@ -162,13 +171,15 @@ class TerminalService:
         except _Refused as refusal:
             if message.reply_to is None:
                 raise ClientRefusal("terminal_view", refusal.why, seat) from None
-            connection.send(server.reply(message.reply_to, {"ok": False, "why": refusal.why}))
+            connection.send(server.reply(message.reply_to, wire.ViewRefused(why=refusal.why)))
             return
         self._detach(connection)
         viewer = terminal.room.attach(connection, next(self._viewer_numbers))
+        terminal.flow.attach(connection)
         self._attached[connection] = terminal
         log.info("terminal_attach", seat=str(seat), id=terminal.room.id, viewer=viewer.number)
-        _reply(connection, message.reply_to, {"ok": True, "id": terminal.room.id})
+        if message.reply_to is not None:
+            connection.send(server.reply(message.reply_to, wire.ViewOpened(id=terminal.room.id)))
         await self._sync(terminal, viewer)
 
     async def _terminal_to_view(self, seat: Seat, wanted: int | None) -> _Terminal:
@@ -184,7 +195,7 @@ class TerminalService:
                 raise _Refused(f"terminal {wanted} is gone ({terminal.gone}); open a new one")
             return terminal
         current = self._terminals.get(self._current.get(seat, 0))
-        if current is not None and current.gone is None and current.summary.get("alive"):
+        if current is not None and current.gone is None and _alive(current.summary):
             return current
         if current is not None:
             await self._close(current, notify=True)
@@ -201,11 +212,10 @@ class TerminalService:
             "shell": config.shell_for(project),
             **self._host_config,
         }
-        spec = WorkerSpec(
-            f"terminal-{number}", "terminal", HOST_MODULE, config=settings, restart=False
-        )
+        host = msgspec.convert(settings, HostConfig)
+        spec = TERMINAL.spec(f"terminal-{number}", config=msgspec.to_builtins(host))
         handle = self._manager.start(spec)
-        terminal = _Terminal(TerminalRoom(number, state.seat), handle, {}, key=("terminal", number))
+        terminal = _Terminal(TerminalRoom(number, state.seat), handle, key=("terminal", number))
         terminal.subscription = handle.subscribe(
             OUTPUT_STREAM, partial(self._on_frame, terminal), partial(self._on_end, terminal)
         )
@@ -213,13 +223,13 @@ class TerminalService:
         self._terminals[number] = terminal
         self._current[state.seat] = number
         try:
-            summary = (await handle.request("summary")).result
+            summary = await call(handle, Summary())
         except (WorkerError, RequestFailed) as error:
             del self._terminals[number], self._current[state.seat]
             terminal.subscription.close()
             await handle.stop()
             raise _Refused(f"the terminal could not start: {error}") from None
-        log.info("terminal_opened", seat=str(state.seat), id=number, pid=summary.get("pid"))
+        log.info("terminal_opened", seat=str(state.seat), id=number, pid=summary.pid)
         self._publish(terminal, summary)
         return terminal
 
@@ -228,10 +238,11 @@ class TerminalService:
 
     async def _resize(self, connection: Connection, message: TerminalResize) -> None:
         terminal, viewer = self._attachment(connection, "terminal_resize", message.seat, message.id)
-        if message.cols not in COLS_RANGE or message.rows not in ROWS_RANGE:
+        if not size_fits(message.cols, message.rows):
             raise ClientRefusal(
                 "terminal_resize",
-                f"a terminal is 2..500 columns by 1..300 rows, not {message.cols}x{message.rows}",
+                f"a terminal is {MIN_COLS}..{MAX_COLS} columns by {MIN_ROWS}..{MAX_ROWS} rows, "
+                f"not {message.cols}x{message.rows}",
                 message.seat,
             )
         viewer.size = (message.cols, message.rows)
@@ -239,11 +250,12 @@ class TerminalService:
 
     async def _pause(self, connection: Connection, message: TerminalPause) -> None:
         terminal, viewer = self._attachment(connection, "terminal_pause")
+        flow = terminal.flow.viewers[connection]
         if message.paused:
-            viewer.paused = True
+            flow.paused = True
             self._refresh_mute(terminal)
-        elif viewer.paused:
-            viewer.paused = False
+        elif flow.paused:
+            flow.paused = False
             await self._sync(terminal, viewer)
 
     async def _control(self, connection: Connection, message: TerminalControl) -> None:
@@ -303,6 +315,7 @@ class TerminalService:
         if terminal is None:
             return
         viewer, released = terminal.room.detach(connection)
+        terminal.flow.detach(connection)
         if viewer is not None:
             log.info("terminal_detach", id=terminal.room.id, viewer=viewer.number)
         if released:
@@ -314,11 +327,11 @@ class TerminalService:
         terminal.control_moved.set()
         terminal.control_moved.clear()
         room = terminal.room
-        controller = room.controller.number if room.controller is not None else None
-        message = {"kind": "terminal_control", "seat": room.seat, "id": room.id}
-        message["controller"] = controller
+        frame = wire.encode(
+            wire.TerminalControl(seat=room.seat, id=room.id, controller=_number(room.controller))
+        )
         for viewer in room.viewers.values():
-            viewer.connection.send(message)
+            viewer.connection.send_frame(frame)
 
     async def _apply_size(self, terminal: _Terminal) -> None:
         """Resize the PTY to the size the rule picks, unless it is already in place."""
@@ -329,7 +342,7 @@ class TerminalService:
         room.size = wanted
         cols, rows = wanted
         try:
-            await terminal.handle.request("resize", {"cols": cols, "rows": rows})
+            await call(terminal.handle, Resize(cols=cols, rows=rows))
         except (WorkerError, RequestFailed) as error:
             log.warning("terminal_resize_failed", id=room.id, reason=str(error))
 
@@ -337,167 +350,145 @@ class TerminalService:
 
     async def _sync(self, terminal: _Terminal, viewer: Viewer[Connection]) -> None:
         """Hold the viewer's chunks, send it a fresh view, then the chunks after its seq."""
-        viewer.syncing = True
         room = terminal.room
-        unmuting = self._mute_decision(terminal)
-        if unmuting is not None:
-            await unmuting  # before the view, so every frame after its seq is sent
+        flow = terminal.flow.viewers[viewer.connection]
+        flow.asking_view()
+        unmute = terminal.flow.mute()
+        if unmute is not None:
+            await self._send_mute(terminal, unmute)  # before the view: every frame after it comes
         while True:
-            viewer.held_lost = False
+            flow.asking_view()
             try:
-                view = (await terminal.handle.request("view")).result
+                view = await call(terminal.handle, View())
             except (WorkerError, RequestFailed) as error:
                 log.warning("terminal_view_failed", id=room.id, reason=str(error))
                 return
-            if room.viewers.get(viewer.connection) is not viewer or viewer.paused:
+            if terminal.flow.viewers.get(viewer.connection) is not flow or flow.paused:
                 return
-            if not viewer.held_lost:
+            if not flow.held_lost:
                 break
             await viewer.connection.writable()
-        viewer.connection.send(
-            {
-                "kind": "terminal_view",
-                "seat": room.seat,
-                "id": room.id,
-                "cols": view["cols"],
-                "rows": view["rows"],
-                "seq": view["seq"],
-                "screen": view["screen"],
-                "viewers": len(room.viewers),
-                "viewer": viewer.number,
-                "controller": room.controller.number if room.controller is not None else None,
-            }
+        message = wire.TerminalView(
+            seat=room.seat,
+            id=room.id,
+            cols=view.cols,
+            rows=view.rows,
+            seq=view.seq,
+            screen=view.screen,
+            viewers=len(room.viewers),
+            viewer=viewer.number,
+            controller=_number(room.controller),
         )
-        viewer.syncing = False
-        held, viewer.held, viewer.held_bytes = viewer.held, [], 0
-        for seq, chunk in held:
-            if seq > view["seq"]:
-                self._send_chunk(terminal, viewer, chunk)
+        viewer.connection.send_frame(wire.encode(message))
+        for chunk in flow.view_drawn(view.seq):
+            self._send_chunk(terminal, viewer, chunk)
 
     def _on_frame(self, terminal: _Terminal, frame: StreamFrame) -> None:
         if terminal.closing:
             return
-        if frame.meta is not None:
-            summary = frame.meta.get("summary") if isinstance(frame.meta, dict) else None
-            if isinstance(summary, dict):
-                self._publish(terminal, summary)
+        meta = read_output_meta(frame.meta)
+        if not isinstance(meta, int):  # not `isinstance(meta, TerminalSummary)`: 5x dearer
+            self._publish(terminal, meta)
             return
         chunk = bytes(frame.payload)
-        _, _, seq = TERMINAL_OUTPUT_HEADER.unpack_from(chunk)
+        flows = terminal.flow.viewers
         for viewer in list(terminal.room.viewers.values()):
-            if viewer.paused or viewer.stale:
-                continue
-            if viewer.syncing:
-                if viewer.held_bytes + len(chunk) > HELD_LIMIT:
-                    viewer.held, viewer.held_bytes, viewer.held_lost = [], 0, True
-                else:
-                    viewer.held.append((seq, chunk))
-                    viewer.held_bytes += len(chunk)
-                continue
-            self._send_chunk(terminal, viewer, chunk)
-        self._check_flow(terminal)
+            if flows[viewer.connection].route(meta, chunk) is SEND:
+                self._send_chunk(terminal, viewer, chunk)
+        controller = terminal.room.controller
+        backlog = controller.connection.stream_pending(terminal.key) if controller else None
+        if terminal.flow.throttle(backlog):
+            assert controller is not None
+            self._spawn(terminal, self._throttle(terminal, controller))
 
     def _send_chunk(self, terminal: _Terminal, viewer: Viewer[Connection], chunk: bytes) -> None:
-        controls = viewer is terminal.room.controller
         viewer.connection.send_bounded(
             terminal.key,
             chunk,
-            limit=CONTROLLER_LIMIT if controls else TERMINAL_LIMIT,
-            on_overflow=partial(self._overflowed, terminal, viewer),
+            limit=chunk_limit(controls=viewer is terminal.room.controller),
+            on_overflow=partial(self._overflowed, terminal, viewer.connection),
         )
 
-    def _overflowed(self, terminal: _Terminal, viewer: Viewer[Connection]) -> None:
+    def _overflowed(self, terminal: _Terminal, connection: Connection) -> None:
         """The viewer fell ~1 MiB behind: its waiting chunks are gone; draw it a fresh screen.
 
         The view is asked only once what was queued for it has been written, so a stalled
         viewer costs one bounded backlog, not a view per megabyte of output.
         """
+        viewer = terminal.room.viewers.get(connection)
+        flow = terminal.flow.viewers.get(connection)
+        if viewer is None or flow is None:
+            return
         log.info("terminal_viewer_overflow", id=terminal.room.id, viewer=viewer.number)
-        if not viewer.stale:
-            viewer.stale = True
+        if flow.overflowed():
             self._refresh_mute(terminal)
-            self._spawn(terminal, self._resync(terminal, viewer))
+            self._spawn(terminal, self._resync(terminal, viewer, flow))
 
-    async def _resync(self, terminal: _Terminal, viewer: Viewer[Connection]) -> None:
+    async def _resync(
+        self, terminal: _Terminal, viewer: Viewer[Connection], flow: ViewerFlow
+    ) -> None:
         await viewer.connection.writable()
-        viewer.stale = False
+        flow.drained()
         await self._sync(terminal, viewer)
 
     def _refresh_mute(self, terminal: _Terminal) -> None:
-        decision = self._mute_decision(terminal)
+        """Tell the host whether any viewer takes frames live, if that changed (a paused or
+        overflowed viewer takes none: a phone asleep during a build costs nothing)."""
+        decision = terminal.flow.mute()
         if decision is not None:
-            self._spawn(terminal, decision)
+            self._spawn(terminal, self._send_mute(terminal, decision))
 
-    def _mute_decision(self, terminal: _Terminal) -> Coroutine[Any, Any, None] | None:
-        """The request telling the host whether any viewer takes frames live, if that changed.
-
-        A paused or overflowed viewer takes none, so with nobody else watching the host stops
-        sending them: a phone asleep during a build costs the supervisor nothing. The decision
-        is numbered here, when it is made, because the requests may reach the host out of order.
-        """
-        live = any(not v.paused and not v.stale for v in terminal.room.viewers.values())
-        if live != terminal.muted or terminal.gone is not None or terminal.closing:
-            return None
-        terminal.muted = not live
-        terminal.mute_epoch += 1
-        return self._send_mute(terminal, terminal.muted, terminal.mute_epoch)
-
-    async def _send_mute(self, terminal: _Terminal, muted: bool, epoch: int) -> None:
-        try:
-            await terminal.handle.request("flow", {"muted": muted, "epoch": epoch})
-        except (WorkerError, RequestFailed) as error:
-            log.warning("terminal_flow_failed", id=terminal.room.id, reason=str(error))
-
-    def _check_flow(self, terminal: _Terminal) -> None:
-        controller = terminal.room.controller
-        if terminal.throttled or controller is None:
-            return
-        if controller.connection.stream_pending(terminal.key) >= FLOW_HIGH:
-            terminal.throttled = True
-            self._spawn(terminal, self._throttle(terminal, controller))
+    async def _send_mute(self, terminal: _Terminal, decision: Mute) -> None:
+        await self._tell_flow(terminal, Flow(muted=decision.muted, epoch=decision.epoch))
 
     async def _throttle(self, terminal: _Terminal, controller: Viewer[Connection]) -> None:
         """Stop the PTY until the controller's backlog is under FLOW_LOW or control moves."""
-        handle = terminal.handle
         drained = asyncio.ensure_future(controller.connection.writable(FLOW_LOW))
         moved = asyncio.ensure_future(terminal.control_moved.wait())
         try:
-            await handle.request("flow", {"paused": True})
-            await asyncio.wait([drained, moved], return_when=asyncio.FIRST_COMPLETED)
-            await handle.request("flow", {"paused": False})
-        except (WorkerError, RequestFailed) as error:
-            log.warning("terminal_flow_failed", id=terminal.room.id, reason=str(error))
+            if await self._tell_flow(terminal, Flow(paused=True)):
+                await asyncio.wait([drained, moved], return_when=asyncio.FIRST_COMPLETED)
+                await self._tell_flow(terminal, Flow(paused=False))
         finally:
             drained.cancel()
             moved.cancel()
-            terminal.throttled = False
+            terminal.flow.throttle_ended()
+
+    async def _tell_flow(self, terminal: _Terminal, decision: Flow) -> bool:
+        try:
+            await call(terminal.handle, decision)
+        except (WorkerError, RequestFailed) as error:
+            log.warning("terminal_flow_failed", id=terminal.room.id, reason=str(error))
+            return False
+        return True
 
     def _on_end(self, terminal: _Terminal, stream_id: str, reason: str) -> None:
         """The host is gone without a close: viewers are told, the seat shows it dead."""
         if terminal.closing:
             return
         terminal.gone = reason
+        terminal.flow.stopped = True
         room = terminal.room
         log.warning("terminal_host_gone", id=room.id, reason=reason)
-        self._publish(
-            terminal,
-            {**terminal.summary, "alive": False, "state": "exited", "reason": reason},
-        )
-        why = f"terminal {room.id}'s host stopped ({reason}); a new view opens a fresh shell"
+        if terminal.summary is not None:
+            self._publish(terminal, terminal.summary.host_gone(reason))
+        lost = wire.host_stopped(room.seat, room.id, reason)
         for connection in list(room.viewers):
-            connection.send(server.error("terminal_view", why, room.seat))
+            connection.send(lost)
             self._attached.pop(connection, None)
         room.viewers.clear()
+        terminal.flow.viewers.clear()
         room.controller = None
         self._spawn(terminal, terminal.handle.stop())
 
     async def _close(self, terminal: _Terminal, *, notify: bool) -> None:
         """Kill the shell's session, stop the host, detach every viewer (O-TM10)."""
         terminal.closing = True
+        terminal.flow.stopped = True
         room = terminal.room
         if terminal.gone is None:
             try:
-                await terminal.handle.request("close")
+                await call(terminal.handle, Close())
             except (WorkerError, RequestFailed) as error:
                 log.warning("terminal_close_failed", id=room.id, reason=str(error))
         if terminal.subscription is not None:
@@ -506,12 +497,13 @@ class TerminalService:
         await self._manager.remove(terminal.handle.name)
         for task in list(terminal.tasks):
             task.cancel()
-        why = f"terminal {room.id} closed"
+        closed = wire.closed(room.seat, room.id)
         for connection in list(room.viewers):
             if notify:
-                connection.send(server.error("terminal_close", why, room.seat))
+                connection.send(closed)
             self._attached.pop(connection, None)
         room.viewers.clear()
+        terminal.flow.viewers.clear()
         self._terminals.pop(room.id, None)
         log.info("terminal_closed", seat=str(room.seat), id=room.id)
         if self._current.get(room.seat) == room.id:
@@ -520,23 +512,23 @@ class TerminalService:
             if state is not None:
                 state.terminal = None
                 self._supervisor.publish_seat_update(
-                    room.seat, "terminal_changed", {"key": room.seat, "terminal": None}
+                    room.seat, "terminal_changed", wire.terminal_changed(room.seat, None)
                 )
 
-    def _publish(self, terminal: _Terminal, summary: dict[str, Any]) -> None:
+    def _publish(self, terminal: _Terminal, summary: wire.TerminalSummary) -> None:
         """Publish the seat's `terminal_changed` when its summary really changed (TM13)."""
         if summary == terminal.summary:
             return
         terminal.summary = summary
         room = terminal.room
-        room.size = (int(summary.get("cols", room.size[0])), int(summary.get("rows", room.size[1])))
+        room.size = (summary.cols, summary.rows)
         if self._current.get(room.seat) != room.id:
             return
         state = self._supervisor.seats.get(room.seat)
         if state is not None:
-            state.terminal = summary
+            state.terminal = msgspec.to_builtins(summary)
             self._supervisor.publish_seat_update(
-                room.seat, "terminal_changed", {"key": room.seat, "terminal": summary}
+                room.seat, "terminal_changed", wire.terminal_changed(room.seat, summary)
             )
 
     def _spawn(self, terminal: _Terminal, work: Coroutine[Any, Any, None]) -> None:
@@ -546,16 +538,19 @@ class TerminalService:
 
 
 class _Refused(Exception):
-    """A view that cannot be served; answered as `{"ok": false, "why"}` or an error frame."""
+    """A view that cannot be served; answered as `ViewRefused` or an error frame."""
 
     def __init__(self, why: str) -> None:
         super().__init__(why)
         self.why = why
 
 
-def _reply(connection: Connection, reply_to: ReplyTo | None, body: dict[str, Any]) -> None:
-    if reply_to is not None:
-        connection.send(server.reply(reply_to, body))
+def _alive(summary: wire.TerminalSummary | None) -> bool:
+    return summary is not None and summary.alive
+
+
+def _number(viewer: Viewer[Connection] | None) -> int | None:
+    return viewer.number if viewer is not None else None
 
 
 def install(

@@ -15,11 +15,24 @@ import pyte
 import pytest
 
 from forge.ipc.errors import RequestFailed
-from forge.ipc.manager import WorkerHandle, WorkerManager, WorkerSpec
+from forge.ipc.manager import WorkerHandle, WorkerManager
 from forge.ipc.messages import StreamFrame
 from forge.ipc.policy import LifecycleTimings
+from forge.ipc.protocol import BAD_REQUEST, call
 from forge.wire.binary import TERMINAL_OUTPUT_HEADER
-from forge.workers.terminal.host import INPUT_STREAM, OUTPUT_STREAM
+from forge.wire.terminal import TerminalSummary
+from forge.workers.terminal.protocol import (
+    INPUT_STREAM,
+    OUTPUT_STREAM,
+    TERMINAL,
+    Close,
+    Flow,
+    Resize,
+    Resized,
+    View,
+    Viewed,
+    read_output_meta,
+)
 from forge.workers.terminal.screen import TerminalScreen
 
 pytestmark = pytest.mark.timeout(60)
@@ -40,18 +53,20 @@ class Viewer:
     def __init__(self, handle: WorkerHandle) -> None:
         self.seqs: list[int] = []
         self.chunks: dict[int, bytes] = {}
-        self.summaries: list[dict[str, Any]] = []
+        self.summaries: list[TerminalSummary] = []
         self.ended: str | None = None
         self._changed = asyncio.Event()
         handle.subscribe(OUTPUT_STREAM, self.on_frame, self.on_end)
 
     def on_frame(self, frame: StreamFrame) -> None:
-        if frame.meta is None:
+        meta = read_output_meta(frame.meta)
+        if isinstance(meta, TerminalSummary):
+            self.summaries.append(meta)
+        else:
             _, _, seq = TERMINAL_OUTPUT_HEADER.unpack_from(frame.payload)
+            assert seq == meta  # the typed metadata is the frame's own seq
             self.seqs.append(seq)
             self.chunks[seq] = bytes(frame.payload[TERMINAL_OUTPUT_HEADER.size :])
-        else:
-            self.summaries.append(frame.meta["summary"])
         self._changed.set()
 
     def on_end(self, stream_id: str, reason: str) -> None:
@@ -73,10 +88,10 @@ class Viewer:
     async def wait_for(self, text: bytes, count: int = 1) -> None:
         await self.until(lambda: self.data.count(text) >= count)
 
-    async def wait_state(self, **fields: Any) -> dict[str, Any]:
+    async def wait_state(self, **fields: Any) -> TerminalSummary:
         def matches() -> bool:
             return bool(self.summaries) and all(
-                self.summaries[-1].get(k) == v for k, v in fields.items()
+                getattr(self.summaries[-1], k) == v for k, v in fields.items()
             )
 
         await self.until(matches)
@@ -88,8 +103,7 @@ async def start_host(
 ) -> tuple[WorkerHandle, Viewer]:
     env = {"PS1": "$ ", "HOME": str(tmp_path)}
     settings = {"terminal": 1, "cwd": str(tmp_path), "argv": BASH, **config}
-    spec = WorkerSpec(name, "terminal", "forge.workers.terminal", config=settings, env=env)
-    handle = manager.start(spec)
+    handle = manager.start(TERMINAL.spec(name, config=settings, env=env))
     viewer = Viewer(handle)
     await handle.wait_for(lambda row: row.state == "ready", 30.0)
     return handle, viewer
@@ -107,10 +121,10 @@ def type_in(handle: WorkerHandle, keys: bytes) -> None:
     assert handle.send_bulk(INPUT_STREAM, keys)
 
 
-def screen_of(view: dict[str, Any], *after: bytes) -> TerminalScreen:
-    screen = TerminalScreen(view["cols"], view["rows"])
+def screen_of(view: Viewed, *after: bytes) -> TerminalScreen:
+    screen = TerminalScreen(view.cols, view.rows)
     stream = pyte.ByteStream(screen)
-    stream.feed(view["screen"].encode())
+    stream.feed(view.screen.encode())
     for data in after:
         stream.feed(data)
     return screen
@@ -121,26 +135,26 @@ async def test_muted_the_host_sends_no_frames_but_its_screen_follows_and_the_new
 ) -> None:
     handle, viewer = await start_host(manager, tmp_path)
     await viewer.wait_for(b"$ ")
-    assert (await handle.request("flow", {"muted": True, "epoch": 2})).result["muted"] is True
-    older = await handle.request("flow", {"muted": False, "epoch": 1})
-    assert older.result["muted"] is True  # decided before the mute: it arrived late, ignored
+    assert (await call(handle, Flow(muted=True, epoch=2))).muted is True
+    older = await call(handle, Flow(muted=False, epoch=1))
+    assert older.muted is True  # decided before the mute: it arrived late, ignored
     last_sent = viewer.seqs[-1]
     type_in(handle, b"echo hidden-$((6*7))\r")
 
-    async def screen_shows(text: str) -> dict[str, Any]:
+    async def screen_shows(text: str) -> Viewed:
         while True:
-            view = (await handle.request("view")).result
+            view = await call(handle, View())
             if text in "\n".join(screen_of(view).display):
                 return view
             await asyncio.sleep(0.01)
 
     view = await screen_shows("hidden-42")
-    assert view["seq"] > last_sent
+    assert view.seq > last_sent
     assert viewer.seqs[-1] == last_sent
-    assert (await handle.request("flow", {"muted": False, "epoch": 3})).result["muted"] is False
+    assert (await call(handle, Flow(muted=False, epoch=3))).muted is False
     type_in(handle, b"echo shown-$((6*7))\r")
     await viewer.wait_for(b"shown-42")
-    assert all(seq > view["seq"] for seq in viewer.seqs if seq > last_sent)
+    assert all(seq > view.seq for seq in viewer.seqs if seq > last_sent)
     assert b"hidden-42" not in viewer.data
 
 
@@ -150,15 +164,15 @@ async def test_output_frames_view_and_state_words(manager: WorkerManager, tmp_pa
     await viewer.wait_state(state="idle", alive=True)
     type_in(handle, b"printf 'hello %s\\n' world\r")
     await viewer.wait_for(b"hello world")
-    view = (await handle.request("view")).result
-    assert view["seq"] <= viewer.seqs[-1]
-    screen = screen_of(view, viewer.after(view["seq"]))
+    view = await call(handle, View())
+    assert view.seq <= viewer.seqs[-1]
+    screen = screen_of(view, viewer.after(view.seq))
     assert "hello world" in "\n".join(screen.display)
     assert viewer.seqs == list(range(1, len(viewer.seqs) + 1))
 
     type_in(handle, b"sleep 1\r")
     running = await viewer.wait_state(state="running")
-    assert running["source"] == "process"
+    assert running.source == "process"
     await viewer.wait_state(state="idle")
 
     type_in(handle, b"read -s -p 'Password: ' secret\r")
@@ -169,8 +183,8 @@ async def test_output_frames_view_and_state_words(manager: WorkerManager, tmp_pa
 
     type_in(handle, b"printf '\\033]2;my title\\007'; cd /tmp\r")
     summary = await viewer.wait_state(title="my title", cwd="/tmp")
-    assert summary["id"] == 1
-    assert summary["held"] is False
+    assert summary.id == 1
+    assert summary.held is False
 
 
 async def test_a_second_viewer_mid_stream_draws_the_same_screen(
@@ -180,14 +194,14 @@ async def test_a_second_viewer_mid_stream_draws_the_same_screen(
     await viewer.wait_for(b"$ ")
     type_in(handle, b"seq 1 100000; echo DONE\r")
     await viewer.wait_for(b"50000")
-    mid = (await handle.request("view")).result
+    mid = await call(handle, View())
     await viewer.wait_for(b"DONE\r\n")
     await viewer.wait_for(b"$ ", 2)
-    final = (await handle.request("view")).result
-    first = screen_of({"screen": "", "cols": 40, "rows": 10}, viewer.data)
-    late = screen_of(mid, viewer.after(mid["seq"]))
+    final = await call(handle, View())
+    first = screen_of(Viewed(seq=0, screen="", cols=40, rows=10), viewer.data)
+    late = screen_of(mid, viewer.after(mid.seq))
     assert late.display == first.display
-    assert screen_of(final, viewer.after(final["seq"])).display == first.display
+    assert screen_of(final, viewer.after(final.seq)).display == first.display
     assert first.display[-2].strip() == "DONE"
 
 
@@ -199,14 +213,14 @@ async def test_alternate_screen_and_modes_in_the_view(
     await viewer.wait_for(b"$ ")
     type_in(handle, b"less file.txt\r")
     await viewer.wait_for(b"line 20")
-    view = (await handle.request("view")).result
-    screen = screen_of(view, viewer.after(view["seq"]))
+    view = await call(handle, View())
+    screen = screen_of(view, viewer.after(view.seq))
     assert screen.in_alternate
     assert screen.display[0].startswith("line 0")
     type_in(handle, b"q")
     await viewer.wait_for(b"$ ", 2)
-    view = (await handle.request("view")).result
-    screen = screen_of(view, viewer.after(view["seq"]))
+    view = await call(handle, View())
+    screen = screen_of(view, viewer.after(view.seq))
     assert not screen.in_alternate
     assert "less file.txt" in screen.display[0]
 
@@ -214,16 +228,30 @@ async def test_alternate_screen_and_modes_in_the_view(
 async def test_resize_applies_to_pty_and_screen(manager: WorkerManager, tmp_path: Path) -> None:
     handle, viewer = await start_host(manager, tmp_path)
     await viewer.wait_for(b"$ ")
-    assert (await handle.request("resize", {"cols": 100, "rows": 30})).result == {
-        "cols": 100,
-        "rows": 30,
-    }
+    assert await call(handle, Resize(cols=100, rows=30)) == Resized(cols=100, rows=30)
     type_in(handle, b"stty size\r")
     await viewer.wait_for(b"30 100")
-    view = (await handle.request("view")).result
-    assert (view["cols"], view["rows"]) == (100, 30)
-    with pytest.raises(RequestFailed, match=r"cols must be 2\.\.500"):
+    view = await call(handle, View())
+    assert (view.cols, view.rows) == (100, 30)
+    with pytest.raises(RequestFailed, match=r"<= 500 - at `\$\.cols`") as refused:
         await handle.request("resize", {"cols": 501, "rows": 30})
+    assert refused.value.code == BAD_REQUEST
+
+
+async def test_a_malformed_request_is_refused_naming_its_field(
+    manager: WorkerManager, tmp_path: Path
+) -> None:
+    handle, viewer = await start_host(manager, tmp_path)
+    with pytest.raises(RequestFailed) as refused:
+        await handle.request("resize", {"cols": "x", "rows": 30})
+    assert refused.value.code == BAD_REQUEST
+    assert "`$.cols`" in refused.value.message
+    with pytest.raises(RequestFailed) as unknown:
+        await handle.request("flow", {"paused": True, "speed": 2})
+    assert unknown.value.code == BAD_REQUEST
+    assert "speed" in unknown.value.message
+    await viewer.wait_for(b"$ ")
+    assert (await call(handle, View())).cols == 80  # the host serves on
 
 
 async def test_every_byte_before_exit_then_the_exit_summary(
@@ -233,22 +261,38 @@ async def test_every_byte_before_exit_then_the_exit_summary(
     await viewer.wait_for(b"$ ")
     type_in(handle, b"head -c 500000 /dev/zero | tr '\\0' Q; exit 7\r")
     summary = await viewer.wait_state(alive=False)
-    assert summary["state"] == "exited"
-    assert summary["exit_status"] == 7
+    assert summary.state == "exited"
+    assert summary.exit_status == 7
     assert viewer.data.count(b"Q") == 500000 + 1  # the echoed command holds one Q
-    assert (await handle.request("close")).result == {"exit_status": 7}
+    assert (await call(handle, Close())).exit_status == 7
+
+
+async def start_job(handle: WorkerHandle, viewer: Viewer, command: bytes) -> int:
+    """Start `command &` in the shell; the job's pid."""
+    await viewer.wait_for(b"$ ")
+    type_in(handle, command + b" & echo JOB=$!\r")
+    await viewer.until(lambda: re.search(rb"JOB=(\d+)\r\n", viewer.data) is not None)
+    return int(re.findall(rb"JOB=(\d+)\r\n", viewer.data)[0])
 
 
 async def test_close_kills_the_shell_and_its_jobs(manager: WorkerManager, tmp_path: Path) -> None:
     handle, viewer = await start_host(manager, tmp_path)
-    await viewer.wait_for(b"$ ")
-    type_in(handle, b"sleep 999 & echo JOB=$!\r")
-    await viewer.wait_for(b"$ ", 2)
-    await viewer.until(lambda: re.search(rb"JOB=(\d+)\r\n", viewer.data) is not None)
-    job = int(re.findall(rb"JOB=(\d+)\r\n", viewer.data)[0])
-    result = (await handle.request("close")).result
-    assert result["exit_status"] > 128
-    assert viewer.summaries[-1]["alive"] is False
+    job = await start_job(handle, viewer, b"sleep 999")
+    result = await call(handle, Close())
+    assert result.exit_status > 128
+    assert viewer.summaries[-1].alive is False
+    assert gone(job)
+    await handle.stop()
+
+
+async def test_a_shells_jobs_do_not_outlive_it(manager: WorkerManager, tmp_path: Path) -> None:
+    """Issue 13, item 6: `sleep 777 &` then `exit`: the job goes with the shell's session."""
+    handle, viewer = await start_host(manager, tmp_path)
+    job = await start_job(handle, viewer, b"sleep 777")
+    type_in(handle, b"exit\r")
+    await viewer.wait_state(alive=False)
+    # `close` after the shell's own exit answers once what it left in its session is gone.
+    assert (await call(handle, Close())).exit_status == 0
     assert gone(job)
     await handle.stop()
 
@@ -260,7 +304,7 @@ async def test_a_killed_host_ends_the_stream_and_takes_only_its_shell(
     second, second_viewer = await start_host(manager, tmp_path, "terminal-2", terminal=2)
     await first_viewer.wait_for(b"$ ")
     await second_viewer.wait_for(b"$ ")
-    shell = first_viewer.summaries[-1]["pid"]
+    shell = first_viewer.summaries[-1].pid
     assert first.pid is not None
     os.kill(first.pid, signal.SIGKILL)
     await first_viewer.until(lambda: first_viewer.ended is not None)

@@ -14,9 +14,12 @@ from typing import Any
 import psutil
 import pytest
 
+from forge.ipc.protocol import call
 from forge.supervisor.connection import Connection
-from forge.supervisor.terminals import CONTROLLER_LIMIT, TerminalHeld
+from forge.supervisor.terminal_flow import CONTROLLER_LIMIT
+from forge.supervisor.terminals import TerminalHeld
 from forge.wire.seats import Seat
+from forge.workers.terminal.protocol import Stats
 
 from .socket_client import SEAT, Client, Served, serve_terminals
 
@@ -177,7 +180,7 @@ async def test_resize_pause_and_resume(served: Served) -> None:
     await client.send({"kind": "terminal_pause", "paused": True})
     await client.send({"kind": "ping"})
     await client.next_of_kind("pong")
-    while not (await host.request("stats")).result["muted"]:  # noqa: ASYNC110 - asked, not pushed
+    while not (await call(host, Stats())).muted:  # noqa: ASYNC110 - asked, not pushed
         await asyncio.sleep(0.01)  # the only viewer paused: the host stops sending frames
     chunks = len(client.chunks)
     await client.type(terminal, b"echo while-paused\r")
@@ -186,7 +189,7 @@ async def test_resize_pause_and_resume(served: Served) -> None:
     await client.send({"kind": "terminal_pause", "paused": False})
     view = await client.next_of_kind("terminal_view", after=1)
     assert (view["cols"], view["rows"]) == (100, 30)
-    assert (await host.request("stats")).result["muted"] is False
+    assert (await call(host, Stats())).muted is False
     await client.until(lambda: "while-paused" in "\n".join(client.screen().display))
     assert all(seq > view["seq"] for seq, _ in client.chunks[chunks:])
     await client.close()
@@ -301,7 +304,7 @@ async def test_a_stalled_controller_holds_the_shell_back_and_loses_nothing(
     await controller.type(terminal, b"head -c 12000000 /dev/zero | tr '\\0' '\\132'; echo E''ND\r")
 
     async def shell_held() -> None:
-        while "controller" not in (await host.request("stats")).result["paused"]:  # noqa: ASYNC110
+        while "controller" not in (await call(host, Stats())).paused:  # noqa: ASYNC110
             await asyncio.sleep(0.01)
 
     await shell_held()
@@ -313,7 +316,7 @@ async def test_a_stalled_controller_holds_the_shell_back_and_loses_nothing(
     seqs = [seq for seq, _ in controller.chunks]
     assert seqs == list(range(seqs[0], seqs[0] + len(seqs)))
     assert len(controller.of_kind("terminal_view")) == 1
-    assert (await host.request("stats")).result["paused"] == []
+    assert (await call(host, Stats())).paused == []
     await controller.close()
 
 

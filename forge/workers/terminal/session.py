@@ -7,7 +7,8 @@ event loop around a read cost more than the read itself (measured in docs/benchm
 loop keeps everything else: keystrokes, sizes, probes, and the shell's exit, seen through a
 pidfd; the thread then drains the PTY once more, so every byte the shell wrote is framed
 before `on_exit` runs. Reading can be paused for backpressure (`pause_reading(reason)`) without
-losing that final drain.
+losing that final drain. A shell's jobs do not outlive it: once the shell is gone, what is left
+of its session (`sleep 777 &`, a server started in the background) is killed as `close` kills it.
 """
 
 from __future__ import annotations
@@ -107,6 +108,9 @@ class PtySession:
         self._eof = False
         self._final_drain = False
         self._stopping = False
+        self._closing = False
+        self._leftovers: asyncio.Task[list[int]] | None = None
+        """Killing what the shell left in its session, from its exit on."""
         self._pending_input = bytearray()
         self.exit_status: int | None = None
         self.closed: asyncio.Future[int] = self._loop.create_future()
@@ -330,9 +334,19 @@ class PtySession:
 
     def _shell_exited(self) -> None:
         """The shell is gone: everything it wrote is in the PTY now; the reader drains it, then
-        `_report_exit` reaps and reports (in that order: both go through the loop's queue)."""
+        `_report_exit` reaps and reports (in that order: both go through the loop's queue).
+
+        Its session is looked up now, while the unreaped shell still holds its pid (the
+        session's id), and what is left in it is killed: a background job must not outlive its
+        terminal, reparented to init with nothing owning it.
+        """
         self._loop.remove_reader(self._pidfd)
         os.close(self._pidfd)
+        if not self._closing:
+            leftovers = self._session_members() - {self.pid}
+            if leftovers:
+                log.info("terminal_jobs_left", pid=self.pid, jobs=sorted(leftovers))
+                self._leftovers = self._loop.create_task(self._kill(leftovers))
         self._final_drain = True
         self._wake()
 
@@ -348,16 +362,27 @@ class PtySession:
             self.closed.set_result(self.exit_status)
 
     async def close(self) -> int:
-        """Kill the shell with its process group, its jobs and their session; returns the status."""
-        if self.alive:
-            roots = procs.ProcessWalker().session(self.pid)
-            members = {process.pid for root in roots for process in root.walk()}
+        """Kill the shell with its process group, its jobs and their session; returns the status
+        once the shell and whatever it left in its session are gone."""
+        if self.alive and not self._closing:
+            self._closing = True
+            members = self._session_members()
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.pid, signal.SIGHUP)
-            await procs.kill_processes(members, grace_s=CLOSE_GRACE, clock=self._clock)
+            await self._kill(members)
         status = await self.closed
+        if self._leftovers is not None:
+            await self._leftovers
         self._release()
         return status
+
+    def _session_members(self) -> set[int]:
+        """Every process of the shell's session (it leads one), and their descendants."""
+        roots = procs.ProcessWalker().session(self.pid)
+        return {process.pid for root in roots for process in root.walk()}
+
+    async def _kill(self, pids: set[int]) -> list[int]:
+        return await procs.kill_processes(pids, grace_s=CLOSE_GRACE, clock=self._clock)
 
     def _release(self) -> None:
         self._stopping = True
