@@ -1,10 +1,10 @@
 """Who watches a terminal and who types: viewers, the controller, and whose size applies. Pure.
 
 The supervisor owns these facts (not the host) so a host crash never loses what clients were
-told. Rules (TM09, TM11, O-TM3, O-TM4, O-TM6): viewer numbers are unique per run and survive a
-pause; one controller at a time, a take always lands and a release by anyone else changes
-nothing; with a controller only its keystrokes land, with none any attached viewer's do; the
-PTY takes the controller's size, else the longest-watching viewer's.
+told. The rules are `forge.supervisor.roles`' (shared with browser tabs), with a terminal's
+choices: with no controller any attached viewer's keystrokes land (O-TM3), and the PTY takes the
+layout owner's size, passing over viewers that have sent none. Viewer numbers are unique per run
+and survive a pause (O-TM6).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
+from forge.supervisor import roles
 from forge.wire.seats import Seat
 
 C = TypeVar("C", bound=Hashable)
@@ -48,33 +49,28 @@ class TerminalRoom(Generic[C]):
     def detach(self, connection: C) -> tuple[Viewer[C] | None, bool]:
         """Remove the connection's viewer; the flag says it held control (now released)."""
         viewer = self.viewers.pop(connection, None)
-        released = viewer is not None and viewer is self.controller
-        if released:
-            self.controller = None
-        return viewer, released
+        if viewer is None:
+            return None, False
+        return viewer, self.release(viewer)
 
     def take(self, viewer: Viewer[C]) -> bool:
         """Give `viewer` control (it always lands); False when it already held it (O-TM7)."""
-        if self.controller is viewer:
-            return False
-        self.controller = viewer
-        return True
+        handover = roles.take(self.controller, viewer)
+        self.controller = handover.controller
+        return handover.changed
 
     def release(self, viewer: Viewer[C]) -> bool:
         """Only the holder can give control back; True when it did."""
-        if self.controller is not viewer:
-            return False
-        self.controller = None
-        return True
+        handover = roles.release(self.controller, viewer)
+        self.controller = handover.controller
+        return handover.changed
 
     def may_type(self, viewer: Viewer[C]) -> bool:
-        return self.controller is None or self.controller is viewer
+        return roles.may_drive(self.controller, viewer, roles.WhenFree.ANYONE)
 
     def wanted_size(self) -> tuple[int, int] | None:
         """The controller's size, else the longest-watching viewer's that has one."""
-        if self.controller is not None and self.controller.size is not None:
-            return self.controller.size
-        for viewer in self.viewers.values():
-            if viewer.size is not None:
-                return viewer.size
-        return None
+        owner = roles.layout_owner(
+            self.controller, self.viewers.values(), sized=lambda viewer: viewer.size is not None
+        )
+        return owner.size if owner is not None else None
