@@ -52,7 +52,7 @@ async def serve(loaded: LoadedConfig, *, drills: bool = False) -> None:
     from forge.logs import get_logger
     from forge.supervisor import drills as drill_verbs
     from forge.supervisor.app import running_supervisor
-    from forge.supervisor.server import SocketServer
+    from forge.supervisor.server import SOCKET_PATH, SocketServer, page_url
 
     log = get_logger(__name__)
     stop = asyncio.Event()
@@ -64,6 +64,10 @@ async def serve(loaded: LoadedConfig, *, drills: bool = False) -> None:
             drill_verbs.install(supervisor)
         socket = SocketServer(supervisor)
         await socket.start()
+        server = loaded.config.server
+        page = page_url(server.bind, server.port)
+        socket_url = "ws" + page.removeprefix("http").removesuffix("/") + SOCKET_PATH
+        print(f"forge: open {page} (socket {socket_url})", flush=True)
         watcher = asyncio.create_task(
             watch_config(loaded.source, loaded, supervisor.apply_config, clock=supervisor.clock)
         )
