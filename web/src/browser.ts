@@ -160,12 +160,19 @@ export class BrowserSurface implements Surface {
       .catch(() => undefined);
   }
 
+  /** The address bar: a person who types an address means to drive, so control is taken first
+   * (the server handles one connection's messages in order, so the take lands before). */
   navigate(url: string): void {
-    if (this.tab === null) this.open(url);
-    else this.app.send({ kind: "browser_navigate", url });
+    if (this.tab === null) {
+      this.open(url);
+      return;
+    }
+    if (!this.controls) this.takeControl(true);
+    this.app.send({ kind: "browser_navigate", url });
   }
 
   nav(back: boolean): void {
+    if (!this.controls) this.takeControl(true);
     this.app.send({ kind: "browser_nav", back });
   }
 
