@@ -10,7 +10,9 @@ PIXEL_JS = """([fx, fy]) => {
     const canvas = document.querySelector("canvas.page");
     const x = Math.floor(canvas.width * fx), y = Math.floor(canvas.height * fy);
     const [r, g, b] = canvas.getContext("2d").getImageData(x, y, 1, 1).data;
-    return r > 200 && g < 60 && b < 60 ? "red" : r < 60 && g < 60 && b > 200 ? "blue" : `${r},${g},${b}`;
+    if (r > 200 && g < 60 && b < 60) return "red";
+    if (r < 60 && g < 60 && b > 200) return "blue";
+    return `${r},${g},${b}`;
 }"""
 
 

@@ -84,6 +84,8 @@ export class App {
   private readonly surfaces = new Set<Surface>();
   private heldSeat: Seat | null = null;
   private nextSeq: number | null = null;
+  /** The held seat's subscribe was refused (not started yet); its start re-asks it. */
+  private sessionWaiting = false;
   private bootId: string | null = null;
   private replaying = false;
   private droppedAt: number | null = null;
@@ -221,6 +223,7 @@ export class App {
     if (this.heldSeat) this.send({ kind: "unsubscribe", what: { session: this.heldSeat } });
     this.heldSeat = seat;
     this.session = null;
+    this.sessionWaiting = false;
     this.nextSeq = null;
     if (seat) this.subscribe_({ session: seat });
     this.send({ kind: "showing", seat });
@@ -245,6 +248,10 @@ export class App {
         this.update(message);
         break;
       case "error":
+        if (message.what === "subscribe" && sameSeat(message.seat as Seat | null, this.heldSeat)) {
+          this.sessionWaiting = true; // not started yet: held once home says it started
+          return;
+        }
         this.notify(`${String(message.what)}: ${String(message.why)}`);
         return;
       default:
@@ -285,6 +292,10 @@ export class App {
         const row = body.row as AgentRow;
         const agents = home.agents.filter((other) => !sameSeat(other.slot, key));
         this.home = { ...home, agents: [...agents, row] };
+        if (this.sessionWaiting && sameSeat(key, this.heldSeat)) {
+          this.sessionWaiting = false;
+          this.subscribe_({ session: key });
+        }
         break;
       }
       case "workers_changed":

@@ -10,6 +10,7 @@ import { DiffInput } from "./textinput";
 import { sameSeat, terminalInput, type BinaryFrame, type Seat, type ServerMessage } from "./wire";
 
 const FONT_KEY = "forge.fontSize";
+const DEFAULT_FONT = 'ui-monospace, "DejaVu Sans Mono", Menlo, Consolas, monospace';
 const MIN_FONT = 8;
 const MAX_FONT = 32;
 const VERBS = new Set([
@@ -78,7 +79,7 @@ export class TerminalSurface implements Surface {
     const look = app.greeting?.settings;
     this.term = new Terminal({
       fontSize: fontSize(),
-      fontFamily: look?.font ?? 'ui-monospace, "DejaVu Sans Mono", Menlo, Consolas, monospace',
+      fontFamily: look?.font ?? DEFAULT_FONT,
       theme: THEMES[look?.theme ?? "dark"] ?? THEMES.dark,
       scrollback: 5000,
       allowProposedApi: true,
@@ -86,12 +87,17 @@ export class TerminalSurface implements Surface {
     });
     this.term.loadAddon(this.fit);
     this.term.open(host);
-    try {
-      const webgl = new WebglAddon();
-      webgl.onContextLoss(() => webgl.dispose());
-      this.term.loadAddon(webgl);
-    } catch {
-      // No WebGL here: xterm's DOM renderer draws instead.
+    // WebGL where it is available, on desktops: in Chromium's phone emulation at a device pixel
+    // ratio of 2 the WebGL renderer drew every glyph at twice its cell (only half the columns
+    // showed), while the DOM renderer draws a phone-sized grid correctly at any ratio.
+    if (navigator.maxTouchPoints === 0) {
+      try {
+        const webgl = new WebglAddon();
+        webgl.onContextLoss(() => webgl.dispose());
+        this.term.loadAddon(webgl);
+      } catch {
+        // No WebGL here: xterm's DOM renderer draws instead.
+      }
     }
     this.term.onData((data) => {
       this.type(this.sticky.apply(data));
@@ -118,6 +124,13 @@ export class TerminalSurface implements Surface {
     });
     window.forgeTerminal = { term: this.term, surface: this };
     app.addSurface(this);
+  }
+
+  /** The greeting's theme and font (null: the built-in), re-applied when a reload changes them. */
+  applyLook(theme: string | null, font: string | null): void {
+    this.term.options.theme = THEMES[theme ?? "dark"] ?? THEMES.dark;
+    this.term.options.fontFamily = font ?? DEFAULT_FONT;
+    this.layout();
   }
 
   dispose(): void {

@@ -47,6 +47,10 @@ export function Shell({ app }: { app: App }) {
   const route = app.route;
   const greeting = app.greeting;
   const home = app.home;
+  const theme = greeting?.settings.theme ?? "dark";
+  useEffect(() => {
+    document.documentElement.dataset.theme = theme;
+  }, [theme]);
   return (
     <div class="shell">
       <header class="bar">
@@ -309,6 +313,10 @@ function TerminalPane({ app, seat }: { app: App; seat: Seat }) {
     setSurface(made);
     return () => made.dispose();
   }, [app, seat]);
+  const look = app.greeting?.settings;
+  useEffect(() => {
+    surface?.applyLook(look?.theme ?? null, look?.font ?? null);
+  }, [surface, look?.theme, look?.font]);
   const summary = app.session && sameSeat(app.session.slot, seat) ? app.session.terminal : null;
   useEffect(() => {
     if (surface && summary) surface.summaryChanged(summary.cols, summary.rows);
