@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -148,16 +149,28 @@ def screen_text(page: Page) -> str:
     return text
 
 
-def wait_for_screen(page: Page, pattern: str, *, without: str | None = None) -> None:
-    """Wait until a row matches `pattern` (a multiline regex) and `without` is nowhere.
+def poll(page: Page, function: str, arg: Any = None) -> None:
+    """Wait until `function(arg)`, evaluated in the page, is true.
 
-    A function with arguments, never a string to evaluate: the page's own CSP forbids eval."""
-    page.wait_for_function(
+    Playwright's own `wait_for_function` re-evaluates its predicate with eval inside the page,
+    which this page's CSP (no 'unsafe-eval') refuses after the first try; `evaluate` goes
+    through the DevTools protocol, so the page's state is read from here, every 50 ms."""
+    deadline = time.monotonic() + TIMEOUT_MS / 1000
+    while not page.evaluate(function, arg):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"still false after {TIMEOUT_MS} ms: {function} ({arg!r})")
+        page.wait_for_timeout(50)
+
+
+def wait_for_screen(page: Page, pattern: str, *, without: str | None = None) -> None:
+    """Wait until a row matches `pattern` (a multiline regex) and `without` is nowhere."""
+    poll(
+        page,
         f"""([pattern, without]) => {{
             const text = ({SCREEN_JS})();
             return new RegExp(pattern, "m").test(text) && !(without && text.includes(without));
         }}""",
-        arg=[pattern, without],
+        [pattern, without],
     )
 
 

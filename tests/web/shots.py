@@ -55,7 +55,10 @@ def shoot(page: Page, supervised: Supervised, demo: str, size: str) -> None:
     address = page.get_by_label("address")
     address.fill(demo)
     address.press("Enter")
-    page.wait_for_function("() => window.forgeBrowser && window.forgeBrowser.drawn > 0")
+    expect(page.locator(".browserpane [data-role]")).to_have_attribute("data-role", "controller")
+    # The take gives this page the layout: frames at its own width follow.
+    width = page.viewport_size["width"] if page.viewport_size else 0
+    expect(page.locator("canvas.page")).to_have_attribute("data-page-width", str(width))
     page.screenshot(path=OUT / f"web-browser-{size}.png")
     page.goto(f"{base}/processes")
     expect(page.locator("table.processes")).to_be_visible(timeout=30_000)

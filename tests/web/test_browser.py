@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from playwright.sync_api import BrowserContext, Page, expect
 
-from .conftest import Supervised
+from .conftest import Supervised, poll
 
 PIXEL_JS = """([fx, fy]) => {
     const canvas = document.querySelector("canvas.page");
@@ -26,7 +26,7 @@ def open_tab(page: Page, supervised: Supervised, url: str) -> None:
 
 
 def wait_for_colour(page: Page, colour: str) -> None:
-    page.wait_for_function(f"""() => ({PIXEL_JS})([0.5, 0.5]) === {colour!r}""")
+    poll(page, f"(colour) => ({PIXEL_JS})([0.5, 0.5]) === colour", colour)
 
 
 def tap_turns_the_page_red(

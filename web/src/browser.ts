@@ -39,6 +39,8 @@ export interface BrowserTestHook {
   surface: BrowserSurface;
   drawn: number;
   received: number;
+  /** The page width (CSS px) the last drawn frame was laid out at. */
+  pageWidth: number;
 }
 
 declare global {
@@ -84,7 +86,7 @@ export class BrowserSurface implements Surface {
     readonly seat: Seat,
     private readonly canvas: HTMLCanvasElement,
   ) {
-    this.hook = { surface: this, drawn: 0, received: 0 };
+    this.hook = { surface: this, drawn: 0, received: 0, pageWidth: 0 };
     window.forgeBrowser = this.hook;
     this.observer = new ResizeObserver(() => {
       this.resize();
@@ -288,6 +290,8 @@ export class BrowserSurface implements Surface {
         const decoded = performance.now();
         this.draw(bitmap, frame);
         this.hook.drawn += 1;
+        this.hook.pageWidth = frame.pageWidth;
+        this.canvas.dataset.pageWidth = String(frame.pageWidth);
         if (frame.key || this.hook.drawn % 30 === 0) {
           this.app.perf.add("frame_decode", decoded - started, { key: frame.key, bytes: frame.image.length });
         }
