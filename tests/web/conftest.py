@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, BrowserContext, Page, expect
+from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_playwright
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -39,11 +39,20 @@ TIMEOUT_MS = 30_000
 expect.set_options(timeout=TIMEOUT_MS)
 
 
-@pytest.fixture(scope="session")
-def browser_type_launch_args() -> dict[str, Any]:
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    """Debian's Chromium for one module's tests.
+
+    This replaces pytest-playwright's session-wide `browser`: its sync Playwright keeps an event
+    loop marked running for the whole session, and every asyncio test that ran after it failed
+    ("Runner.run() cannot be called from a running event loop"). Stopped here, it is gone before
+    the next module's tests run."""
     if not Path(CHROMIUM).exists():
         pytest.skip(f"{CHROMIUM} is not installed")
-    return {"executable_path": CHROMIUM, "args": CHROMIUM_ARGS}
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield launched
+        launched.close()
 
 
 def free_port() -> int:
