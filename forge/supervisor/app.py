@@ -16,7 +16,7 @@ from forge.config import LoadedConfig
 from forge.health.service import home_service_status, service_status
 from forge.ipc.manager import WorkerManager, WorkerRow, WorkerState
 from forge.logs import get_logger
-from forge.supervisor import browsers, processes, terminals
+from forge.supervisor import browsers, client_perf, processes, terminals
 from forge.supervisor.core import Supervisor
 
 log = get_logger(__name__)
@@ -39,6 +39,7 @@ async def running_supervisor(
         shells = terminals.install(supervisor, manager)
         processes.install(supervisor, manager, shells.shell_pids)
         browsers.install(supervisor, manager)
+        client_perf.install(supervisor)
         _publish_workers(supervisor, manager)
         await _refresh_service_status(supervisor)
         poller = asyncio.create_task(_poll_service_status(supervisor))

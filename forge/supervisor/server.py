@@ -1,8 +1,9 @@
 """The socket: websockets' asyncio server at `/socket`, refusing before the handshake.
 
-`process_request` answers 404 for any other path and 403 for an origin the policy refuses
-(with the `socket_origin_refused{origin, peer}` record) before any greeting exists; the library
-answers 426 to a request without `Upgrade`. permessage-deflate is off (O-T6) and one inbound
+`process_request` serves the web client's files for every other path (`static.StaticSite`: the
+page at `/`, its hashed assets, 404 for anything else) and answers 403 for an origin the policy
+refuses (with the `socket_origin_refused{origin, peer}` record) before any greeting exists; the
+library answers 426 to a request without `Upgrade`. permessage-deflate is off (O-T6) and one inbound
 message is bounded at 16 MiB (the library closes with 1009 past it, O-T4).
 """
 
@@ -12,13 +13,14 @@ import http
 from urllib.parse import parse_qs, urlsplit
 
 from websockets.asyncio.server import Server, ServerConnection, serve
-from websockets.datastructures import MultipleValuesError
+from websockets.datastructures import Headers, MultipleValuesError
 from websockets.http11 import Request, Response
 
 from forge.config import ServerConfig
 from forge.logs import get_logger
 from forge.supervisor.connection import Connection, Limits
 from forge.supervisor.core import Supervisor
+from forge.supervisor.static import StaticSite
 
 log = get_logger(__name__)
 
@@ -38,6 +40,7 @@ class SocketServer:
 
     def __init__(self, supervisor: Supervisor) -> None:
         self.supervisor = supervisor
+        self.site = StaticSite.load()
         self._server: Server | None = None
 
     async def start(self) -> None:
@@ -69,7 +72,7 @@ class SocketServer:
 
     def _process_request(self, connection: ServerConnection, request: Request) -> Response | None:
         if urlsplit(request.path).path != SOCKET_PATH:
-            return connection.respond(http.HTTPStatus.NOT_FOUND, "Not Found\n")
+            return self._page(request)
         try:
             origin = request.headers.get("Origin")
         except MultipleValuesError:
@@ -81,6 +84,17 @@ class SocketServer:
             log.warning("socket_origin_refused", origin=origin, peer=_peer(connection))
             return connection.respond(http.HTTPStatus.FORBIDDEN, "Forbidden origin\n")
         return None
+
+    def _page(self, request: Request) -> Response:
+        """The web client's files on the socket's own origin (the page dials `/socket` back)."""
+        wanted = {
+            name: ", ".join(request.headers.get_all(name))
+            for name in ("accept-encoding", "if-none-match")
+            if name in request.headers
+        }
+        answer = self.site.answer(request.method, request.path, wanted)
+        status = answer.status
+        return Response(status.value, status.phrase, Headers(answer.headers), answer.body)
 
     async def _handle(self, ws: ServerConnection) -> None:
         assert ws.request is not None

@@ -305,7 +305,9 @@ class VoiceMode(ClientMessage, frozen=True, tag="voice_mode"):
 
 
 class ClientPerf(ClientMessage, frozen=True, tag="client_perf"):
-    pass
+    """A web page's own perf records, as the page serialised them (written, never answered)."""
+
+    records: list[Any] = []
 
 
 class SettingsEdit(ClientMessage, frozen=True, tag="settings_edit"):

@@ -70,7 +70,7 @@ async def test_greeting_then_settings_then_pong(supervise: Start) -> None:
 
 async def test_other_paths_are_404_and_plain_get_is_426(supervise: Start) -> None:
     supervised = await supervise()
-    not_found = await raw_request(supervised.port, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+    not_found = await raw_request(supervised.port, "GET /nothing HTTP/1.1\r\nHost: x\r\n\r\n")
     assert not_found.startswith(b"HTTP/1.1 404")
     assert b"<html" not in not_found.lower()
     upgrade_less = await raw_request(supervised.port, "GET /socket HTTP/1.1\r\nHost: x\r\n\r\n")

@@ -1,0 +1,215 @@
+"""Real browser tests of the web client: Debian's Chromium (driven by Playwright) against a real
+`forge supervise` started here, one per module. Nothing is downloaded: `executable_path` is the
+system Chromium and Playwright's own browsers are never installed."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_playwright
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+PHONE: dict[str, Any] = {
+    "viewport": {"width": 390, "height": 844},
+    "device_scale_factor": 3,
+    "has_touch": True,
+    "is_mobile": True,
+}
+DESKTOP: dict[str, Any] = {"viewport": {"width": 1280, "height": 800}}
+SEAT = "acme/proj/lead"
+TIMEOUT_MS = 30_000
+expect.set_options(timeout=TIMEOUT_MS)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    """Debian's Chromium for one module's tests.
+
+    This replaces pytest-playwright's session-wide `browser`: its sync Playwright keeps an event
+    loop marked running for the whole session, and every asyncio test that ran after it failed
+    ("Runner.run() cannot be called from a running event loop"). Stopped here, it is gone before
+    the next module's tests run."""
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"{CHROMIUM} is not installed")
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield launched
+        launched.close()
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+    return port
+
+
+class Supervised:
+    """`forge supervise` as a person runs it, on a fixed port so a restart keeps the page's URL."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.port = free_port()
+        project = root / "proj"
+        project.mkdir(exist_ok=True)
+        self.config = root / "forge.toml"
+        self.config.write_text(
+            f'[[projects]]\norg = "acme"\nname = "proj"\npath = "{project}"\nshell = "/bin/sh"\n',
+            encoding="utf-8",
+        )
+        self.env = dict(
+            os.environ,
+            XDG_CONFIG_HOME=str(root / "config"),
+            XDG_STATE_HOME=str(root / "state"),
+            XDG_RUNTIME_DIR=str(root / "runtime"),
+        )
+        for name in ("config", "state", "runtime"):
+            (root / name).mkdir(mode=0o700, exist_ok=True)
+        self.env.pop("FORGE_CONFIG", None)
+        self.process: subprocess.Popen[str] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/"
+
+    def start(self) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "forge.cli", "supervise", "--config", str(self.config),
+             "--port", str(self.port)],
+            env=self.env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        )  # fmt: skip
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()  # printed once the socket listens
+        assert line.startswith("forge: open "), line
+
+    def stop(self, sig: int = signal.SIGTERM) -> None:
+        process, self.process = self.process, None
+        if process is None:
+            return
+        if process.poll() is None:
+            process.send_signal(sig)
+            process.wait(timeout=60)
+        if process.stdout is not None:
+            process.stdout.close()
+
+
+@pytest.fixture(scope="module")
+def supervised(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Supervised]:
+    server = Supervised(tmp_path_factory.mktemp("web"))
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def desktop(browser: Browser) -> Iterator[BrowserContext]:
+    context = browser.new_context(**DESKTOP)
+    yield context
+    context.close()
+
+
+@pytest.fixture
+def phone(browser: Browser) -> Iterator[BrowserContext]:
+    context = browser.new_context(**PHONE)
+    yield context
+    context.close()
+
+
+def open_terminal(page: Page, supervised: Supervised) -> None:
+    """The seat's terminal, live and ours to type in."""
+    page.goto(f"{supervised.url}#/seat/acme/proj/lead/terminal")
+    expect(page.locator("[data-link]")).to_have_attribute("data-link", "open")
+    expect(page.locator("[data-role]")).to_have_attribute("data-role", "controller")
+
+
+SCREEN_JS = """() => {
+    const term = window.forgeTerminal && window.forgeTerminal.term;
+    if (!term) return "";
+    const buffer = term.buffer.active;
+    const rows = [];
+    for (let i = 0; i < buffer.length; i++) rows.push(buffer.getLine(i).translateToString(true));
+    return rows.join("\\n");
+}"""
+
+
+def screen_text(page: Page) -> str:
+    """The rows xterm.js holds (what it renders), read from its buffer."""
+    text: str = page.evaluate(SCREEN_JS)
+    return text
+
+
+def poll(page: Page, function: str, arg: Any = None) -> None:
+    """Wait until `function(arg)`, evaluated in the page, is true.
+
+    Playwright's own `wait_for_function` re-evaluates its predicate with eval inside the page,
+    which this page's CSP (no 'unsafe-eval') refuses after the first try; `evaluate` goes
+    through the DevTools protocol, so the page's state is read from here, every 50 ms."""
+    deadline = time.monotonic() + TIMEOUT_MS / 1000
+    while not page.evaluate(function, arg):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"still false after {TIMEOUT_MS} ms: {function} ({arg!r})")
+        page.wait_for_timeout(50)
+
+
+def wait_for_screen(page: Page, pattern: str, *, without: str | None = None) -> None:
+    """Wait until a row matches `pattern` (a multiline regex) and `without` is nowhere."""
+    poll(
+        page,
+        f"""([pattern, without]) => {{
+            const text = ({SCREEN_JS})();
+            return new RegExp(pattern, "m").test(text) && !(without && text.includes(without));
+        }}""",
+        [pattern, without],
+    )
+
+
+class ColourPage(BaseHTTPRequestHandler):
+    """A page that turns red where it is tapped or clicked (and says so in its title)."""
+
+    BODY = b"""<!doctype html><html><head><meta name="viewport" content="width=device-width">
+<title>blue</title><style>html,body{margin:0;height:100%;background:#0000ff}</style></head>
+<body><script>
+function hit(){document.body.style.background='#ff0000';document.title='red';}
+document.addEventListener('pointerdown', hit);
+document.addEventListener('touchstart', hit);
+</script></body></html>"""
+
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(self.BODY)))
+        self.end_headers()
+        self.wfile.write(self.BODY)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def colour_page() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), ColourPage)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/"
+    server.shutdown()
+    server.server_close()

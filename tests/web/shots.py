@@ -1,0 +1,96 @@
+"""Screenshots of each view at phone and desktop size, for the README (docs/img/web-*.png).
+
+Run from the repository: `.venv/bin/python -m tests.web.shots`. It starts its own
+`forge supervise` and a small local page for the browser view, like the tests do.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+from playwright.sync_api import Page, expect, sync_playwright
+
+from .conftest import CHROMIUM, CHROMIUM_ARGS, DESKTOP, Supervised, wait_for_screen
+
+OUT = Path(__file__).resolve().parents[2] / "docs" / "img"
+PHONE_SHOT: dict[str, Any] = {
+    "viewport": {"width": 390, "height": 844},
+    "device_scale_factor": 2,
+    "has_touch": True,
+    "is_mobile": True,
+}
+
+
+class Demo(BaseHTTPRequestHandler):
+    BODY = b"""<!doctype html><html><head><meta name="viewport" content="width=device-width">
+<title>build report</title><style>body{font:18px system-ui;margin:2em;background:#fff;color:#222}
+h1{color:#0969da}li{margin:.4em 0}</style></head><body><h1>Build report</h1>
+<p>All 412 tests passed in 3 min 12 s.</p><ul><li>lint: clean</li><li>types: clean</li>
+<li>bundle: 524 KB</li></ul></body></html>"""
+
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.end_headers()
+        self.wfile.write(self.BODY)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+def shoot(page: Page, supervised: Supervised, demo: str, size: str) -> None:
+    base = f"{supervised.url}#/seat/acme/proj/lead"
+    page.goto(f"{base}/terminal")
+    expect(page.locator("[data-role]")).to_have_attribute("data-role", "controller")
+    typing = page.locator(".ime") if size == "phone" else page.locator(".term")
+    typing.click()
+    page.keyboard.type("ls -la /usr/lib | head -20\n")
+    wait_for_screen(page, r"^total ")
+    page.screenshot(path=OUT / f"web-terminal-{size}.png")
+    page.goto(f"{base}/browser")
+    address = page.get_by_label("address")
+    address.fill(demo)
+    address.press("Enter")
+    expect(page.locator(".browserpane [data-role]")).to_have_attribute("data-role", "controller")
+    # The take gives this page the layout: frames at its own width follow.
+    width = page.viewport_size["width"] if page.viewport_size else 0
+    expect(page.locator("canvas.page")).to_have_attribute("data-page-width", str(width))
+    page.screenshot(path=OUT / f"web-browser-{size}.png")
+    page.goto(f"{base}/processes")
+    expect(page.locator("table.processes")).to_be_visible(timeout=30_000)
+    page.screenshot(path=OUT / f"web-processes-{size}.png")
+    page.goto(f"{supervised.url}#/")
+    expect(page.locator(".seat").first).to_be_visible()
+    page.screenshot(path=OUT / f"web-home-{size}.png")
+    page.goto(f"{supervised.url}#/settings")
+    expect(page.locator("fieldset").first).to_be_visible()
+    page.screenshot(path=OUT / f"web-settings-{size}.png")
+
+
+def main() -> None:
+    OUT.mkdir(parents=True, exist_ok=True)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Demo)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    demo = f"http://127.0.0.1:{server.server_address[1]}/"
+    with tempfile.TemporaryDirectory() as root:
+        supervised = Supervised(Path(root))
+        supervised.start()
+        try:
+            with sync_playwright() as playwright:
+                browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+                for size, options in (("desktop", DESKTOP), ("phone", PHONE_SHOT)):
+                    context = browser.new_context(**options)
+                    shoot(context.new_page(), supervised, demo, size)
+                    context.close()
+                browser.close()
+        finally:
+            supervised.stop()
+            server.shutdown()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,337 @@
+// The page's state and its one socket: subjects held, the seat on screen, the surfaces attached.
+//
+// Views read this object and re-render on `changed`; surfaces (a terminal, a browser tab)
+// register for the messages and frames they draw and are re-attached after a reconnect, in the
+// seed's order: re-subscribe, re-attach what is on screen, re-send `showing`.
+
+import { PerfBatch } from "./perf";
+import { ForgeSocket, type LinkState } from "./socket";
+import {
+  PROTOCOL_VERSION,
+  sameSeat,
+  seatKey,
+  updateParts,
+  type AgentRow,
+  type BinaryFrame,
+  type Greeting,
+  type Home,
+  type Seat,
+  type ServerMessage,
+  type Session,
+  type SettingsDocument,
+  type Subject,
+} from "./wire";
+
+export type Pane = "terminal" | "browser" | "processes";
+export type Route =
+  | { view: "home" }
+  | { view: "settings" }
+  | { view: "seat"; seat: Seat; pane: Pane };
+
+/** Something on screen that is attached on the socket: a terminal, a browser tab. */
+export interface Surface {
+  /** A JSON message; true when it was this surface's. */
+  message(message: ServerMessage): boolean;
+  binary(frame: BinaryFrame): void;
+  /** The link is (again) up and home is read: attach, or re-attach what was attached. */
+  relink(bootChanged: boolean): void;
+}
+
+export interface Notice {
+  id: number;
+  text: string;
+}
+
+const FORMATS_KEY = "forge.formats";
+
+export function parseRoute(hash: string): Route {
+  const parts = hash.replace(/^#\/?/, "").split("/").map(decodeURIComponent);
+  if (parts[0] === "settings") return { view: "settings" };
+  if (parts[0] === "seat" && parts.length >= 4) {
+    const [, org = "", project = "", label = "", pane = "terminal"] = parts;
+    const known: Pane[] = ["terminal", "browser", "processes"];
+    return {
+      view: "seat",
+      seat: { org, project, label },
+      pane: known.includes(pane as Pane) ? (pane as Pane) : "terminal",
+    };
+  }
+  return { view: "home" };
+}
+
+export function routeHash(route: Route): string {
+  if (route.view === "settings") return "#/settings";
+  if (route.view === "home") return "#/";
+  const { org, project, label } = route.seat;
+  return `#/seat/${[org, project, label, route.pane].map(encodeURIComponent).join("/")}`;
+}
+
+export class App {
+  link: LinkState = "connecting";
+  linkWhy: string | null = null;
+  greeting: Greeting | null = null;
+  /** The build that served this page's bundle: the first greeting's. */
+  pageBuild: string | null = null;
+  settings: SettingsDocument | null = null;
+  home: Home | null = null;
+  session: Session | null = null;
+  route: Route = parseRoute(location.hash);
+  notices: Notice[] = [];
+  lowLatency = localStorage.getItem(FORMATS_KEY) === "webp,jpeg";
+  readonly socket: ForgeSocket;
+  readonly perf: PerfBatch;
+  private readonly listeners = new Set<() => void>();
+  private readonly surfaces = new Set<Surface>();
+  private heldSeat: Seat | null = null;
+  private nextSeq: number | null = null;
+  /** The held seat's subscribe was refused (not started yet); its start re-asks it. */
+  private sessionWaiting = false;
+  private bootId: string | null = null;
+  private replaying = false;
+  private droppedAt: number | null = null;
+  private noticeIds = 1;
+
+  constructor() {
+    this.socket = new ForgeSocket({
+      opened: (greeting, reconnect) => {
+        this.opened(greeting, reconnect);
+      },
+      message: (message) => {
+        this.message(message);
+      },
+      binary: (frame) => {
+        for (const surface of this.surfaces) surface.binary(frame);
+      },
+      state: (state, why) => {
+        this.link = state;
+        this.linkWhy = why;
+        if (state === "reconnecting") {
+          this.droppedAt ??= performance.now();
+          this.heldSeat = null;
+        }
+        this.changed();
+      },
+    });
+    this.socket.formats = this.lowLatency ? ["webp", "jpeg"] : [];
+    this.perf = new PerfBatch((records) => this.socket.send({ kind: "client_perf", records }));
+    window.addEventListener("hashchange", () => {
+      this.route = parseRoute(location.hash);
+      this.routeChanged();
+    });
+  }
+
+  start(): void {
+    this.socket.start();
+  }
+
+  // --- views -----------------------------------------------------------------------------
+
+  subscribe(listener: () => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  changed(): void {
+    for (const listener of this.listeners) listener();
+  }
+
+  go(route: Route): void {
+    location.hash = routeHash(route);
+  }
+
+  notify(text: string): void {
+    const notice = { id: this.noticeIds++, text };
+    this.notices = [...this.notices.slice(-4), notice];
+    this.changed();
+  }
+
+  dismiss(id: number): void {
+    this.notices = this.notices.filter((notice) => notice.id !== id);
+    this.changed();
+  }
+
+  get buildChanged(): boolean {
+    return !!this.greeting && !!this.pageBuild && this.greeting.forge_version !== this.pageBuild;
+  }
+
+  get protocolSkew(): boolean {
+    return !!this.greeting && this.greeting.version !== PROTOCOL_VERSION;
+  }
+
+  setLowLatency(on: boolean): void {
+    this.lowLatency = on;
+    localStorage.setItem(FORMATS_KEY, on ? "webp,jpeg" : "webp");
+    this.socket.formats = on ? ["webp", "jpeg"] : [];
+    this.socket.redialNow();
+  }
+
+  agent(seat: Seat): AgentRow | undefined {
+    return this.home?.agents.find((row) => sameSeat(row.slot, seat));
+  }
+
+  unseen(seat: Seat): boolean {
+    return !!this.home?.unseen.some((other) => sameSeat(other, seat));
+  }
+
+  // --- surfaces --------------------------------------------------------------------------
+
+  addSurface(surface: Surface): void {
+    this.surfaces.add(surface);
+    if (this.link === "open" && !this.replaying) surface.relink(false);
+  }
+
+  removeSurface(surface: Surface): void {
+    this.surfaces.delete(surface);
+  }
+
+  send(message: Record<string, unknown>): boolean {
+    return this.socket.send(message);
+  }
+
+  // --- the link --------------------------------------------------------------------------
+
+  private opened(greeting: Greeting, reconnect: boolean): void {
+    this.greeting = greeting;
+    this.pageBuild ??= greeting.forge_version;
+    if (reconnect && this.droppedAt !== null) {
+      this.perf.add("reconnect", performance.now() - this.droppedAt);
+    }
+    this.droppedAt = null;
+    this.replaying = true;
+    this.subscribe_("home");
+    this.changed();
+  }
+
+  /** After home's snapshot on a new link: the seat on screen, its surfaces, `showing`. */
+  private replay(bootChanged: boolean): void {
+    this.replaying = false;
+    this.holdSeat();
+    for (const surface of this.surfaces) surface.relink(bootChanged);
+    this.perf.flush();
+  }
+
+  private routeChanged(): void {
+    this.holdSeat();
+    this.changed();
+  }
+
+  /** Hold the session of the seat on screen (and only it), and say it is showing. */
+  private holdSeat(): void {
+    const seat = this.route.view === "seat" ? this.route.seat : null;
+    if (this.link !== "open" || this.replaying) return;
+    if (sameSeat(seat, this.heldSeat)) return;
+    if (this.heldSeat) this.send({ kind: "unsubscribe", what: { session: this.heldSeat } });
+    this.heldSeat = seat;
+    this.session = null;
+    this.sessionWaiting = false;
+    this.nextSeq = null;
+    if (seat) this.subscribe_({ session: seat });
+    this.send({ kind: "showing", seat });
+  }
+
+  private subscribe_(what: Subject): void {
+    this.send({ kind: "subscribe", what });
+  }
+
+  private message(message: ServerMessage): void {
+    for (const surface of this.surfaces) {
+      if (surface.message(message)) return;
+    }
+    switch (message.kind) {
+      case "settings":
+        this.settings = message.document as SettingsDocument;
+        break;
+      case "snapshot":
+        this.snapshot(message.subject as Subject, message.data);
+        break;
+      case "update":
+        this.update(message);
+        break;
+      case "error":
+        if (message.what === "subscribe" && sameSeat(message.seat as Seat | null, this.heldSeat)) {
+          this.sessionWaiting = true; // not started yet: held once home says it started
+          return;
+        }
+        this.notify(`${String(message.what)}: ${String(message.why)}`);
+        return;
+      default:
+        return;
+    }
+    this.changed();
+  }
+
+  private snapshot(subject: Subject, data: unknown): void {
+    if (subject === "home") {
+      const home = data as Home;
+      const bootChanged = this.bootId !== null && this.bootId !== home.boot_id;
+      this.home = home;
+      this.bootId = home.boot_id;
+      if (this.replaying) this.replay(bootChanged);
+      return;
+    }
+    if (typeof subject === "object" && sameSeat(subject.session, this.heldSeat)) {
+      this.session = data as Session;
+      this.nextSeq = this.session.header.seq;
+    }
+  }
+
+  private update(message: ServerMessage): void {
+    const [variant, body] = updateParts(message.update);
+    const key = body.key as Seat | undefined;
+    if (key && typeof message.seq === "number" && sameSeat(key, this.heldSeat)) {
+      if (this.nextSeq !== null && message.seq > this.nextSeq) {
+        this.refreshSession();
+        return;
+      }
+      this.nextSeq = message.seq + 1;
+    }
+    const home = this.home;
+    switch (variant) {
+      case "seat_changed": {
+        if (!home || !key) break;
+        const row = body.row as AgentRow;
+        const agents = home.agents.filter((other) => !sameSeat(other.slot, key));
+        this.home = { ...home, agents: [...agents, row] };
+        if (this.sessionWaiting && sameSeat(key, this.heldSeat)) {
+          this.sessionWaiting = false;
+          this.subscribe_({ session: key });
+        }
+        break;
+      }
+      case "workers_changed":
+        if (home) this.home = { ...home, workers: body.workers as Home["workers"] };
+        break;
+      case "fatal_error":
+        if (home) this.home = { ...home, fatal_error: body.error as Home["fatal_error"] };
+        break;
+      case "service_status_changed":
+        if (home) this.home = { ...home, service_status: body.status as Home["service_status"] };
+        break;
+      case "terminal_changed":
+        if (this.session && key && sameSeat(key, this.session.slot)) {
+          this.session = { ...this.session, terminal: body.terminal as Session["terminal"] };
+        }
+        break;
+      case "processes_changed":
+        if (this.session && key && sameSeat(key, this.session.slot)) {
+          this.session = { ...this.session, processes: body.processes as Session["processes"] };
+        }
+        break;
+      default:
+        break;
+    }
+  }
+
+  /** A seq gap on the held seat: read it whole again (a second hold, then let one go). */
+  private refreshSession(): void {
+    const seat = this.heldSeat;
+    if (!seat) return;
+    this.nextSeq = null;
+    this.subscribe_({ session: seat });
+    this.send({ kind: "unsubscribe", what: { session: seat } });
+  }
+}
+
+export function seatTitle(seat: Seat): string {
+  return seatKey(seat);
+}

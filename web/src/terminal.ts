@@ -1,0 +1,391 @@
+// One seat's terminal on screen: xterm.js fed the view, then the kind-4 chunks after its seq.
+
+import { FitAddon } from "@xterm/addon-fit";
+import { WebglAddon } from "@xterm/addon-webgl";
+import { Terminal, type ITheme } from "@xterm/xterm";
+
+import type { App, Surface } from "./app";
+import { keySequence, StickyModifiers, type ExtraKey } from "./keys";
+import { DiffInput } from "./textinput";
+import { sameSeat, terminalInput, type BinaryFrame, type Seat, type ServerMessage } from "./wire";
+
+const FONT_KEY = "forge.fontSize";
+const DEFAULT_FONT = 'ui-monospace, "DejaVu Sans Mono", Menlo, Consolas, monospace';
+const MIN_FONT = 8;
+const MAX_FONT = 32;
+const VERBS = new Set([
+  "terminal_view",
+  "terminal_resize",
+  "terminal_pause",
+  "terminal_control",
+  "terminal_close",
+  "terminal_detach",
+]);
+
+export const THEMES: Record<string, ITheme> = {
+  dark: { background: "#11151c", foreground: "#d8dee9", cursor: "#f0c674", selectionBackground: "#3b4252" },
+  light: {
+    background: "#fbfbf8",
+    foreground: "#24292f",
+    cursor: "#0969da",
+    selectionBackground: "#c8d7f0",
+    black: "#24292f",
+    white: "#6e7781",
+    brightWhite: "#8c959f",
+  },
+};
+
+export type Phase = "opening" | "live" | "gone";
+
+export interface TerminalTestHook {
+  term: Terminal;
+  surface: TerminalSurface;
+}
+
+declare global {
+  interface Window {
+    forgeTerminal?: TerminalTestHook;
+  }
+}
+
+export class TerminalSurface implements Surface {
+  readonly term: Terminal;
+  private readonly fit = new FitAddon();
+  readonly sticky = new StickyModifiers();
+  private readonly diff = new DiffInput();
+  id: number | null = null;
+  phase: Phase = "opening";
+  why: string | null = null;
+  viewer: number | null = null;
+  controller: number | null = null;
+  viewers = 0;
+  private seq = 0;
+  private syncing = true;
+  private wantControl = true;
+  private sentSize: [number, number] | null = null;
+  private remoteSize: [number, number] = [80, 24];
+  private paused = false;
+  private keyAt: number | null = null;
+  private paintFrom: number | null = null;
+  private readonly cleanups: (() => void)[] = [];
+  private readonly observer: ResizeObserver;
+  onChange: () => void = () => undefined;
+
+  constructor(
+    private readonly app: App,
+    readonly seat: Seat,
+    private readonly host: HTMLElement,
+  ) {
+    const look = app.greeting?.settings;
+    this.term = new Terminal({
+      fontSize: fontSize(),
+      fontFamily: look?.font ?? DEFAULT_FONT,
+      theme: THEMES[look?.theme ?? "dark"] ?? THEMES.dark,
+      scrollback: 5000,
+      allowProposedApi: true,
+      cursorBlink: false,
+    });
+    this.term.loadAddon(this.fit);
+    this.term.open(host);
+    // WebGL where it is available, on desktops: in Chromium's phone emulation at a device pixel
+    // ratio of 2 the WebGL renderer drew every glyph at twice its cell (only half the columns
+    // showed), while the DOM renderer draws a phone-sized grid correctly at any ratio.
+    if (navigator.maxTouchPoints === 0) {
+      try {
+        const webgl = new WebglAddon();
+        webgl.onContextLoss(() => webgl.dispose());
+        this.term.loadAddon(webgl);
+      } catch {
+        // No WebGL here: xterm's DOM renderer draws instead.
+      }
+    }
+    this.term.onData((data) => {
+      this.type(this.sticky.apply(data));
+    });
+    this.term.onBinary((data) => {
+      this.type(data);
+    });
+    this.term.onRender(() => {
+      if (this.paintFrom !== null) {
+        this.app.perf.add("keystroke_paint", performance.now() - this.paintFrom);
+        this.paintFrom = null;
+      }
+    });
+    this.observer = new ResizeObserver(() => {
+      this.layout();
+    });
+    this.observer.observe(host);
+    const visibility = () => {
+      this.visibility();
+    };
+    document.addEventListener("visibilitychange", visibility);
+    this.cleanups.push(() => {
+      document.removeEventListener("visibilitychange", visibility);
+    });
+    window.forgeTerminal = { term: this.term, surface: this };
+    app.addSurface(this);
+  }
+
+  /** The greeting's theme and font (null: the built-in), re-applied when a reload changes them. */
+  applyLook(theme: string | null, font: string | null): void {
+    this.term.options.theme = THEMES[theme ?? "dark"] ?? THEMES.dark;
+    this.term.options.fontFamily = font ?? DEFAULT_FONT;
+    this.layout();
+  }
+
+  dispose(): void {
+    this.app.removeSurface(this);
+    if (this.id !== null) this.app.send({ kind: "terminal_detach" });
+    this.observer.disconnect();
+    for (const cleanup of this.cleanups) cleanup();
+    this.term.dispose();
+    if (window.forgeTerminal?.surface === this) delete window.forgeTerminal;
+  }
+
+  get controls(): boolean {
+    return this.viewer !== null && this.controller === this.viewer;
+  }
+
+  get mayType(): boolean {
+    return this.phase === "live" && (this.controller === null || this.controls);
+  }
+
+  // --- attaching -------------------------------------------------------------------------
+
+  relink(bootChanged: boolean): void {
+    // After a supervisor restart ids start from 1 again: the seat's terminal is opened anew.
+    const id = bootChanged ? null : this.id;
+    this.wantControl = this.wantControl || this.controls;
+    this.open(id);
+  }
+
+  /** Attach to the seat's terminal (`id` null: open it, creating a shell on first use). */
+  open(id: number | null): void {
+    this.phase = "opening";
+    this.syncing = true;
+    this.sentSize = null;
+    this.paused = false;
+    this.onChange();
+    const message: Record<string, unknown> = { kind: "terminal_view", seat: this.seat };
+    if (id !== null) message.id = id;
+    this.app.socket
+      .request(message)
+      .then((body) => {
+        const answer = body as { ok: boolean; id?: number; why?: string };
+        if (answer.ok && typeof answer.id === "number") {
+          this.id = answer.id;
+        } else if (id !== null) {
+          this.open(null); // the terminal we held is gone: the seat's door opens a fresh one
+        } else {
+          this.gone(answer.why ?? "the terminal could not open");
+        }
+      })
+      .catch(() => undefined); // the link dropped: relink repeats this
+  }
+
+  takeControl(take: boolean): void {
+    if (this.id === null) return;
+    this.wantControl = take;
+    this.app.send({ kind: "terminal_control", seat: this.seat, id: this.id, take });
+  }
+
+  close(): void {
+    if (this.id !== null) this.app.send({ kind: "terminal_close", seat: this.seat, id: this.id });
+  }
+
+  private gone(why: string): void {
+    this.phase = "gone";
+    this.why = why;
+    this.onChange();
+  }
+
+  // --- frames ----------------------------------------------------------------------------
+
+  message(message: ServerMessage): boolean {
+    if (message.kind === "error" && VERBS.has(String(message.what))) {
+      const seat = message.seat as Seat | null;
+      if (seat && !sameSeat(seat, this.seat)) return false;
+      if (message.what === "terminal_view" || message.what === "terminal_close") {
+        this.id = null;
+        this.gone(String(message.why));
+      } else {
+        this.app.notify(String(message.why));
+      }
+      return true;
+    }
+    if (!message.kind.startsWith("terminal_") || !sameSeat(message.seat as Seat, this.seat)) {
+      return false;
+    }
+    if (message.kind === "terminal_view") this.view(message);
+    if (message.kind === "terminal_control" && message.id === this.id) {
+      this.controller = message.controller as number | null;
+      this.layout();
+      this.onChange();
+    }
+    return true;
+  }
+
+  private view(message: ServerMessage): void {
+    this.id = message.id as number;
+    this.seq = message.seq as number;
+    this.viewer = message.viewer as number;
+    this.viewers = message.viewers as number;
+    this.controller = message.controller as number | null;
+    this.remoteSize = [message.cols as number, message.rows as number];
+    this.term.reset();
+    this.term.resize(...this.remoteSize);
+    this.term.write(message.screen as string);
+    this.syncing = false;
+    this.phase = "live";
+    this.why = null;
+    if (this.controller === null && this.wantControl) this.takeControl(true);
+    this.layout();
+    this.onChange();
+  }
+
+  binary(frame: BinaryFrame): void {
+    if (frame.kind !== "terminal" || frame.terminal !== this.id || this.syncing || this.paused) return;
+    if (frame.seq <= this.seq) return;
+    if (frame.seq !== this.seq + 1) {
+      this.resync(); // a gap: frames were dropped for us; a fresh view continues the stream
+      return;
+    }
+    this.seq = frame.seq;
+    const keyAt = this.keyAt;
+    this.keyAt = null;
+    this.term.write(frame.data, () => {
+      if (keyAt !== null) this.paintFrom = keyAt;
+    });
+  }
+
+  private resync(): void {
+    this.syncing = true;
+    this.app.send({ kind: "terminal_pause", paused: true });
+    this.app.send({ kind: "terminal_pause", paused: false });
+  }
+
+  /** A session update moved the terminal (its size, its state): keep a watcher's grid in step. */
+  summaryChanged(cols: number, rows: number): void {
+    this.remoteSize = [cols, rows];
+    this.layout();
+  }
+
+  // --- input -----------------------------------------------------------------------------
+
+  type(data: string): void {
+    if (!data || this.id === null) return;
+    if (!this.mayType) {
+      this.app.notify("watching: take control to type");
+      return;
+    }
+    this.keyAt ??= performance.now();
+    this.app.socket.sendBinary(terminalInput(this.id, data));
+  }
+
+  extraKey(key: ExtraKey): void {
+    this.type(this.sticky.apply(keySequence(key, this.term.modes.applicationCursorKeysMode)));
+  }
+
+  /** Text from the phone's own input element, sent as a diff (never twice, see textinput). */
+  phoneInput(element: HTMLTextAreaElement, event: Event): void {
+    if (event.type === "compositionstart") {
+      this.diff.compositionStart();
+      return;
+    }
+    const data =
+      event.type === "compositionend" ? this.diff.compositionEnd(element.value) : this.diff.changed(element.value);
+    if (data) this.type(this.sticky.apply(data));
+    if (!this.diff.composing && (element.value.length > 64 || element.value.includes("\n"))) {
+      element.value = "";
+      this.diff.reset();
+    }
+    this.onChange();
+  }
+
+  phoneKey(element: HTMLTextAreaElement, event: KeyboardEvent): void {
+    if (event.isComposing || this.diff.composing) return;
+    const special: Record<string, ExtraKey> = {
+      Escape: "Escape",
+      Tab: "Tab",
+      ArrowUp: "ArrowUp",
+      ArrowDown: "ArrowDown",
+      ArrowLeft: "ArrowLeft",
+      ArrowRight: "ArrowRight",
+    };
+    const extra = special[event.key];
+    if (extra) {
+      event.preventDefault();
+      this.extraKey(extra);
+    } else if (event.key === "Enter") {
+      event.preventDefault();
+      this.type("\r");
+      element.value = "";
+      this.diff.reset();
+    } else if (event.key === "Backspace" && element.value === "") {
+      event.preventDefault();
+      this.type("\x7f");
+    } else if ((event.ctrlKey || event.altKey) && event.key.length === 1) {
+      event.preventDefault();
+      if (event.ctrlKey) this.sticky.ctrl = true;
+      if (event.altKey) this.sticky.alt = true;
+      this.type(this.sticky.apply(event.key));
+    }
+  }
+
+  async paste(): Promise<void> {
+    try {
+      const text = await navigator.clipboard.readText();
+      if (text) this.term.paste(text);
+    } catch {
+      this.app.notify("the browser did not hand over the clipboard (use the keyboard's paste)");
+    }
+  }
+
+  scrollBy(lines: number): void {
+    this.term.scrollLines(lines);
+  }
+
+  // --- size and visibility ---------------------------------------------------------------
+
+  setFontSize(delta: number): void {
+    const size = Math.max(MIN_FONT, Math.min(MAX_FONT, fontSize() + delta));
+    localStorage.setItem(FONT_KEY, String(size));
+    this.term.options.fontSize = size;
+    this.layout();
+  }
+
+  /** The controller (or, with nobody holding it, any viewer) lays out from its fitted size;
+   * a watcher draws the grid the terminal has. */
+  layout(): void {
+    if (!this.host.isConnected) return;
+    const watching = this.controller !== null && !this.controls;
+    if (watching) {
+      const [cols, rows] = this.remoteSize;
+      if (this.term.cols !== cols || this.term.rows !== rows) this.term.resize(cols, rows);
+      return;
+    }
+    const dims = this.fit.proposeDimensions();
+    if (!dims || !Number.isFinite(dims.cols) || !Number.isFinite(dims.rows)) return;
+    const cols = Math.max(2, Math.min(500, dims.cols));
+    const rows = Math.max(1, Math.min(300, dims.rows));
+    if (this.term.cols !== cols || this.term.rows !== rows) this.term.resize(cols, rows);
+    if (this.id === null || this.phase !== "live") return;
+    if (this.sentSize?.[0] === cols && this.sentSize[1] === rows) return;
+    this.sentSize = [cols, rows];
+    this.app.send({ kind: "terminal_resize", seat: this.seat, id: this.id, cols, rows });
+  }
+
+  private visibility(): void {
+    if (this.id === null || this.phase !== "live") return;
+    const hidden = document.visibilityState === "hidden";
+    if (hidden === this.paused) return;
+    this.paused = hidden;
+    if (!hidden) this.syncing = true; // the resume is answered with a fresh view
+    this.app.send({ kind: "terminal_pause", paused: hidden });
+  }
+}
+
+function fontSize(): number {
+  const stored = Number(localStorage.getItem(FONT_KEY));
+  return stored >= MIN_FONT && stored <= MAX_FONT ? stored : 14;
+}

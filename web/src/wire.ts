@@ -1,0 +1,223 @@
+// The socket's shapes as this page reads and writes them (docs/protocol.md); no I/O here.
+
+export const PROTOCOL_VERSION = 29;
+
+export interface Seat {
+  org: string;
+  project: string;
+  label: string;
+}
+
+export type Subject = "home" | "board" | "usage" | "dictate_models" | "extensions" | { session: Seat };
+
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+
+/** A server JSON message: always an object tagged `kind`; fields are read where used. */
+export interface ServerMessage {
+  kind: string;
+  [field: string]: unknown;
+}
+
+export interface Greeting {
+  version: number;
+  forge_version: string;
+  forge_version_short: string;
+  settings: { mark: string | null; theme: string | null; font: string | null };
+}
+
+export interface Work {
+  branch: string | null;
+  changed: number | null;
+  gate: string | null;
+}
+
+export interface ProjectRow {
+  project: { name: string; org: string; path: string; sessions: number };
+  work: Work | null;
+}
+
+export interface AgentRow {
+  slot: Seat;
+  label: string;
+  lifecycle: string;
+  has_background: boolean;
+  last_active_ms: number | null;
+  failed: string | null;
+  work: Work | null;
+}
+
+export interface WorkerRow {
+  name: string;
+  kind: string;
+  pid: number | null;
+  state: string;
+  restarts: number;
+  last_exit: number | null;
+  last_reason: string | null;
+}
+
+export interface Home {
+  projects: ProjectRow[];
+  agents: AgentRow[];
+  unseen: Seat[];
+  forge_version: string;
+  forge_version_short: string;
+  boot_id: string;
+  service_status: { state: string; reason: string | null } | null;
+  fatal_error: { message: string; at_ms: number } | null;
+  workers: WorkerRow[];
+}
+
+export interface TerminalSummary {
+  id: number;
+  pid: number | null;
+  cols: number;
+  rows: number;
+  alive: boolean;
+  state: string;
+  title: string;
+  exit_status: number | null;
+  reason?: string;
+}
+
+export interface ProcessRow {
+  pid: number;
+  ppid: number;
+  name: string;
+  cmdline: string[];
+  cpu_percent: number;
+  rss_bytes: number;
+  started_ms: number;
+}
+
+export interface Session {
+  slot: Seat;
+  header: { session_id: string; seq: number };
+  terminal: TerminalSummary | null;
+  processes: ProcessRow[] | null;
+}
+
+export interface TabRow {
+  number: number;
+  title: string;
+  url: string;
+  owner: Seat | null;
+  dialog: { kind: string; message: string } | null;
+}
+
+export interface Tabs {
+  profile: string;
+  id: number;
+  up: boolean;
+  closing_at_ms: number | null;
+  rows: TabRow[];
+}
+
+export interface SettingsKey {
+  path: string;
+  leaf: string;
+  group: string[];
+  kind: string;
+  value: Json;
+  class: string;
+  note?: string;
+}
+
+export interface SettingsDocument {
+  source: string | null;
+  fingerprint: string;
+  areas: { id: string; name: string; note?: string; keys: SettingsKey[] }[];
+}
+
+export function seatKey(seat: Seat): string {
+  return `${seat.org}/${seat.project}/${seat.label}`;
+}
+
+export function sameSeat(a: Seat | null | undefined, b: Seat | null | undefined): boolean {
+  return !!a && !!b && a.org === b.org && a.project === b.project && a.label === b.label;
+}
+
+/** An update's variant and body: `{"name": {...}}` or the bare name of a unit variant. */
+export function updateParts(update: unknown): [string, Record<string, unknown>] {
+  if (typeof update === "string") return [update, {}];
+  if (update && typeof update === "object") {
+    const entries = Object.entries(update as Record<string, unknown>);
+    const first = entries[0];
+    if (first) return [first[0], (first[1] ?? {}) as Record<string, unknown>];
+  }
+  return ["", {}];
+}
+
+// Binary frames: the first byte is the kind; integers are little-endian.
+
+export const KIND_BROWSER_FRAME = 1;
+export const KIND_TERMINAL_OUTPUT = 4;
+export const KIND_TERMINAL_INPUT = 5;
+export const BROWSER_HEADER_BYTES = 19;
+export const TERMINAL_HEADER_BYTES = 7;
+export const FORMAT_WEBP = 1;
+export const FORMAT_JPEG = 2;
+
+export interface TerminalChunk {
+  kind: "terminal";
+  terminal: number;
+  seq: number;
+  data: Uint8Array<ArrayBuffer>;
+}
+
+export interface BrowserFrame {
+  kind: "browser";
+  profile: number;
+  tab: number;
+  seq: number;
+  width: number;
+  height: number;
+  format: number;
+  key: boolean;
+  pageWidth: number;
+  pageHeight: number;
+  image: Uint8Array<ArrayBuffer>;
+}
+
+export type BinaryFrame = TerminalChunk | BrowserFrame | { kind: "other"; tag: number };
+
+export function parseBinary(buffer: ArrayBuffer): BinaryFrame {
+  const view = new DataView(buffer);
+  const tag = buffer.byteLength > 0 ? view.getUint8(0) : -1;
+  if (tag === KIND_TERMINAL_OUTPUT && buffer.byteLength >= TERMINAL_HEADER_BYTES) {
+    return {
+      kind: "terminal",
+      terminal: view.getUint16(1, true),
+      seq: view.getUint32(3, true),
+      data: new Uint8Array(buffer, TERMINAL_HEADER_BYTES),
+    };
+  }
+  if (tag === KIND_BROWSER_FRAME && buffer.byteLength >= BROWSER_HEADER_BYTES) {
+    return {
+      kind: "browser",
+      profile: view.getUint16(1, true),
+      tab: view.getUint16(3, true),
+      seq: view.getUint32(5, true),
+      width: view.getUint16(9, true),
+      height: view.getUint16(11, true),
+      format: view.getUint8(13),
+      key: view.getUint8(14) === 1,
+      pageWidth: view.getUint16(15, true),
+      pageHeight: view.getUint16(17, true),
+      image: new Uint8Array(buffer, BROWSER_HEADER_BYTES),
+    };
+  }
+  return { kind: "other", tag };
+}
+
+const encoder = new TextEncoder();
+
+/** Kind 5: the terminal's id, then the keystrokes as UTF-8. */
+export function terminalInput(terminal: number, keys: string): Uint8Array<ArrayBuffer> {
+  const body = encoder.encode(keys);
+  const frame = new Uint8Array(3 + body.length);
+  frame[0] = KIND_TERMINAL_INPUT;
+  new DataView(frame.buffer).setUint16(1, terminal, true);
+  frame.set(body, 3);
+  return frame;
+}
