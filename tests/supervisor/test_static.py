@@ -132,8 +132,8 @@ def test_the_packaged_bundle_names_only_files_it_has() -> None:
         ("::1", "http://[::1]:8790/"),
     ],
 )
-def test_the_printed_page_url(bind: str, url: str) -> None:
-    defaults = load_config(None).config.server
+def test_the_printed_page_url(bind: str, url: str, tmp_path: Path) -> None:
+    defaults = load_config(tmp_path / "absent.toml").config.server
     assert page_url(dataclasses.replace(defaults, bind=bind, port=8790)) == url
 
 
