@@ -33,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
     from forge import paths
     from forge.config import load_config, resolve_config_path
     from forge.logs import configure
-    from forge.supervisor import drills
+    from forge.testhooks import SUPERVISOR_DRILLS
 
     overrides: dict[str, Any] = {}
     if args.bind is not None:
@@ -42,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
         overrides["server.port"] = args.port
     loaded = load_config(resolve_config_path(args.config, os.environ), overrides=overrides)
     configure(paths.state_dir() / "forge.log", process="supervisor")
-    asyncio.run(serve(loaded, drills=os.environ.get(drills.ENV) == "1"))
+    asyncio.run(serve(loaded, drills=SUPERVISOR_DRILLS.enabled()))
     return 0
 
 
