@@ -16,9 +16,8 @@ import pytest
 
 from forge.supervisor.connection import Connection
 from forge.supervisor.terminals import CONTROLLER_LIMIT, TerminalHeld
+from forge.testing.terminal_client import SEAT, Client, Served, serve_terminals
 from forge.wire.seats import Seat
-
-from .socket_client import SEAT, Client, Served, serve_terminals
 
 pytestmark = pytest.mark.timeout(90)
 
