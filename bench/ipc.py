@@ -29,6 +29,7 @@ import zmq
 import zmq.asyncio
 
 from forge import logs
+from forge.children import ExitWatch
 from forge.ipc.errors import WorkerCrashed
 from forge.ipc.manager import WorkerHandle, WorkerManager, WorkerSpec, WorkerState
 from forge.ipc.messages import StreamFrame
@@ -177,7 +178,6 @@ async def hang_trials(manager: WorkerManager, trials: int, parallel: int) -> lis
 
 async def orphan_trials(trials: int) -> list[float]:
     """SIGKILL a process running a manager (2 workers, 1 child each); time until all exited."""
-    loop = asyncio.get_running_loop()
     samples = []
     for _ in range(trials):
         host = await asyncio.create_subprocess_exec(
@@ -185,7 +185,7 @@ async def orphan_trials(trials: int) -> list[float]:
         )
         assert host.stdout is not None
         report = json.loads(await host.stdout.readline())
-        exits = [exited(loop, os.pidfd_open(pid)) for pid in report["workers"] + report["children"]]
+        exits = [exited(pid) for pid in report["workers"] + report["children"]]
         start = time.perf_counter()
         host.send_signal(signal.SIGKILL)
         await asyncio.gather(*exits)
@@ -194,16 +194,10 @@ async def orphan_trials(trials: int) -> list[float]:
     return samples
 
 
-def exited(loop: asyncio.AbstractEventLoop, pidfd: int) -> asyncio.Future[None]:
-    """Resolves when the process behind `pidfd` exits (a pidfd works for any process)."""
-    done: asyncio.Future[None] = loop.create_future()
-
-    def readable() -> None:
-        loop.remove_reader(pidfd)
-        os.close(pidfd)
-        done.set_result(None)
-
-    loop.add_reader(pidfd, readable)
+def exited(pid: int) -> asyncio.Future[None]:
+    """Resolves when `pid` exits; watched from now (before the kill being timed)."""
+    done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    ExitWatch(pid, lambda: done.set_result(None))
     return done
 
 

@@ -27,6 +27,7 @@ from pathlib import Path
 from ptyprocess import PtyProcess
 
 from forge import procs
+from forge.children import ExitWatch, signal_group
 from forge.clock import SYSTEM_CLOCK, Clock
 from forge.errors import UserError
 from forge.logs import get_logger
@@ -116,8 +117,7 @@ class PtySession:
             target=self._read_or_die, name=f"pty-{process.pid}", daemon=True
         )
         self._reader.start()
-        self._pidfd = os.pidfd_open(process.pid)
-        self._loop.add_reader(self._pidfd, self._shell_exited)
+        self._exit_watch = ExitWatch(process.pid, self._shell_exited, self._loop)
 
     @classmethod
     async def start(
@@ -331,8 +331,6 @@ class PtySession:
     def _shell_exited(self) -> None:
         """The shell is gone: everything it wrote is in the PTY now; the reader drains it, then
         `_report_exit` reaps and reports (in that order: both go through the loop's queue)."""
-        self._loop.remove_reader(self._pidfd)
-        os.close(self._pidfd)
         self._final_drain = True
         self._wake()
 
@@ -352,8 +350,7 @@ class PtySession:
         if self.alive:
             roots = procs.ProcessWalker().session(self.pid)
             members = {process.pid for root in roots for process in root.walk()}
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.pid, signal.SIGHUP)
+            signal_group(self.pid, signal.SIGHUP)
             await procs.kill_processes(members, grace_s=CLOSE_GRACE, clock=self._clock)
         status = await self.closed
         self._release()
