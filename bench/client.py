@@ -35,6 +35,7 @@ from forge.client.connection import ForgeConnection
 from forge.client.frames import OtherFrame, TerminalOutput
 from forge.logs import configure
 from forge.supervisor.drills import DrillListen, DrillStream
+from forge.testhooks import SUPERVISOR_DRILLS
 
 SIZES = (100, 4 * 1024, 64 * 1024)
 BYTES_PER_RUN = 64 * 1024 * 1024
@@ -87,7 +88,7 @@ async def main(quick: bool) -> None:
     with tempfile.TemporaryDirectory() as home:
         config = Path(home) / "forge.toml"
         config.write_text("", encoding="utf-8")
-        env = dict(os.environ, FORGE_SUPERVISOR_DRILLS="1", XDG_STATE_HOME=home)
+        env = SUPERVISOR_DRILLS.set(dict(os.environ, XDG_STATE_HOME=home))
         server = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "forge.cli", "supervise", "--config", str(config),
             "--port", str(port), env=env,

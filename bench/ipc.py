@@ -29,17 +29,20 @@ import zmq
 import zmq.asyncio
 
 from forge import logs
+from forge.children import ExitWatch
 from forge.ipc.errors import WorkerCrashed
 from forge.ipc.manager import WorkerHandle, WorkerManager, WorkerSpec, WorkerState
 from forge.ipc.messages import StreamFrame
 from forge.ipc.policy import LifecycleTimings
+from forge.ipc.protocol import call
+from forge.testing.misbehaving_protocol import MISBEHAVING, Echo, Pump, Sleep
 
 SIZES = (64 * 1024, 1024 * 1024)
 ROUNDS = 5
 
 
 def spec(name: str) -> WorkerSpec:
-    return WorkerSpec(name, "misbehaving", "forge.testing.misbehaving")
+    return MISBEHAVING.spec(name)
 
 
 def percentile(samples: list[float], q: float) -> float:
@@ -119,7 +122,7 @@ async def forge_pump(worker: WorkerHandle, size: int, count: int) -> None:
         received += len(frame.payload)
 
     subscription = worker.subscribe("bench", on_frame, lambda s, r: ended.set_result(None))
-    await worker.request("pump", {"stream": "bench", "size": size, "count": count}, within=600)
+    await call(worker, Pump(stream="bench", size=size, count=count), within=600)
     await ended
     subscription.close()
     assert received == size * count, (received, size * count)
@@ -140,9 +143,9 @@ async def death_trials(manager: WorkerManager, trials: int) -> list[float]:
     samples = []
     for trial in range(trials):
         await worker.wait_for(lambda r, t=trial: r.state == "ready" and r.restarts == t, 60)
-        await worker.request("echo", 1)
-        in_flight = asyncio.ensure_future(worker.request("sleep", {"seconds": 60}))
-        await worker.request("echo", 2)  # the sleep has reached the worker
+        await call(worker, Echo(value=1))
+        in_flight = asyncio.ensure_future(call(worker, Sleep(seconds=60)))
+        await call(worker, Echo(value=2))  # the sleep has reached the worker
         assert worker.pid is not None
         start = time.perf_counter()
         os.kill(worker.pid, signal.SIGKILL)
@@ -160,7 +163,7 @@ async def hang_trials(manager: WorkerManager, trials: int, parallel: int) -> lis
     async def one(worker: WorkerHandle) -> None:
         row = await worker.wait_for(lambda r: r.state == "ready", 60)
         restarts = row.restarts
-        await worker.request("echo", 1)
+        await call(worker, Echo(value=1))
         assert worker.pid is not None
         start = time.perf_counter()
         os.kill(worker.pid, signal.SIGSTOP)
@@ -175,7 +178,6 @@ async def hang_trials(manager: WorkerManager, trials: int, parallel: int) -> lis
 
 async def orphan_trials(trials: int) -> list[float]:
     """SIGKILL a process running a manager (2 workers, 1 child each); time until all exited."""
-    loop = asyncio.get_running_loop()
     samples = []
     for _ in range(trials):
         host = await asyncio.create_subprocess_exec(
@@ -183,7 +185,7 @@ async def orphan_trials(trials: int) -> list[float]:
         )
         assert host.stdout is not None
         report = json.loads(await host.stdout.readline())
-        exits = [exited(loop, os.pidfd_open(pid)) for pid in report["workers"] + report["children"]]
+        exits = [exited(pid) for pid in report["workers"] + report["children"]]
         start = time.perf_counter()
         host.send_signal(signal.SIGKILL)
         await asyncio.gather(*exits)
@@ -192,16 +194,10 @@ async def orphan_trials(trials: int) -> list[float]:
     return samples
 
 
-def exited(loop: asyncio.AbstractEventLoop, pidfd: int) -> asyncio.Future[None]:
-    """Resolves when the process behind `pidfd` exits (a pidfd works for any process)."""
-    done: asyncio.Future[None] = loop.create_future()
-
-    def readable() -> None:
-        loop.remove_reader(pidfd)
-        os.close(pidfd)
-        done.set_result(None)
-
-    loop.add_reader(pidfd, readable)
+def exited(pid: int) -> asyncio.Future[None]:
+    """Resolves when `pid` exits; watched from now (before the kill being timed)."""
+    done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    ExitWatch(pid, lambda: done.set_result(None))
     return done
 
 
@@ -230,7 +226,7 @@ async def main(quick: bool) -> None:
             await worker.wait_for(lambda r: r.state is WorkerState.READY, 60)
 
             async def forge_rtt() -> None:
-                await worker.request("echo", "x" * 32)
+                await call(worker, Echo(value="x" * 32))
 
             for _ in range(200):
                 await forge_rtt()

@@ -36,6 +36,7 @@ from websockets.http11 import Response
 from websockets.protocol import State
 from websockets.uri import parse_uri
 
+from forge.testhooks import SUPERVISOR_DRILLS
 from forge.wire.binary import terminal_output
 
 SIZES = (100, 16 * 1024, 1024 * 1024)
@@ -175,12 +176,13 @@ async def wait_listening(port: int) -> None:
 
 
 async def start_servers(home: Path) -> tuple[list[asyncio.subprocess.Process], int, int]:
-    env = dict(
-        os.environ,
-        XDG_CONFIG_HOME=str(home / "config"),
-        XDG_STATE_HOME=str(home / "state"),
-        XDG_RUNTIME_DIR=str(home / "runtime"),
-        FORGE_SUPERVISOR_DRILLS="1",
+    env = SUPERVISOR_DRILLS.set(
+        dict(
+            os.environ,
+            XDG_CONFIG_HOME=str(home / "config"),
+            XDG_STATE_HOME=str(home / "state"),
+            XDG_RUNTIME_DIR=str(home / "runtime"),
+        )
     )
     forge_port, bare_port = free_port(), free_port()
     forge = await asyncio.create_subprocess_exec(

@@ -2,9 +2,19 @@
 
 ForgeError
  ├─ UserError        the person's input is wrong (a flag, a file, a config key): fix the input
+ │   ├─ ConfigError, SettingError, LabRefusal, UnknownProject, TerminalHeld, ShellUnavailable,
+ │   │  BrowserMissing, SupervisorUnreachable, NoRealGhError
+ │   ├─ RequestFailed        a worker refused what it was asked (its code: bad_url, bad_request)
+ │   └─ WorkerConfigError    a worker's configuration cannot work; it is not restarted
  ├─ PeerError        the other side broke a contract (a client frame, a worker message)
+ │   ├─ ClientRefusal, ProtocolViolation, MalformedFrame, ServerRefused, ConnectionLost,
+ │   │  CdpCommandFailed, GestureInvalid, FileAnswerRefused
+ │   └─ ControlOverflow      a client that does not read its control frames (it is closed)
  └─ InternalError    forge itself is wrong or a resource it owns failed
-Each area subclasses these; messages name what was wrong so a person can act on them.
+     ├─ WorkerError (WorkerCrashed, RequestTimeout, WorkerUnavailable), BrowserGone, RunAborted
+     └─ GitError             a git command failed (the Lab refuses bad input before it runs git)
+Each area subclasses these; messages name what was wrong so a person can act on them. The CLI
+exits with a UserError's `exit_code` and its message.
 """
 
 from __future__ import annotations

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import psutil
 
+from forge.children import ExitWatch
 from forge.clock import SYSTEM_CLOCK, Clock
 
 _DETAILS = [
@@ -198,26 +199,18 @@ def is_live(pid: int) -> bool:
 async def wait_for_exit(pid: int) -> None:
     """Return once `pid` has exited (zombie or reaped), without reaping it.
 
-    A pidfd on the event loop: unlike `asyncio.subprocess.Process.wait()`, which also waits for
-    the child's pipes to close, this returns even while an escaped grandchild holds them open.
+    A `forge.children.ExitWatch`: unlike `asyncio.subprocess.Process.wait()`, which also waits
+    for the child's pipes to close, this returns even while an escaped grandchild holds them.
     """
+    exited: asyncio.Future[None] = asyncio.get_running_loop().create_future()
     try:
-        fd = os.pidfd_open(pid)
+        watch = ExitWatch(pid, lambda: exited.set_result(None))
     except ProcessLookupError:
         return
-    loop = asyncio.get_running_loop()
-    exited: asyncio.Future[None] = loop.create_future()
-    loop.add_reader(fd, _settle, exited)
     try:
         await exited
     finally:
-        loop.remove_reader(fd)
-        os.close(fd)
-
-
-def _settle(future: asyncio.Future[None]) -> None:
-    if not future.done():
-        future.set_result(None)
+        watch.close()
 
 
 async def kill_processes(

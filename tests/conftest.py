@@ -1,11 +1,15 @@
-"""Fixtures every area's tests share: an isolated home for forge's files, and a free port."""
+"""Fixtures every area's tests share: an isolated home for forge's files, a free port, and
+real `forge supervise` processes (`supervise`)."""
 
 from __future__ import annotations
 
 import socket
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+
+from forge.testing.supervised import Start, Supervisors
 
 
 @pytest.fixture
@@ -32,3 +36,13 @@ def free_port() -> int:
         probe.bind(("127.0.0.1", 0))
         port: int = probe.getsockname()[1]
     return port
+
+
+@pytest.fixture
+async def supervise(
+    forge_dirs: dict[str, Path], free_port: int, tmp_path: Path
+) -> AsyncIterator[Start]:
+    """`await supervise(toml)` starts a supervisor with drills on; all are stopped at the end."""
+    supervisors = Supervisors(tmp_path / "forge.toml", free_port)
+    yield supervisors.start
+    await supervisors.stop_all()

@@ -14,6 +14,7 @@ from pathlib import Path
 from forge import paths
 from forge.clock import SYSTEM_CLOCK, Clock
 from forge.errors import UserError
+from forge.testhooks import NOW_MS
 from forge.testing.clock import ManualClock
 
 
@@ -75,9 +76,9 @@ class Settings:
 def clock_from_env(env: Mapping[str, str] | None = None) -> Clock:
     """FORGE_NOW_MS pins the wall clock for the processes a test starts; otherwise the real one."""
     env = os.environ if env is None else env
-    pinned = env.get("FORGE_NOW_MS")
+    pinned = NOW_MS.value(env)
     if pinned:
-        return ManualClock(wall_start=non_negative_int(pinned, "FORGE_NOW_MS") / 1000)
+        return ManualClock(wall_start=non_negative_int(pinned, NOW_MS.env) / 1000)
     return SYSTEM_CLOCK
 
 

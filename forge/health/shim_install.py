@@ -12,7 +12,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Final
 
-from forge.health.atomic import write_bytes
+from forge.files import write_atomic
 from forge.health.realgh import is_shim
 from forge.health.settings import Settings
 
@@ -30,7 +30,7 @@ def install(settings: Settings, directory: Path | None = None) -> Path:
     """Write `<dir>/gh` (executable) and create the state dir, so recording starts at once."""
     target_dir = directory if directory is not None else settings.home / "bin"
     target = target_dir / "gh"
-    write_bytes(target, shim_text())
+    write_atomic(target, shim_text())
     os.chmod(target, 0o755)
     settings.state_dir.mkdir(parents=True, exist_ok=True)
     return target

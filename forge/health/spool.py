@@ -25,7 +25,8 @@ from typing import Final
 
 import msgspec
 
-from forge.health.atomic import write_bytes, write_json
+from forge.files import write_atomic
+from forge.health.atomic import write_json
 from forge.health.settings import project_store
 
 SEQ_WIDTH: Final = 6
@@ -248,7 +249,7 @@ def remove_delivered(root: Path, seq: int) -> None:
     """A delivered entry leaves the spool; the high-water mark keeps its seq from coming back."""
     directory = queue_dir(root)
     if seq > high_water_mark(root):
-        write_bytes(directory / HWM_NAME, f"{seq}\n".encode())
+        write_atomic(directory / HWM_NAME, f"{seq}\n".encode())
     (directory / f"{seq_name(seq)}.json").unlink(missing_ok=True)
     shutil.rmtree(directory / f"{seq_name(seq)}.d", ignore_errors=True)
     (directory / f"{seq_name(seq)}.seq").unlink(missing_ok=True)
@@ -321,6 +322,6 @@ def _edit_breadcrumb(state_dir: Path, root: Path, *, present: bool) -> None:
             roots.append(root)
         path = state_dir / BREADCRUMB_NAME
         if roots:
-            write_bytes(path, "".join(f"{r}\n" for r in roots).encode())
+            write_atomic(path, "".join(f"{r}\n" for r in roots).encode())
         else:
             path.unlink(missing_ok=True)

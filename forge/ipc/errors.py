@@ -8,12 +8,14 @@ ForgeError
  │       └─ WorkerUnavailable  `worker_unavailable`: the worker is failed, stopped or stopping
  ├─ PeerError
  │   └─ ProtocolViolation    a message that breaks the envelope or the handshake
- └─ RequestFailed            the worker's handler refused the request with its own code
+ └─ UserError
+     ├─ RequestFailed        the worker's handler refused what was asked, with its own code
+     └─ WorkerConfigError    the worker's configuration cannot work (restarting will not help)
 """
 
 from __future__ import annotations
 
-from forge.errors import ForgeError, InternalError, PeerError
+from forge.errors import InternalError, PeerError, UserError
 
 
 class WorkerError(InternalError):
@@ -48,8 +50,11 @@ class ProtocolViolation(PeerError):
     """A peer sent a message that is not a valid envelope, or broke the handshake."""
 
 
-class RequestFailed(ForgeError):
+class RequestFailed(UserError):
     """A handler refused a request: raised by the worker, re-raised with the same code upstream.
+
+    The request is at fault (a url that is not http(s), a tab that is gone, a field that does not
+    decode), so it is the asker's input: a service answers it to its client as an error.
 
     A worker handler raises `RequestFailed("bad_url", "url must be http(s)")`; the caller of
     `WorkerHandle.request` catches a `RequestFailed` with the same `code` and `message`.
@@ -61,8 +66,11 @@ class RequestFailed(ForgeError):
         self.message = message
 
 
-class WorkerConfigError(ForgeError):
+class WorkerConfigError(UserError):
     """Raised by a worker's `setup` when its configuration cannot work: restarting would not help.
+
+    The configuration comes from forge.toml (a browser that is not installed, a bad home_url),
+    so the person fixes it.
 
     The worker exits with `CONFIG_ERROR_EXIT`, and the manager marks it `failed` at once.
     """

@@ -8,13 +8,12 @@ within one loop iteration of the exit.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import os
 import signal
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from forge.children import ExitWatch, signal_group
 from forge.ipc.exits import ExitStatus
 
 
@@ -27,22 +26,16 @@ class WorkerProcess:
         self.pid = popen.pid
         self.exited: asyncio.Future[ExitStatus] = loop.create_future()
         """Resolves with the exit status as soon as the kernel reports the exit (reaped)."""
-        self._pidfd = os.pidfd_open(popen.pid)
-        loop.add_reader(self._pidfd, self._on_pidfd_readable)
+        self._watch = ExitWatch(popen.pid, self._on_exit, loop)
 
-    def _on_pidfd_readable(self) -> None:
-        returncode = self._popen.poll()
-        if returncode is None:
-            return
-        self._loop.remove_reader(self._pidfd)
-        os.close(self._pidfd)
+    def _on_exit(self) -> None:
+        returncode = self._popen.wait()  # it has exited: this reaps at once
         if not self.exited.done():
             self.exited.set_result(ExitStatus.from_returncode(returncode))
 
     def signal_group(self, signum: int) -> None:
         """Send `signum` to every process in the worker's group; a gone group is not an error."""
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.pid, signum)
+        signal_group(self.pid, signum)
 
     def kill_group(self) -> None:
         """SIGKILL the whole group: the worker and every child it left in it."""

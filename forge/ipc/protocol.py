@@ -38,6 +38,10 @@ if TYPE_CHECKING:
 
 ReplyT = TypeVar("ReplyT")
 
+RAW = (bytes, bytearray, memoryview)
+"""Kept as they are by `to_builtins`: msgpack carries bytes natively (the default would be a
+base64 string, a third bigger and encoded twice)."""
+
 BAD_REQUEST = "bad_request"
 """The code of a request whose arguments do not decode into the method's struct."""
 
@@ -74,7 +78,7 @@ class WorkerRequest(
 
     def args(self) -> dict[str, Any]:
         """The request's fields as msgpack-able builtins (the tag is the method, not an arg)."""
-        args: dict[str, Any] = msgspec.to_builtins(self)
+        args: dict[str, Any] = msgspec.to_builtins(self, builtin_types=RAW)
         args.pop("method", None)
         return args
 
@@ -90,7 +94,7 @@ class WorkerEvent(msgspec.Struct, frozen=True, kw_only=True, tag_field="event"):
         return tag
 
     def data(self) -> dict[str, Any]:
-        data: dict[str, Any] = msgspec.to_builtins(self)
+        data: dict[str, Any] = msgspec.to_builtins(self, builtin_types=RAW)
         data.pop("event", None)
         return data
 
@@ -111,7 +115,7 @@ def decode_request(request_type: type[RequestT], args: Any) -> RequestT:
 
 def encode_reply(result: Any) -> Any:
     """A handler's typed answer as msgpack-able builtins."""
-    return msgspec.to_builtins(result)
+    return msgspec.to_builtins(result, builtin_types=RAW)
 
 
 def decode_reply(request: WorkerRequest[ReplyT], result: Any) -> ReplyT:

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from forge import __version__
+from forge.files import write_atomic
 from forge.lab.cohort import Cohort, sha256_hex
 from forge.lab.errors import LabRefusal, RunAborted
-from forge.lab.files import write_atomic
 
 ACTIVATION_FILE = "activation.json"
 INPUTS_DIR = "inputs"

@@ -12,6 +12,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from forge.errors import InternalError
 from forge.lab.errors import LabRefusal
 
 NO_FETCH_REFSPEC = "+refs/forge-none/*:refs/forge-none/*"
@@ -27,8 +28,9 @@ _FIXED_IDENTITY = {
 }
 
 
-class GitError(Exception):
-    """A git command failed; the message holds its argv and stderr."""
+class GitError(InternalError):
+    """A git command failed; the message holds its argv and stderr (where the input is at fault,
+    the Lab refuses it as a `LabRefusal` instead)."""
 
 
 def git_env(extra: dict[str, str] | None = None) -> dict[str, str]:

@@ -19,12 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from forge.clock import Clock
+from forge.files import write_atomic
 from forge.lab.activation import INPUTS_DIR, verify_inputs
 from forge.lab.attempt import AttemptSpec
 from forge.lab.cohort import Cohort
 from forge.lab.coordinates import Coordinate, coordinates
 from forge.lab.errors import RunAborted
-from forge.lab.files import write_atomic
 from forge.lab.report import RunState, build_report, cost_basis, dumps_report, render_markdown
 from forge.lab.settings import LabSettings
 from forge.logs import get_logger

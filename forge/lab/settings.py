@@ -14,9 +14,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from forge.lab.errors import LabRefusal
+from forge.testhooks import LAB_TEST_HOOKS
 
 TRANSIENT_WAITS_ENV = "FORGE_LAB_TRANSIENT_WAITS_MS"
-TEST_HOOKS_ENV = "FORGE_LAB_TEST_HOOKS"
+TEST_HOOKS_ENV = LAB_TEST_HOOKS.env
 LEASE_ENV = "FORGE_LAB_LEASE_MS"
 DEFAULT_TRANSIENT_WAITS_S = (30.0, 120.0)
 DEFAULT_LEASE_S = (5.0, 30.0)

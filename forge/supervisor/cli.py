@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
     from forge import paths
     from forge.config import load_config, require_config_path
     from forge.logs import configure, set_level
-    from forge.supervisor import drills
+    from forge.testhooks import SUPERVISOR_DRILLS
 
     overrides: dict[str, Any] = {}
     for flag, pattern in (
@@ -60,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
     log_file = paths.state_dir() / "forge.log"
     configure(log_file, process="supervisor")
     set_level(loaded.config.log.level)
-    asyncio.run(serve(loaded, log_file=log_file, drills=os.environ.get(drills.ENV) == "1"))
+    asyncio.run(serve(loaded, log_file=log_file, drills=SUPERVISOR_DRILLS.enabled()))
     return 0
 
 

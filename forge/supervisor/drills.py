@@ -1,4 +1,5 @@
-"""Drill verbs for tests and benchmarks: loaded only with `FORGE_SUPERVISOR_DRILLS=1`.
+"""Drill verbs for tests and benchmarks: loaded only with the test hook
+`forge.testhooks.SUPERVISOR_DRILLS` (`FORGE_SUPERVISOR_DRILLS=1`).
 
 They reach what no wave-1 client verb can (start a seat before the terminal host exists, mark a
 seat unseen, stall a handler, emit a bulk stream) through the same registration API the hosts
@@ -18,8 +19,6 @@ from forge.supervisor.core import Supervisor
 from forge.wire.binary import terminal_output
 from forge.wire.client import ClientMessage
 from forge.wire.seats import Seat
-
-ENV = "FORGE_SUPERVISOR_DRILLS"
 
 STREAM_HIGH_WATER = 512 * 1024
 """Past this many unsent bytes a drill stream waits for the listener to drain to half of it."""

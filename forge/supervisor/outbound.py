@@ -18,6 +18,8 @@ from collections import deque
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 
+from forge.errors import PeerError
+
 CONTROL_LIMIT = 64 * 1024 * 1024
 """Bytes of unsent control frames past which a connection is closed rather than dropping one."""
 
@@ -45,7 +47,7 @@ class _Stream:
     pending: int = 0
 
 
-class ControlOverflow(Exception):
+class ControlOverflow(PeerError):
     """The peer cannot take control frames fast enough; the connection must be closed."""
 
 

@@ -13,24 +13,20 @@ import os
 import sys
 
 from forge import logs
-from forge.ipc.manager import WorkerManager, WorkerSpec
+from forge.ipc.manager import WorkerManager
+from forge.ipc.protocol import call
+from forge.testing.misbehaving_protocol import MISBEHAVING, Children, Pid
 
 
 async def host(count: int) -> None:
     async with WorkerManager() as manager:
+        spawning = {"spawn_child": "pdeathsig"}
         handles = [
-            manager.start(
-                WorkerSpec(
-                    f"orphan-{index}",
-                    "misbehaving",
-                    "forge.testing.misbehaving",
-                    config={"spawn_child": "pdeathsig"},
-                )
-            )
+            manager.start(MISBEHAVING.spec(f"orphan-{index}", config=spawning))
             for index in range(count)
         ]
-        workers = [(await handle.request("pid", within=30.0)).result for handle in handles]
-        children = [pid for handle in handles for pid in (await handle.request("children")).result]
+        workers = [await call(handle, Pid(), within=30.0) for handle in handles]
+        children = [pid for handle in handles for pid in await call(handle, Children())]
         report = {"manager": os.getpid(), "workers": workers, "children": children}
         print(json.dumps(report), flush=True)
         await asyncio.Event().wait()

@@ -10,22 +10,12 @@ config keys:
   crash_after       die by SIGKILL while handling request number N+1 (it is never answered)
   ignore_sigterm    SIG_IGN for SIGTERM, so only SIGKILL ends it
   protocol          announce this protocol version in hello instead of the real one
+  hello_delay       seconds to wait in setup before saying hello
   spawn_child       start a `sleep` child: "pdeathsig" (dies with us, like a PTY shell) or
                     "group" (left in our process group, for the group kill to find)
   bulk_delay        seconds to sleep per received bulk frame (a slow reader)
-requests:
-  echo {..}         the args back, and every payload frame back
-  pid               os.getpid()
-  children          pids of the children `spawn_child` started
-  sleep {seconds}   answer after an asyncio sleep
-  block {seconds}   block the event loop (no heartbeats) with time.sleep
-  flood {stream, size, count}  offer `count` frames of `size` bytes on `stream`, dropping when
-                    full; answers at once, emits `flood_done {offered, dropped}` when finished
-  pump {stream, size, count}  send `count` frames of `size` bytes with backpressure (none
-                    dropped), then end the stream with "pumped"
-  stream {stream, chunks}  send each chunk (bytes) with backpressure, then end the stream
-  emit {event, data}  emit that event
-  received          how many bulk frames arrived, and their seqs
+requests and events: `forge.testing.misbehaving_protocol` (echo, pid, children, sleep, block,
+  flood, pump, stream, emit, received; flood_done, title).
 """
 
 from __future__ import annotations
@@ -37,13 +27,28 @@ import time
 from typing import Any
 
 from forge.ipc.errors import WorkerConfigError
-from forge.ipc.messages import Reply, Request, StreamFrame
+from forge.ipc.messages import Reply, StreamFrame
 from forge.ipc.orphans import die_with_parent
 from forge.ipc.worker import Worker, handles, run_worker
+from forge.testing.misbehaving_protocol import (
+    MISBEHAVING,
+    Block,
+    Children,
+    Echo,
+    Emit,
+    Flood,
+    FloodDone,
+    Pid,
+    Pump,
+    Received,
+    Sleep,
+    Stream,
+    Title,
+)
 
 
 class MisbehavingWorker(Worker):
-    kind = "misbehaving"
+    kind = MISBEHAVING.kind
     capabilities = ("echo", "flood")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -81,35 +86,34 @@ class MisbehavingWorker(Worker):
             os.kill(os.getpid(), signal.SIGKILL)
         self._answered += 1
 
-    @handles("echo")
-    async def echo(self, request: Request) -> Reply:
+    @handles(Echo, payloads=True)
+    async def echo(self, request: Echo, payloads: tuple[memoryview, ...]) -> Reply:
         self._count()
-        return Reply(request.args, tuple(bytes(p) for p in request.payloads))
+        return Reply(request.value, tuple(bytes(p) for p in payloads))
 
-    @handles("pid")
-    async def pid(self, request: Request) -> int:
+    @handles(Pid)
+    async def pid(self, request: Pid) -> int:
         self._count()
         return os.getpid()
 
-    @handles("children")
-    async def children(self, request: Request) -> list[int]:
+    @handles(Children)
+    async def children(self, request: Children) -> list[int]:
         return [child.pid for child in self._children]
 
-    @handles("sleep")
-    async def sleep(self, request: Request) -> str:
+    @handles(Sleep)
+    async def sleep(self, request: Sleep) -> str:
         self._count()
-        await asyncio.sleep(float(request.args["seconds"]))
+        await asyncio.sleep(request.seconds)
         return "slept"
 
-    @handles("block")
-    async def block(self, request: Request) -> str:
-        time.sleep(float(request.args["seconds"]))  # noqa: ASYNC251 (the point: a stuck loop)
+    @handles(Block)
+    async def block(self, request: Block) -> str:
+        time.sleep(request.seconds)  # noqa: ASYNC251 (the point: a stuck loop)
         return "blocked"
 
-    @handles("flood")
-    async def flood(self, request: Request) -> str:
-        args = request.args
-        self.spawn(self._flood(str(args["stream"]), int(args["size"]), int(args["count"])))
+    @handles(Flood)
+    async def flood(self, request: Flood) -> str:
+        self.spawn(self._flood(request.stream, request.size, request.count))
         return "flooding"
 
     async def _flood(self, stream_id: str, size: int, count: int) -> None:
@@ -119,32 +123,31 @@ class MisbehavingWorker(Worker):
             stream.offer(payload)
             await asyncio.sleep(0)
         await stream.end("flood_done")
-        await self.emit("flood_done", {"offered": stream.seq - 1, "dropped": stream.dropped})
+        await self.emit(FloodDone(offered=stream.seq - 1, dropped=stream.dropped))
 
-    @handles("pump")
-    async def pump(self, request: Request) -> int:
-        args = request.args
-        stream = self.stream(str(args["stream"]))
-        payload = bytes(int(args["size"]))
-        for _ in range(int(args["count"])):
+    @handles(Pump)
+    async def pump(self, request: Pump) -> int:
+        stream = self.stream(request.stream)
+        payload = bytes(request.size)
+        for _ in range(request.count):
             await stream.send(payload)
         await stream.end("pumped")
         return stream.seq
 
-    @handles("stream")
-    async def send_stream(self, request: Request) -> int:
-        stream = self.stream(str(request.args["stream"]))
-        for chunk in request.args["chunks"]:
+    @handles(Stream)
+    async def send_stream(self, request: Stream) -> int:
+        stream = self.stream(request.stream)
+        for chunk in request.chunks:
             await stream.send(chunk, {"size": len(chunk)})
         await stream.end("finished")
         return stream.seq
 
-    @handles("emit")
-    async def emit_event(self, request: Request) -> None:
-        await self.emit(str(request.args["event"]), request.args.get("data"), request.payloads)
+    @handles(Emit, payloads=True)
+    async def emit_title(self, request: Emit, payloads: tuple[memoryview, ...]) -> None:
+        await self.emit(Title(text=request.title), payloads)
 
-    @handles("received")
-    async def received(self, request: Request) -> list[int]:
+    @handles(Received)
+    async def received(self, request: Received) -> list[int]:
         return self._received
 
     async def on_bulk(self, frame: StreamFrame) -> None:

@@ -16,9 +16,6 @@ from forge.ipc.manager import WorkerManager
 from forge.supervisor.app import running_supervisor
 from forge.supervisor.core import Supervisor
 from forge.supervisor.server import SocketServer
-from tests.supervisor.conftest import supervise
-
-__all__ = ["supervise"]
 
 PROJECT_TOML = """
 [[projects]]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import shlex
 
-from tests.supervisor.harness import Start
+from forge.testing.supervised import Start
 
 from .pty_run import FORGE, PtyRun
 from .test_status_cli import forge

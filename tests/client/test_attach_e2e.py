@@ -12,9 +12,9 @@ from forge.client.connection import ForgeConnection, connect
 from forge.client.frames import TerminalControl as ControlFrame
 from forge.client.frames import Update
 from forge.supervisor.core import Supervisor
+from forge.testing.supervised import Start
 from forge.wire.client import TerminalClose, TerminalControl, TerminalView
 from forge.wire.seats import Seat, session
-from tests.supervisor.harness import Start
 
 from .conftest import InProcess
 from .pty_run import FORGE, PtyRun

@@ -14,9 +14,9 @@ from forge.client.frames import OtherFrame, Snapshot, TerminalOutput, Update
 from forge.client.probe import ProbeTiming
 from forge.supervisor.drills import DrillListen, DrillSeatUpdate, DrillStartSeat, DrillStream
 from forge.testing.clock import ManualClock
+from forge.testing.supervised import Start
 from forge.wire.client import Command
 from forge.wire.seats import HOME, Seat, session
-from tests.supervisor.harness import Start
 
 SEAT = Seat("acme", "proj", "lead")
 

@@ -10,8 +10,8 @@ from forge.client.connection import connect
 from forge.client.frames import OtherFrame, Snapshot
 from forge.client.session import ClientSession, Disconnected, Reconnected, Redial, SessionEvent
 from forge.supervisor.drills import DrillStartSeat, DrillUnseen
+from forge.testing.supervised import Start
 from forge.wire.seats import HOME, Seat, session
-from tests.supervisor.harness import Start
 
 SEAT = Seat("acme", "proj", "lead")
 FAST = Redial(first_s=0.05, most_s=0.2)

@@ -8,9 +8,9 @@ import sys
 
 from forge.client.connection import connect
 from forge.ipc.manager import WorkerManager, WorkerSpec
+from forge.testing.supervised import Start
 from forge.wire.client import TerminalView
 from forge.wire.seats import HOME, Seat
-from tests.supervisor.harness import Start
 
 from .conftest import InProcess
 

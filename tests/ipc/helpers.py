@@ -6,6 +6,7 @@ import dataclasses
 
 from forge.ipc.manager import WorkerHandle, WorkerSpec
 from forge.ipc.policy import LifecycleTimings
+from forge.testing.misbehaving_protocol import MISBEHAVING
 
 TEST_TIMINGS = LifecycleTimings(
     hello_timeout=30.0,
@@ -24,7 +25,7 @@ gets 2 s to act on SIGTERM."""
 
 
 def misbehaving(name: str, **config: object) -> WorkerSpec:
-    return WorkerSpec(name, "misbehaving", "forge.testing.misbehaving", config=config)
+    return MISBEHAVING.spec(name, config=config)
 
 
 async def ready(handle: WorkerHandle, restarts: int = 0) -> None:

@@ -13,6 +13,8 @@ import zmq
 
 from forge.ipc.manager import WorkerEvent, WorkerManager
 from forge.ipc.messages import StreamFrame
+from forge.ipc.protocol import call
+from forge.testing.misbehaving_protocol import MISBEHAVING, Echo, Flood, FloodDone, Received, Stream
 
 from .helpers import misbehaving, ready
 
@@ -30,13 +32,15 @@ async def test_a_bulk_flood_on_one_worker_leaves_anothers_requests_answered(
     flooder.subscribe("frames", lambda f: seqs.append(f.seq), lambda s, r: ended.set_result(r))
     flooder.on_event(done.set_result)
     count = 3000
-    await flooder.request("flood", {"stream": "frames", "size": 64 * 1024, "count": count})
-    answers = [(await quiet.request("echo", i)).result for i in range(100)]
+    await call(flooder, Flood(stream="frames", size=64 * 1024, count=count))
+    answers = [await call(quiet, Echo(value=i)) for i in range(100)]
     assert answers == list(range(100))
     assert await ended == "flood_done"
-    report = (await done).data
-    assert report["offered"] == count
-    assert len(seqs) == count - report["dropped"]
+    event = await done
+    report = MISBEHAVING.decode_event(event.event, event.data)
+    assert isinstance(report, FloodDone)
+    assert report.offered == count
+    assert len(seqs) == count - report.dropped
     assert seqs == sorted(set(seqs))
     assert seqs[-1] <= count
 
@@ -48,10 +52,10 @@ async def test_a_slow_reader_makes_the_supervisor_drop_not_block(manager: Worker
     sent = [reader.send_bulk("in", payload) for _ in range(2000)]
     assert sent[0]
     assert not all(sent)
-    received: list[int] = (await reader.request("received")).result
+    received = await call(reader, Received())
     accepted = [seq for seq, ok in enumerate(sent, start=1) if ok]
     assert received == accepted[: len(received)]
-    assert (await reader.request("echo", "control still flows")).result == "control still flows"
+    assert await call(reader, Echo(value="control still flows")) == "control still flows"
 
 
 async def test_frames_are_handed_on_as_views_of_the_received_frame(
@@ -62,7 +66,7 @@ async def test_frames_are_handed_on_as_views_of_the_received_frame(
     ended: asyncio.Future[None] = asyncio.get_running_loop().create_future()
     worker.subscribe("v", frames.append, lambda s, r: ended.set_result(None))
     chunk = os.urandom(1 << 20)
-    await worker.request("stream", {"stream": "v", "chunks": [chunk]})
+    await call(worker, Stream(stream="v", chunks=[chunk]))
     await ended
     [frame] = frames
     assert isinstance(frame.payload.obj, zmq.Frame)  # the received frame's buffer, not a copy

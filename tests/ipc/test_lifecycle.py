@@ -15,8 +15,20 @@ from structlog.testing import capture_logs
 
 from forge.ipc.errors import RequestFailed, RequestTimeout, WorkerCrashed, WorkerUnavailable
 from forge.ipc.exits import CONFIG_ERROR_EXIT
-from forge.ipc.manager import WorkerEvent, WorkerManager, WorkerRow, WorkerSpec, WorkerState
+from forge.ipc.manager import WorkerEvent, WorkerManager, WorkerRow, WorkerState
 from forge.ipc.messages import StreamFrame
+from forge.ipc.protocol import call, call_raw
+from forge.testing.misbehaving_protocol import (
+    MISBEHAVING,
+    Block,
+    Children,
+    Echo,
+    Emit,
+    Pid,
+    Sleep,
+    Stream,
+    Title,
+)
 
 from .helpers import HANG_TIMINGS, TEST_TIMINGS, misbehaving, ready
 
@@ -26,8 +38,8 @@ async def test_requests_carry_args_and_raw_payload_frames_both_ways(
 ) -> None:
     worker = manager.start(misbehaving("echo"))
     big = os.urandom(100_000)
-    reply = await worker.request("echo", {"n": [1, "two"]}, payloads=(b"small", big))
-    assert reply.result == {"n": [1, "two"]}
+    value, reply = await call_raw(worker, Echo(value={"n": [1, "two"]}), payloads=(b"small", big))
+    assert value == {"n": [1, "two"]}
     assert [bytes(p) for p in reply.payloads] == [b"small", big]
     assert all(isinstance(p, memoryview) for p in reply.payloads)
     assert worker.capabilities == ("echo", "flood")
@@ -45,11 +57,12 @@ async def test_events_reach_every_listener(manager: WorkerManager) -> None:
     worker = manager.start(misbehaving("emitter"))
     events: list[WorkerEvent] = []
     worker.on_event(events.append)
-    await worker.request("emit", {"event": "title", "data": {"t": "vim"}}, payloads=(b"raw",))
-    await worker.request("pid")  # same channel, so the event came first
+    await call_raw(worker, Emit(title="vim"), payloads=(b"raw",))
+    await call(worker, Pid())  # same channel, so the event came first
     assert [(e.worker, e.event, e.data, bytes(e.payloads[0])) for e in events] == [
-        ("emitter", "title", {"t": "vim"}, b"raw")
+        ("emitter", "title", {"text": "vim"}, b"raw")
     ]
+    assert MISBEHAVING.decode_event(events[0].event, events[0].data) == Title(text="vim")
 
 
 async def test_a_request_times_out_at_its_own_deadline_and_the_worker_lives_on(
@@ -58,9 +71,9 @@ async def test_a_request_times_out_at_its_own_deadline_and_the_worker_lives_on(
     worker = manager.start(misbehaving("slow"))
     await ready(worker)
     with pytest.raises(RequestTimeout) as late:
-        await worker.request("sleep", {"seconds": 30}, within=0.2)
+        await call(worker, Sleep(seconds=30), within=0.2)
     assert late.value.code == "timeout"
-    assert (await worker.request("echo", "still here")).result == "still here"
+    assert await call(worker, Echo(value="still here")) == "still here"
 
 
 async def test_kill_9_fails_in_flight_requests_restarts_and_spares_the_other_worker(
@@ -71,20 +84,20 @@ async def test_kill_9_fails_in_flight_requests_restarts_and_spares_the_other_wor
     await ready(victim)
     await ready(bystander)
     bystander_pid = bystander.pid
-    in_flight = [asyncio.ensure_future(victim.request("sleep", {"seconds": 30})) for _ in range(3)]
-    assert (await victim.request("echo", "sync")).result == "sync"  # the sleeps have arrived
+    in_flight = [asyncio.ensure_future(call(victim, Sleep(seconds=30))) for _ in range(3)]
+    assert await call(victim, Echo(value="sync")) == "sync"  # the sleeps have arrived
     assert victim.pid is not None
     os.kill(victim.pid, signal.SIGKILL)
     results = await asyncio.gather(*in_flight, return_exceptions=True)
     assert all(isinstance(r, WorkerCrashed) and r.code == "worker_crashed" for r in results)
     await ready(victim, restarts=1)
-    assert (await victim.request("echo", "back")).result == "back"
+    assert await call(victim, Echo(value="back")) == "back"
     row = victim.row
     assert (row.last_exit, row.last_reason) == ("SIGKILL", "killed by SIGKILL")
     assert bystander.row == WorkerRow(
         "bystander", "misbehaving", bystander_pid, WorkerState.READY, 0, None, None
     )
-    assert (await bystander.request("pid")).result == bystander_pid
+    assert await call(bystander, Pid()) == bystander_pid
 
 
 async def test_a_crash_ends_every_stream_it_served(manager: WorkerManager) -> None:
@@ -92,7 +105,7 @@ async def test_a_crash_ends_every_stream_it_served(manager: WorkerManager) -> No
     ended: asyncio.Future[tuple[str, str]] = asyncio.get_running_loop().create_future()
     worker.subscribe("pty", print, lambda stream, reason: ended.set_result((stream, reason)))
     with pytest.raises(WorkerCrashed):
-        await worker.request("echo", "dies on the first request")
+        await call(worker, Echo(value="dies on the first request"))
     assert await ended == ("pty", "worker_crashed")
 
 
@@ -104,7 +117,7 @@ async def test_stream_frames_arrive_whole_in_order_and_end_with_the_workers_reas
     ended: asyncio.Future[str] = asyncio.get_running_loop().create_future()
     worker.subscribe("out", frames.append, lambda stream, reason: ended.set_result(reason))
     chunks = [os.urandom(size) for size in (1, 16 * 1024, 1 << 20)]
-    assert (await worker.request("stream", {"stream": "out", "chunks": chunks})).result == 4
+    assert await call(worker, Stream(stream="out", chunks=chunks)) == 4
     assert await ended == "finished"
     assert [(f.seq, f.meta, bytes(f.payload)) for f in frames] == [
         (i + 1, {"size": len(c)}, c) for i, c in enumerate(chunks)
@@ -125,7 +138,7 @@ async def test_sigstop_is_caught_by_missed_heartbeats_then_killed_and_restarted(
         assert worker.row.last_exit == "SIGKILL"
         assert worker.row.last_reason == "hung: no heartbeat for 0.5 s; killed by SIGKILL"
         assert not psutil.pid_exists(first_pid)
-        assert (await worker.request("echo", 1)).result == 1
+        assert await call(worker, Echo(value=1)) == 1
 
 
 async def test_a_hung_worker_that_honours_sigterm_exits_on_it(
@@ -153,7 +166,7 @@ async def test_a_crash_loop_backs_off_longer_each_time_then_fails(
     assert row.last_reason == "6 crashes within 300 s (last: exit code 3)"
     assert row.pid is None
     with pytest.raises(WorkerUnavailable, match="failed: 6 crashes"):
-        await worker.request("echo", 1)
+        await call(worker, Echo(value=1))
 
 
 async def test_a_configuration_error_exit_is_never_restarted(manager: WorkerManager) -> None:
@@ -188,7 +201,7 @@ async def test_stop_is_graceful_and_never_restarts(manager: WorkerManager) -> No
         "polite", "misbehaving", None, WorkerState.STOPPED, 0, 0, "exit code 0"
     )
     with pytest.raises(WorkerUnavailable):
-        await worker.request("echo", 1)
+        await call(worker, Echo(value=1))
 
 
 async def test_stop_escalates_to_sigkill_for_a_worker_that_ignores_sigterm(
@@ -198,7 +211,7 @@ async def test_stop_escalates_to_sigkill_for_a_worker_that_ignores_sigterm(
     async with WorkerManager(timings=timings) as manager:
         worker = manager.start(misbehaving("stubborn", ignore_sigterm=True))
         await worker.wait_for(lambda r: r.state == "ready", 60.0)
-        blocked = asyncio.ensure_future(worker.request("block", {"seconds": 30}))
+        blocked = asyncio.ensure_future(call(worker, Block(seconds=30)))
         await asyncio.sleep(0)
         await worker.stop()
         assert worker.row.last_exit == "SIGKILL"
@@ -209,12 +222,12 @@ async def test_stop_escalates_to_sigkill_for_a_worker_that_ignores_sigterm(
 
 async def test_children_left_in_the_group_die_with_the_worker(manager: WorkerManager) -> None:
     worker = manager.start(misbehaving("parent", spawn_child="group"))
-    [child] = (await worker.request("children")).result
-    assert psutil.pid_exists(child)
+    [pid] = await call(worker, Children())
+    child = psutil.Process(pid)  # taken now: once killed, the child may be reaped at any time
     assert worker.pid is not None
     os.kill(worker.pid, signal.SIGKILL)
     await ready(worker, restarts=1)
-    gone, alive = psutil.wait_procs([psutil.Process(child)], timeout=30)
+    gone, alive = psutil.wait_procs([child], timeout=30)
     assert (len(gone), alive) == (1, [])
 
 
@@ -255,8 +268,8 @@ async def test_remove_stops_the_worker_forgets_its_row_and_frees_the_name(
     assert [row.name for row in manager.rows()] == ["keeper"]
     assert (heard[-1].name, heard[-1].state) == ("closing", "stopped")
     again = manager.start(misbehaving("closing"))
-    assert (await again.request("echo", "new")).result == "new"
-    assert (await keeper.request("echo", "kept")).result == "kept"
+    assert await call(again, Echo(value="new")) == "new"
+    assert await call(keeper, Echo(value="kept")) == "kept"
 
 
 async def test_a_failing_subscriber_does_not_stop_the_others(manager: WorkerManager) -> None:
@@ -269,14 +282,14 @@ async def test_a_failing_subscriber_does_not_stop_the_others(manager: WorkerMana
 
     worker.subscribe("out", broken, print)
     worker.subscribe(None, lambda f: seen.append(f.seq), lambda s, r: ended.set_result(r))
-    await worker.request("stream", {"stream": "out", "chunks": [b"a", b"b"]})
+    await call(worker, Stream(stream="out", chunks=[b"a", b"b"]))
     assert await ended == "finished"
     assert seen == [1, 2]
-    assert (await worker.request("echo", "alive")).result == "alive"
+    assert await call(worker, Echo(value="alive")) == "alive"
 
 
 async def test_a_module_that_cannot_start_fails_the_worker(manager: WorkerManager) -> None:
-    spec = WorkerSpec("nowhere", "misbehaving", "forge.testing.misbehaving", cwd=Path("/nope"))
+    spec = MISBEHAVING.spec("nowhere", cwd=Path("/nope"))
     row = await manager.start(spec).wait_for(lambda r: r.state == "failed", 30.0)
     assert row.last_reason is not None
     assert row.last_reason.startswith("could not start forge.testing.misbehaving: ")
@@ -298,13 +311,7 @@ async def test_a_worker_started_by_hand_refuses_with_the_config_error_code() -> 
 async def test_a_spec_can_bring_its_own_timings(manager: WorkerManager) -> None:
     own = dataclasses.replace(TEST_TIMINGS, hello_timeout=0.3)
     worker = manager.start(
-        WorkerSpec(
-            "impatient",
-            "misbehaving",
-            "forge.testing.misbehaving",
-            config={"silent_start": True},
-            timings=own,
-        )
+        MISBEHAVING.spec("impatient", config={"silent_start": True}, timings=own)
     )
     row = await worker.wait_for(lambda r: r.restarts == 1, 60.0)
     assert row.last_reason is not None

@@ -11,8 +11,7 @@ from typing import Any
 import pytest
 
 from forge.health.service import home_service_status
-
-from .harness import Start
+from forge.testing.supervised import Start
 
 
 def _verdict(state: str, pending: int = 0, set_aside: int = 0) -> dict[str, Any]:

@@ -14,8 +14,7 @@ from forge.supervisor import client_perf
 from forge.supervisor.client_perf import MAX_RECORDS, PERF_LOG, PerfLog
 from forge.supervisor.core import Supervisor
 from forge.supervisor.server import SocketServer
-
-from .harness import ask
+from forge.testing.supervised import ask
 
 
 def lines(path: Path) -> list[dict[str, object]]:

@@ -14,10 +14,9 @@ from forge.config import load_config
 from forge.supervisor.connection import Connection
 from forge.supervisor.core import Supervisor
 from forge.supervisor.server import SocketServer
+from forge.testing.supervised import ask, quiet
 from forge.wire.client import TerminalDetach
 from forge.wire.seats import Seat
-
-from .harness import ask, quiet
 
 SEAT = Seat("acme", "proj", "lead")
 WIRE_SEAT = {"org": "acme", "project": "proj", "label": "lead"}

@@ -12,9 +12,8 @@ from websockets.exceptions import ConnectionClosed
 from websockets.frames import Close, Opcode
 
 from forge.config import load_config
-
-from .harness import Start, ask, quiet
-from .rawclient import RawClient
+from forge.testing.raw_client import RawClient
+from forge.testing.supervised import Start, ask, quiet
 
 KEEPALIVE = "[server]\nping_interval_s = 0.15\nping_timeout_s = 0.6\n"
 BOUNDS = "[server]\nwrite_timeout_s = 0.5\nwatchdog_s = 2.0\n"

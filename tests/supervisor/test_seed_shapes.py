@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from .harness import Start, Supervised, ask, quiet
+from forge.testing.supervised import Start, Supervised, ask, quiet
+
 from .test_subjects import SEAT, config_for, start_seat
 
 STRANGER = {"org": "acme", "project": "nope", "label": "lead"}

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from websockets.asyncio.client import ClientConnection
 
-from .harness import Start, Supervised, ask, quiet
+from forge.testing.supervised import Start, Supervised, ask, quiet
 
 SEAT = {"org": "acme", "project": "proj", "label": "lead"}
 SESSION = {"session": SEAT}

@@ -14,7 +14,7 @@ from typing import Any
 
 from websockets.asyncio.client import ClientConnection
 
-from .harness import STARTUP_S, Start, Supervised, quiet
+from forge.testing.supervised import STARTUP_S, Start, Supervised, quiet
 
 SEAT = {"org": "acme", "project": "proj", "label": "lead"}
 

@@ -15,7 +15,7 @@ import pytest
 from websockets.asyncio.client import ClientConnection
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
-from .harness import Start, ask, quiet
+from forge.testing.supervised import Start, ask, quiet
 
 PROJECT = """
 [[projects]]

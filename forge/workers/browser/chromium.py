@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from forge.children import ExitWatch
 from forge.clock import SYSTEM_CLOCK, Clock
 from forge.logs import get_logger
 from forge.workers.browser.errors import BrowserGone
@@ -99,8 +100,7 @@ class ChromiumProcess:
         self.log_path = log_path
         loop = asyncio.get_running_loop()
         self.exited: asyncio.Future[str] = loop.create_future()
-        self._pidfd = os.pidfd_open(pid)
-        loop.add_reader(self._pidfd, self._reap)
+        self._watch = ExitWatch(pid, self._reap, loop)
 
     @classmethod
     async def launch(
@@ -149,9 +149,6 @@ class ChromiumProcess:
         raise BrowserGone(f"{reason} while starting; see {self.log_path}")
 
     def _reap(self) -> None:
-        loop = asyncio.get_running_loop()
-        loop.remove_reader(self._pidfd)
-        os.close(self._pidfd)
         _, status = os.waitpid(self.pid, 0)
         reason = exit_reason(status)
         log.info("browser_chromium_exited", pid=self.pid, reason=reason)

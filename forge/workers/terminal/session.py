@@ -28,6 +28,7 @@ from pathlib import Path
 from ptyprocess import PtyProcess
 
 from forge import procs
+from forge.children import ExitWatch, signal_group
 from forge.clock import SYSTEM_CLOCK, Clock
 from forge.errors import UserError
 from forge.logs import get_logger
@@ -120,8 +121,7 @@ class PtySession:
             target=self._read_or_die, name=f"pty-{process.pid}", daemon=True
         )
         self._reader.start()
-        self._pidfd = os.pidfd_open(process.pid)
-        self._loop.add_reader(self._pidfd, self._shell_exited)
+        self._exit_watch = ExitWatch(process.pid, self._shell_exited, self._loop)
 
     @classmethod
     async def start(
@@ -340,8 +340,6 @@ class PtySession:
         session's id), and what is left in it is killed: a background job must not outlive its
         terminal, reparented to init with nothing owning it.
         """
-        self._loop.remove_reader(self._pidfd)
-        os.close(self._pidfd)
         if not self._closing:
             leftovers = self._session_members() - {self.pid}
             if leftovers:
@@ -367,8 +365,7 @@ class PtySession:
         if self.alive and not self._closing:
             self._closing = True
             members = self._session_members()
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.pid, signal.SIGHUP)
+            signal_group(self.pid, signal.SIGHUP)
             await self._kill(members)
         status = await self.closed
         if self._leftovers is not None:

@@ -18,10 +18,9 @@ from forge.ipc.protocol import call
 from forge.supervisor.connection import Connection
 from forge.supervisor.terminal_flow import CONTROLLER_LIMIT
 from forge.supervisor.terminals import TerminalHeld
+from forge.testing.terminal_client import SEAT, Client, Served, serve_terminals
 from forge.wire.seats import Seat
 from forge.workers.terminal.protocol import Stats
-
-from .socket_client import SEAT, Client, Served, serve_terminals
 
 pytestmark = pytest.mark.timeout(90)
 

@@ -1,10 +1,25 @@
-"""Driving a real `forge supervise`: its log as events, websockets clients, small asks."""
+"""Driving a real `forge supervise` process: its log as events, websockets clients, small asks.
+
+For tests of anything a client sees over `/socket`. The `supervise` fixture (tests/conftest.py)
+wraps `Supervisors`; a test asks it for a supervisor with its own forge.toml, then talks to it:
+
+    async def test_ping(supervise: Start) -> None:
+        supervised = await supervise('[server]\nping_interval_s = 0.5\n')
+        client = await supervised.greeted()           # greeting and settings read off
+        assert await ask(client, {"kind": "ping"}) == {"kind": "pong"}
+        await supervised.record("socket_listening")   # wait for a log record: the log is the event
+
+The supervisor runs with the drill verbs on (`forge.supervisor.drills`) unless `drills=False`.
+It logs to `$XDG_STATE_HOME/forge/forge.log`, so the fixture `forge_dirs` must isolate XDG first.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 import signal
+import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,6 +27,9 @@ from typing import Any
 
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.protocol import State
+
+from forge import paths
+from forge.testhooks import SUPERVISOR_DRILLS
 
 STARTUP_S = 20.0
 """How long a supervisor may take to listen on a loaded machine."""
@@ -79,6 +97,48 @@ class Supervised:
 
 
 Start = Callable[..., Awaitable[Supervised]]
+"""What the `supervise` fixture yields: `Supervisors.start`."""
+
+
+class Supervisors:
+    """Starts `forge supervise` processes on one port and one config file; `stop_all` ends them."""
+
+    def __init__(self, config: Path, port: int) -> None:
+        self.config = config
+        self.port = port
+        self.started: list[Supervised] = []
+
+    async def start(
+        self,
+        toml: str = "",
+        *,
+        drills: bool = True,
+        args: tuple[str, ...] = (),
+        log_level: str | None = "debug",
+    ) -> Supervised:
+        """Write `toml` as the config, start a supervisor on it and wait until it listens.
+
+        It logs every level by default, because tests read debug records; `log_level=None`
+        leaves forge.toml's `[log] level` in force."""
+        self.config.write_text(toml, encoding="utf-8")
+        if log_level is not None:
+            args = ("--log-level", log_level, *args)
+        log = paths.state_dir() / "forge.log"
+        since = log.stat().st_size if log.exists() else 0
+        env = SUPERVISOR_DRILLS.set(os.environ, "1" if drills else "0")
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "forge.cli", "supervise", "--config", str(self.config),
+            "--port", str(self.port), *args,
+            env=env, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        supervised = Supervised(process, self.port, self.config, log, since)
+        self.started.append(supervised)
+        await supervised.record("socket_listening")
+        return supervised
+
+    async def stop_all(self) -> None:
+        for supervised in self.started:
+            await supervised.stop()
 
 
 async def frames_until(client: ClientConnection, kind: str) -> list[dict[str, Any]]:

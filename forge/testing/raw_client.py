@@ -1,7 +1,14 @@
 """A WebSocket client whose misbehaviour a test picks: it may stop answering pings, or reading.
 
 Built on websockets' sans-I/O `ClientProtocol` over a plain asyncio stream, so the test decides
-what is written back (pongs included) and when the socket is read at all.
+what is written back (pongs included) and when the socket is read at all. For tests of what the
+server does to a bad peer (liveness, backlog limits); a well-behaved client is websockets' own.
+
+    async with RawClient(answer_pings=False) as peer:
+        await peer.open(supervised.port, receive_buffer=4096)   # a small buffer stalls fast
+        peer.send_json({"kind": "ping"})
+        frame = await peer.next_frame()          # data or control frames, as they came
+        rest = await peer.read_to_eof()          # until the server drops the connection
 """
 
 from __future__ import annotations
@@ -56,7 +63,7 @@ class RawClient:
         while True:
             frame = await self.next_frame()
             if frame.opcode is Opcode.TEXT:
-                decoded: dict[str, Any] = json.loads(frame.data)
+                decoded: dict[str, Any] = json.loads(bytes(frame.data))
                 return decoded
 
     def send_json(self, message: dict[str, Any]) -> None:

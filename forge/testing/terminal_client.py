@@ -1,4 +1,20 @@
-"""A served supervisor with the terminal verbs, and a websockets client that records frames."""
+"""A supervisor serving the terminal verbs in the test's loop, and a client that records frames.
+
+For tests of anything that shows a terminal to a client. `serve_terminals` runs the socket and
+the terminal service (bash as every shell) in this process; `Client` keeps every JSON frame and
+every kind-4 output chunk in arrival order and awaits them, and can draw its screen with pyte:
+
+    async with serve_terminals(tmp_path / "proj", tmp_path, free_port) as served:
+        client = await Client.open(served.url)
+        await client.send({"kind": "terminal_view", "seat": SEAT, "reply_to": 1})
+        terminal = (await client.next_of_kind("reply"))["body"]["id"]
+        await client.type(terminal, b"echo hi\r")
+        await client.wait_output(b"hi")
+        await client.wait_screen("hi")           # what this client would draw
+        await client.close()
+
+`Client` works against any `/socket` URL (a `forge supervise` from `supervised.py` too).
+"""
 
 from __future__ import annotations
 

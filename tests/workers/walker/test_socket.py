@@ -9,11 +9,8 @@ from typing import Any
 
 import pytest
 
-from tests.supervisor.conftest import supervise
-from tests.supervisor.harness import Start, Supervised
-from tests.terminal.socket_client import Client
-
-__all__ = ["supervise"]
+from forge.testing.supervised import Start, Supervised
+from forge.testing.terminal_client import Client
 
 pytestmark = pytest.mark.timeout(90)
 

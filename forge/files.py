@@ -1,0 +1,21 @@
+"""Atomic file writes: a reader sees the old bytes or the new, never half (temp, fsync, rename)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write `data` to `path` through a temp file beside it, then rename it over `path`.
+
+    The temp name carries the pid, so two processes writing one file never share a temp file;
+    the parent folder is created if missing.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with temp.open("wb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(temp, path)
