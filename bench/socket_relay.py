@@ -36,6 +36,7 @@ from websockets.http11 import Response
 from websockets.protocol import State
 from websockets.uri import parse_uri
 
+from forge.client.auth import subprotocols
 from forge.wire.binary import terminal_output
 
 SIZES = (100, 16 * 1024, 1024 * 1024)
@@ -94,7 +95,8 @@ class CountingClient:
 
     async def open(self, port: int) -> None:
         self.reader, self.writer = await asyncio.open_connection("127.0.0.1", port, limit=2**22)
-        self.protocol = ClientProtocol(parse_uri(f"ws://127.0.0.1:{port}/socket"), max_size=None)
+        uri = parse_uri(f"ws://127.0.0.1:{port}/socket")
+        self.protocol = ClientProtocol(uri, subprotocols=subprotocols(), max_size=None)
         self.protocol.send_request(self.protocol.connect())
         self._flush()
         await self._until(lambda e: isinstance(e, Response))
@@ -175,10 +177,10 @@ async def wait_listening(port: int) -> None:
 
 
 async def start_servers(home: Path) -> tuple[list[asyncio.subprocess.Process], int, int]:
+    os.environ["XDG_STATE_HOME"] = str(home / "state")  # where the clients read the token
     env = dict(
         os.environ,
         XDG_CONFIG_HOME=str(home / "config"),
-        XDG_STATE_HOME=str(home / "state"),
         XDG_RUNTIME_DIR=str(home / "runtime"),
         FORGE_SUPERVISOR_DRILLS="1",
     )

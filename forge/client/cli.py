@@ -1,14 +1,17 @@
 """`forge status` and `forge attach`: the CLI verbs that are clients of the running supervisor.
 
-Both find the supervisor at `--url`, else at `ws://<bind>:<port>/socket` from the same
-forge.toml `forge supervise` reads (`--config`, `$FORGE_CONFIG`, the XDG path). Imports of the
-client stay inside the run functions, so registering these verbs costs other verbs nothing.
+Both find the supervisor at `--url`, else at `ws://<bind>:<port>/socket` (`wss://` with
+`[server] tls_cert`, trusting that certificate) from the same forge.toml `forge supervise` reads
+(`--config`, `$FORGE_CONFIG`, the XDG path), and show the token from forge's state directory.
+Imports of the client stay inside the run functions, so registering these verbs costs other
+verbs nothing.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import ssl
 from typing import TYPE_CHECKING
 
 from forge.client.errors import NO_SUPERVISOR_EXIT
@@ -56,11 +59,12 @@ def _add_location(parser: argparse.ArgumentParser) -> None:
 
 
 def socket_url(server: ServerConfig) -> str:
-    """`ws://<bind>:<port>/socket`, with a wildcard bind dialled on loopback."""
+    """`ws://<bind>:<port>/socket` (`wss://` with TLS), a wildcard bind dialled on loopback."""
     host = WILDCARD_TO_LOOPBACK.get(server.bind, server.bind)
     if ":" in host:
         host = f"[{host}]"
-    return f"ws://{host}:{server.port}/socket"
+    scheme = "ws" if server.tls_cert is None else "wss"
+    return f"{scheme}://{host}:{server.port}/socket"
 
 
 def _quiet_logs(process: str) -> None:
@@ -74,14 +78,17 @@ def _quiet_logs(process: str) -> None:
     configure(paths.state_dir() / "forge.log", to_stderr=False, level=logging.INFO, process=process)
 
 
-def _url(args: argparse.Namespace) -> str:
+def _where(args: argparse.Namespace) -> tuple[str, ssl.SSLContext | None]:
+    """The URL to dial and, for forge.toml's own `wss://`, the context trusting its certificate
+    (an explicit `--url` is checked against the system's certificate authorities)."""
     if args.url:
         url: str = args.url
-        return url
+        return url, None
+    from forge.client.auth import dial_tls
     from forge.config import load_config, resolve_config_path
 
-    loaded = load_config(resolve_config_path(args.config, os.environ))
-    return socket_url(loaded.config.server)
+    server = load_config(resolve_config_path(args.config, os.environ)).config.server
+    return socket_url(server), dial_tls(server)
 
 
 def run_status(args: argparse.Namespace) -> int:
@@ -90,7 +97,8 @@ def run_status(args: argparse.Namespace) -> int:
     from forge.client.status import exit_code, fetch_status, render_json, render_table
 
     _quiet_logs("status")
-    status = asyncio.run(fetch_status(_url(args)))
+    url, tls = _where(args)
+    status = asyncio.run(fetch_status(url, tls=tls))
     print(render_json(status) if args.json else render_table(status))
     return exit_code(status)
 
@@ -102,8 +110,10 @@ def run_attach(args: argparse.Namespace) -> int:
     from forge.client.attach import attach, parse_seat
 
     seat = parse_seat(args.seat)
-    url = _url(args)
+    url, tls = _where(args)
     _quiet_logs("attach")
-    ending = asyncio.run(attach(url, seat, tty_fd=sys.stdin.fileno(), out_fd=sys.stdout.fileno()))
+    ending = asyncio.run(
+        attach(url, seat, tty_fd=sys.stdin.fileno(), out_fd=sys.stdout.fileno(), tls=tls)
+    )
     print(f"\nforge attach: {ending.why}", file=sys.stderr)
     return ending.code

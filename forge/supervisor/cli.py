@@ -9,6 +9,7 @@ import argparse
 import asyncio
 import os
 import signal
+import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -25,6 +26,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--config", metavar="PATH", help="the forge.toml to read")
     parser.add_argument("--bind", help="the address to listen on (overrides [server] bind)")
     parser.add_argument("--port", type=int, help="the TCP port (overrides [server] port)")
+    parser.add_argument(
+        "--tls",
+        choices=("self-signed",),
+        help="serve https:// and wss:// with a certificate made for this machine's names and "
+        "addresses, kept in forge's state directory (overrides [server] tls_cert/tls_key)",
+    )
     parser.set_defaults(run=run)
 
 
@@ -40,8 +47,15 @@ def run(args: argparse.Namespace) -> int:
         overrides["server.bind"] = args.bind
     if args.port is not None:
         overrides["server.port"] = args.port
+    if args.tls == "self-signed":
+        from forge.access.cli import self_signed_overrides
+
+        overrides.update(self_signed_overrides(sys.stdout))
     loaded = load_config(resolve_config_path(args.config, os.environ), overrides=overrides)
     configure(paths.state_dir() / "forge.log", process="supervisor")
+    from forge.access.pairing import announce
+
+    announce(sys.stdout, loaded.config.server, terminal=sys.stdout.isatty())
     asyncio.run(serve(loaded, drills=os.environ.get(drills.ENV) == "1"))
     return 0
 

@@ -13,6 +13,8 @@ from typing import Any
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.protocol import State
 
+from forge.client.auth import subprotocols
+
 STARTUP_S = 20.0
 """How long a supervisor may take to listen on a loaded machine."""
 
@@ -57,6 +59,7 @@ class Supervised:
 
     async def connect(self, query: str = "", **kwargs: Any) -> ClientConnection:
         """A websockets client; greeting and settings are read off and checked by `greeted`."""
+        kwargs.setdefault("subprotocols", subprotocols())
         client = await connect(self.url + query, max_size=None, **kwargs)
         self.clients.append(client)
         return client
