@@ -28,6 +28,10 @@ LOOPBACK_NOTE = (
     "This supervisor listens on loopback only: a phone cannot reach it directly "
     "(docs/access.md: a tailnet or a reverse proxy).\n"
 )
+PLAIN_NOTE = (
+    "Without TLS a phone's browser offers no microphone (dictation) and the token crosses the "
+    "network in clear: see docs/access.md.\n"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +106,8 @@ def print_pairing(out: TextIO, server: ServerConfig, *, page: str | None = None)
     out.write(f"Open on your phone (the token is after #; keep it private):\n  {url}\n")
     if page is None and is_loopback_host(server.bind):
         out.write(LOOPBACK_NOTE)
+    elif url.startswith("http://"):
+        out.write(PLAIN_NOTE)
 
 
 def announce(out: TextIO, server: ServerConfig, *, terminal: bool) -> None:

@@ -370,7 +370,8 @@ async def _dial(url: str, *, tls: ssl.SSLContext | None, token: str | None) -> _
             raise TokenRefused(url, token_path() if token is None else None) from None
         raise SupervisorUnreachable(url, f"the server answered HTTP {status}") from None
     except (InvalidHandshake, ConnectionError) as error:
-        raise SupervisorUnreachable(url, f"the handshake failed ({error})") from None
+        hint = "; if the supervisor serves TLS, dial wss://" if url.startswith("ws://") else ""
+        raise SupervisorUnreachable(url, f"the handshake failed ({error}){hint}") from None
     except OSError as error:
         raise SupervisorUnreachable(url, error.strerror or str(error)) from None
     assert isinstance(ws, _CountingConnection)
