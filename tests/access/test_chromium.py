@@ -16,6 +16,7 @@ from .conftest import Serve
 playwright = pytest.importorskip("playwright.async_api")
 
 CHROMIUM = Path("/usr/bin/chromium")
+pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="no Chromium at /usr/bin/chromium")
 NAME = "forge.test"
 """A name that is not loopback to the browser (mapped to 127.0.0.2 by its resolver flag), so
 the secure context is earned by TLS, not granted to localhost."""
@@ -48,8 +49,6 @@ async () => {
 
 @pytest.fixture
 async def chromium(tmp_path: Path) -> AsyncIterator[tuple[object, CertPair]]:
-    if not CHROMIUM.exists():
-        pytest.skip("no Chromium at /usr/bin/chromium")
     pair, _ = self_signed(
         CertPair(tmp_path / "c.pem", tmp_path / "k.pem"), [NAME, "127.0.0.2", "localhost"]
     )

@@ -79,7 +79,8 @@ def test_token_show_rotate_and_pair(tmp_path: Path) -> None:
     assert rotated.returncode == 0
     assert token not in rotated.stdout
     new = read_token()
-    assert new is not None and new != token
+    assert new is not None
+    assert new != token
     proxied = forge("pair", "--config", str(config), "--url", "https://forge.example.net/")
     assert f"  https://forge.example.net/#token={new}\n" in proxied.stdout
 
