@@ -19,33 +19,35 @@ wss:// as MB/s. The best of three alternating runs is kept per server: other wor
 machine slows single runs, never speeds them up.
 """
 
+# ruff: noqa: E402  (the stdlib imports below must follow the re-run with -P)
 import os
 import sys
 
-if sys.path and sys.path[0] == os.path.dirname(os.path.abspath(__file__)):
-    os.execv(sys.executable, [sys.executable, "-P", os.path.abspath(__file__), *sys.argv[1:]])
+SELF = os.path.abspath(__file__)
+if sys.path and sys.path[0] == os.path.dirname(SELF):
+    os.execv(sys.executable, [sys.executable, "-P", SELF, *sys.argv[1:]])
 
-import argparse  # noqa: E402
-import asyncio  # noqa: E402
-import contextlib  # noqa: E402
-import json  # noqa: E402
-import logging  # noqa: E402
-import platform  # noqa: E402
-import socket  # noqa: E402
-import ssl  # noqa: E402
-import statistics  # noqa: E402
-import tempfile  # noqa: E402
-import time  # noqa: E402
-from dataclasses import dataclass  # noqa: E402
-from pathlib import Path  # noqa: E402
+import argparse
+import asyncio
+import contextlib
+import json
+import logging
+import platform
+import socket
+import ssl
+import statistics
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
 
-from websockets.asyncio.client import connect  # noqa: E402
-from websockets.asyncio.server import ServerConnection, serve  # noqa: E402
-from websockets.exceptions import ConnectionClosed  # noqa: E402
+from websockets.asyncio.client import connect
+from websockets.asyncio.server import ServerConnection, serve
+from websockets.exceptions import ConnectionClosed
 
-from forge.access.tls import CertPair, self_signed, trusting  # noqa: E402
-from forge.client.auth import subprotocols  # noqa: E402
-from forge.wire.binary import terminal_output  # noqa: E402
+from forge.access.tls import CertPair, self_signed, trusting
+from forge.client.auth import subprotocols
+from forge.wire.binary import terminal_output
 
 REPEATS = 3
 BULK_BYTES = 64 * 1024 * 1024
@@ -97,9 +99,7 @@ async def serve_bare(port: int, pair: CertPair | None) -> None:
 
     logging.getLogger("websockets").setLevel(logging.CRITICAL)
     context = None if pair is None else server_context(pair)
-    async with serve(
-        handle, "127.0.0.1", port, ssl=context, compression=None, max_size=16 * 2**20
-    ):
+    async with serve(handle, "127.0.0.1", port, ssl=context, compression=None, max_size=16 * 2**20):
         print("ready", flush=True)
         await asyncio.Future()
 
@@ -157,7 +157,7 @@ def free_port() -> int:
 
 async def start(name: str, argv: list[str], url: str, tls: ssl.SSLContext | None) -> Server:
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-P", os.path.abspath(__file__), *argv, stdout=asyncio.subprocess.PIPE
+        sys.executable, "-P", SELF, *argv, stdout=asyncio.subprocess.PIPE
     )
     assert process.stdout is not None
     if (await process.stdout.readline()).strip() != b"ready":
@@ -182,7 +182,8 @@ async def start_all(home: Path, pair: CertPair) -> dict[str, Server]:
         servers[name] = await start(name, ["--serve-forge", str(config), str(port)], url, tls)
     for name, tls in (("bare ws", None), ("bare wss", pinned)):
         port = free_port()
-        argv = ["--serve-bare", str(port)] + ([] if tls is None else [str(pair.cert), str(pair.key)])
+        files = [] if tls is None else [str(pair.cert), str(pair.key)]
+        argv = ["--serve-bare", str(port), *files]
         scheme = "ws" if tls is None else "wss"
         servers[name] = await start(name, argv, f"{scheme}://127.0.0.1:{port}/socket", tls)
     return servers
@@ -218,9 +219,11 @@ async def run(quick: bool) -> None:
                     seconds, firsts = best[name]
                     deciles = statistics.quantiles(firsts, n=10)
                     ratio = best[bare_name][0] / seconds
-                    print(f"{name:<20} {dials / seconds:>8,.0f} {statistics.median(firsts) * 1e3:>13.2f} "
+                    median = statistics.median(firsts)
+                    print(f"{name:<20} {dials / seconds:>8,.0f} {median * 1e3:>13.2f} "
                           f"{deciles[8] * 1e3:>13.2f} {ratio:>6.2f}")  # fmt: skip
-            print(f"## bulk over wss://: {BULK_BYTES // 2**20} MiB to one client, best of {REPEATS}")
+            mebibytes = BULK_BYTES // 2**20
+            print(f"## bulk over wss://: {mebibytes} MiB to one client, best of {REPEATS}")
             print(f"{'size':>8} {'forge MB/s':>11} {'bare MB/s':>10} {'ratio':>6}")
             for size in BULK_SIZES:
                 times = {"forge wss, token": float("inf"), "bare wss": float("inf")}
@@ -241,7 +244,9 @@ async def run(quick: bool) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a quarter of the dials")
-    parser.add_argument("--serve-forge", nargs=2, metavar=("CONFIG", "PORT"), help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--serve-forge", nargs=2, metavar=("CONFIG", "PORT"), help=argparse.SUPPRESS
+    )
     parser.add_argument("--serve-bare", nargs="+", metavar="ARG", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve_forge:

@@ -3,9 +3,12 @@ files replaced on disk taken without a restart, and the self-signed pair for thi
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import io
+import json
 import ssl
+import sys
 from pathlib import Path
 
 import pytest
@@ -147,3 +150,20 @@ def test_supervise_tls_self_signed_prints_the_fingerprint(forge_dirs: dict[str, 
     again = io.StringIO()
     self_signed_overrides(again)
     assert "using the self-signed certificate" in again.getvalue()
+
+
+async def test_forge_status_dials_wss_with_the_token_and_the_configured_certificate(
+    serve: Serve, tmp_path: Path
+) -> None:
+    pair = pair_in(tmp_path)
+    served = await serve(tls_toml(pair))
+    config = tmp_path / "status.toml"
+    config.write_text(tls_toml(pair) + f"port = {served.port}\n", encoding="utf-8")
+    status = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "forge.cli", "status", "--json", "--config", str(config),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, err = await status.communicate()
+    assert status.returncode == 0, err.decode()
+    assert json.loads(out)["url"] == f"wss://127.0.0.1:{served.port}/socket"
+    assert not served.records("socket_auth_refused")
