@@ -39,7 +39,7 @@ class Throttle:
         strikes = self._live(peer, now)
         if strikes is None:
             return 0.0
-        delay = min(self.backoff.first_s * 2 ** (strikes.count - 1), self.backoff.cap_s)
+        delay = min(self.backoff.first_s * 2.0 ** (strikes.count - 1), self.backoff.cap_s)
         return max(0.0, strikes.last + delay - now)
 
     def failed(self, peer: str, now: float) -> None:

@@ -200,3 +200,21 @@ async def test_the_watch_alone_drops_holders_of_a_rotated_token(serve: Serve) ->
     clock.advance(1.0)
     await ws.wait_closed()
     assert (ws.close_code, ws.close_reason) == (1008, "token rotated")
+
+
+async def test_a_wildcard_bind_without_tls_says_who_can_connect_and_what_a_phone_lacks(
+    serve: Serve,
+) -> None:
+    served = await serve(host="0.0.0.0")
+    (warning,) = served.records("socket_without_tls")
+    assert warning["level"] == "warning"
+    assert "microphone" in warning["why"]
+    assert warning["who"] == (
+        "anyone who can reach this port on any of this machine's networks and holds the token"
+    )
+    assert served.records("socket_bind_wildcard")
+
+
+async def test_loopback_raises_no_reach_warning(serve: Serve) -> None:
+    served = await serve()
+    assert not served.records("socket_without_tls")
