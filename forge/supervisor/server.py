@@ -103,9 +103,9 @@ class SocketServer:
         if not allowed:
             log.warning("socket_origin_refused", origin=origin, peer=peer_name(connection))
             return connection.respond(http.HTTPStatus.FORBIDDEN, "Forbidden origin\n")
-        if self.auth is not None:
+        if self.auth is not None and _is_upgrade(request):
             return await self.auth.admit(connection, request)
-        return None
+        return None  # the library answers a request that is no upgrade with 426
 
     async def _handle(self, ws: ServerConnection) -> None:
         assert ws.request is not None
@@ -130,6 +130,10 @@ class SocketServer:
         await connection.serve(
             supervisor.accept, supervisor.dispatch, lambda: supervisor.detach(connection)
         )
+
+
+def _is_upgrade(request: Request) -> bool:
+    return any("websocket" in value.lower() for value in request.headers.get_all("Upgrade"))
 
 
 def _select_subprotocol(

@@ -218,3 +218,13 @@ async def test_a_wildcard_bind_without_tls_says_who_can_connect_and_what_a_phone
 async def test_loopback_raises_no_reach_warning(serve: Serve) -> None:
     served = await serve()
     assert not served.records("socket_without_tls")
+
+
+async def test_a_request_that_is_no_upgrade_is_426_not_401(serve: Serve) -> None:
+    served = await serve()
+    reader, writer = await asyncio.open_connection(served.host, served.port)
+    writer.write(b"GET /socket HTTP/1.1\r\nHost: x\r\n\r\n")
+    answer = await reader.read()
+    writer.close()
+    assert answer.startswith(b"HTTP/1.1 426 ")
+    assert not served.records("socket_auth_refused")
