@@ -13,10 +13,12 @@ awaited `send` per frame. The TLS servers load the same certificate and key into
 `ssl.SSLContext(PROTOCOL_TLS_SERVER)` with TLS 1.2 as the floor (forge's `ServerTls` also
 re-reads the two files at each handshake, which is part of what is measured).
 
-Rows: sequential upgrades (dial, upgrade, first frame, close) as connections/s and the median
-and 90th percentile time to the first frame; then one client reading `drill_stream` frames over
-wss:// as MB/s. The best of three alternating runs is kept per server: other work on a shared
-machine slows single runs, never speeds them up.
+Rows: sequential upgrades (dial, upgrade, first frame, close) as connections/s, the median and
+90th percentile time to the first frame, and the server process's CPU time per connection (user
+plus system, from psutil: on a shared machine the wall clock measures the neighbours as much as
+the server, CPU time much less); then one client reading `drill_stream` frames over wss:// as MB/s
+and server CPU per MB. The best of three alternating runs is kept per server: other work slows
+single runs, never speeds them up.
 """
 
 # ruff: noqa: E402  (the stdlib imports below must follow the re-run with -P)
@@ -41,6 +43,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import psutil
 from websockets.asyncio.client import connect
 from websockets.asyncio.server import ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
@@ -114,10 +117,16 @@ class Server:
     tls: ssl.SSLContext | None
     process: asyncio.subprocess.Process
 
+    def cpu(self) -> float:
+        times = psutil.Process(self.process.pid).cpu_times()
+        return float(times.user + times.system)
 
-async def upgrades(server: Server, count: int) -> tuple[float, list[float]]:
-    """Seconds for `count` sequential upgrades, and each one's time to its first frame."""
+
+async def upgrades(server: Server, count: int) -> tuple[float, list[float], float]:
+    """Seconds for `count` sequential upgrades, each one's time to its first frame, and the
+    server's CPU seconds over them."""
     firsts = []
+    cpu = server.cpu()
     started = time.perf_counter()
     for _ in range(count):
         begun = time.perf_counter()
@@ -126,11 +135,11 @@ async def upgrades(server: Server, count: int) -> tuple[float, list[float]]:
         ) as ws:
             await ws.recv()
             firsts.append(time.perf_counter() - begun)
-    return time.perf_counter() - started, firsts
+    return time.perf_counter() - started, firsts, server.cpu() - cpu
 
 
-async def bulk(server: Server, size: int) -> float:
-    """Seconds from `drill_stream` to its `drill_done`, on one wss:// client."""
+async def bulk(server: Server, size: int) -> tuple[float, float]:
+    """Seconds from `drill_stream` to its last frame, on one wss:// client, and server CPU."""
     count = max(16, BULK_BYTES // size)
     async with connect(
         server.url, ssl=server.tls, subprotocols=subprotocols(), compression=None, max_size=None
@@ -139,13 +148,14 @@ async def bulk(server: Server, size: int) -> float:
         await ws.send(json.dumps({"kind": "drill_listen"}))
         while json.loads(await ws.recv()).get("kind") != "drill_done":
             pass
+        cpu = server.cpu()
         started = time.perf_counter()
         await ws.send(json.dumps({"kind": "drill_stream", "count": count, "size": size}))
         received = 0
         while received < count:
             if isinstance(await ws.recv(), bytes):
                 received += 1
-        return time.perf_counter() - started
+        return time.perf_counter() - started, server.cpu() - cpu
 
 
 def free_port() -> int:
@@ -203,38 +213,48 @@ async def run(quick: bool) -> None:
                   f"{platform.python_version()}, {when}, load average {load}")  # fmt: skip
             print(f"## upgrades: {dials} sequential dials, best of {REPEATS}")
             print(f"{'server':<20} {'conn/s':>8} {'first p50 ms':>13} {'first p90 ms':>13} "
-                  f"{'ratio':>6}")  # fmt: skip
+                  f"{'ratio':>6} {'CPU ms/conn':>12} {'CPU ratio':>9}")  # fmt: skip
             for forge_name, bare_name in (
                 ("forge ws, auth none", "bare ws"),
                 ("forge ws, token", "bare ws"),
                 ("forge wss, token", "bare wss"),
             ):
                 best: dict[str, tuple[float, list[float]]] = {}
+                cpus: dict[str, float] = {}
                 for _ in range(REPEATS):
                     for name in (bare_name, forge_name):
-                        seconds, firsts = await upgrades(servers[name], dials)
+                        seconds, firsts, cpu = await upgrades(servers[name], dials)
                         if name not in best or seconds < best[name][0]:
                             best[name] = (seconds, firsts)
+                        cpus[name] = min(cpus.get(name, cpu), cpu)
                 for name in (forge_name, bare_name):
                     seconds, firsts = best[name]
                     deciles = statistics.quantiles(firsts, n=10)
                     ratio = best[bare_name][0] / seconds
                     median = statistics.median(firsts)
+                    per_conn = cpus[name] / dials
                     print(f"{name:<20} {dials / seconds:>8,.0f} {median * 1e3:>13.2f} "
-                          f"{deciles[8] * 1e3:>13.2f} {ratio:>6.2f}")  # fmt: skip
+                          f"{deciles[8] * 1e3:>13.2f} {ratio:>6.2f} {per_conn * 1e3:>12.2f} "
+                          f"{cpus[bare_name] / cpus[name]:>9.2f}")  # fmt: skip
             mebibytes = BULK_BYTES // 2**20
             print(f"## bulk over wss://: {mebibytes} MiB to one client, best of {REPEATS}")
-            print(f"{'size':>8} {'forge MB/s':>11} {'bare MB/s':>10} {'ratio':>6}")
+            print(f"{'size':>8} {'forge MB/s':>11} {'bare MB/s':>10} {'ratio':>6} "
+                  f"{'forge CPU ms/MB':>16} {'bare CPU ms/MB':>15} {'CPU ratio':>9}")  # fmt: skip
             for size in BULK_SIZES:
                 times = {"forge wss, token": float("inf"), "bare wss": float("inf")}
+                spent = dict.fromkeys(times, float("inf"))
                 for _ in range(REPEATS):
                     for name in times:
-                        times[name] = min(times[name], await bulk(servers[name], size))
+                        seconds, cpu = await bulk(servers[name], size)
+                        times[name], spent[name] = min(times[name], seconds), min(spent[name], cpu)
                 megabytes = max(16, BULK_BYTES // size) * size / 1e6
                 forge_rate = megabytes / times["forge wss, token"]
                 bare_rate = megabytes / times["bare wss"]
+                forge_cpu = spent["forge wss, token"] / megabytes * 1e3
+                bare_cpu = spent["bare wss"] / megabytes * 1e3
                 print(f"{size:>8} {forge_rate:>11,.1f} {bare_rate:>10,.1f} "
-                      f"{forge_rate / bare_rate:>6.2f}")  # fmt: skip
+                      f"{forge_rate / bare_rate:>6.2f} {forge_cpu:>16.2f} {bare_cpu:>15.2f} "
+                      f"{bare_cpu / forge_cpu:>9.2f}")  # fmt: skip
         finally:
             for server in servers.values():
                 server.process.terminate()

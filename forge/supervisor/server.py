@@ -51,11 +51,11 @@ class SocketServer:
 
     async def start(self) -> None:
         settings: ServerConfig = self.supervisor.loaded.config.server
+        if settings.tls_cert is not None and settings.tls_key is not None:
+            self.tls = ServerTls(CertPair(settings.tls_cert, settings.tls_key))
         if settings.auth == "token":
             self.auth = SocketAuth(self.supervisor.clock)
             self._watch = asyncio.create_task(self.auth.watch(), name="socket-token-watch")
-        if settings.tls_cert is not None and settings.tls_key is not None:
-            self.tls = ServerTls(CertPair(settings.tls_cert, settings.tls_key))
         self._server = await serve(
             self._handle,
             settings.bind,
