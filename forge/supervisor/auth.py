@@ -17,8 +17,6 @@ import weakref
 from pathlib import Path
 
 from websockets.asyncio.server import ServerConnection
-from websockets.exceptions import InvalidHeader
-from websockets.headers import parse_subprotocol
 from websockets.http11 import Request, Response
 
 from forge.access.throttle import Throttle
@@ -36,16 +34,14 @@ ROTATED_CODE = 1008
 ROTATED_REASON = "token rotated"
 
 
-def offered_subprotocols(request: Request) -> list[str] | None:
-    """The subprotocols the upgrade offers; None when the header does not parse."""
-    try:
-        return [
-            value
-            for header in request.headers.get_all("Sec-WebSocket-Protocol")
-            for value in parse_subprotocol(header)
-        ]
-    except InvalidHeader:
-        return None
+def offered_subprotocols(request: Request) -> list[str]:
+    """The subprotocols the upgrade offers: the header's comma-separated values. A value that is
+    not a valid token matches nothing here, and the library refuses the header with 400 later."""
+    return [
+        value.strip()
+        for header in request.headers.get_all("Sec-WebSocket-Protocol")
+        for value in header.split(",")
+    ]
 
 
 def peer_host(connection: ServerConnection) -> str:
@@ -83,8 +79,7 @@ class SocketAuth:
             log.info("socket_auth_slowed", peer=peer_name(connection), wait_s=round(wait, 3))
             await self._clock.sleep(wait)
         token = self.current()
-        offered = offered_subprotocols(request)
-        verdict = Verdict.WRONG if offered is None else judge(offered, token)
+        verdict = judge(offered_subprotocols(request), token)
         if verdict is Verdict.ACCEPTED:
             self.throttle.succeeded(host)
             self._holders[connection] = token
