@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-
 from forge.procs import ProcessInfo
 from forge.workers.walker.protocol import ProcessRow
 
