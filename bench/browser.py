@@ -33,6 +33,7 @@ import psutil
 from PIL import Image
 from websockets.asyncio.client import ClientConnection, connect
 
+from forge.client.auth import subprotocols
 from forge.wire.binary import BROWSER_FRAME_HEADER, FORMAT_JPEG, browser_frame
 from forge.wire.client import Press
 from forge.workers.browser.cdp import CdpEvent
@@ -252,7 +253,10 @@ async def scenario(
     size: tuple[int, int, float], seconds: float, seq: list[int],
 ) -> dict[str, Any]:  # fmt: skip
     query = "?formats=webp,jpeg" if jpeg else ""
-    clients = [Viewer(await connect(url + query, max_size=None)) for _ in range(viewers)]
+    clients = [
+        Viewer(await connect(url + query, max_size=None, subprotocols=subprotocols()))
+        for _ in range(viewers)
+    ]
     lead = clients[0]
     tab = (await lead.ask({"kind": "browser_open", "seat": SEAT, "url": page}))["tab"]
     for client in clients:
@@ -378,9 +382,8 @@ async def main(seconds: float) -> None:
         config = root / "forge.toml"
         config.write_text(f'[[projects]]\norg = "bench"\nname = "proj"\npath = "{root / "proj"}"\n')
         port = free_port()
-        env = dict(
-            os.environ, XDG_STATE_HOME=str(root / "state"), XDG_RUNTIME_DIR=str(root / "run")
-        )
+        os.environ["XDG_STATE_HOME"] = str(root / "state")  # where the clients read the token
+        env = dict(os.environ, XDG_RUNTIME_DIR=str(root / "run"))
         (root / "run").mkdir()
         process = await asyncio.create_subprocess_exec(
             sys.executable, "-P", __file__, "--serve", str(config), "--port", str(port),

@@ -31,6 +31,7 @@ from pathlib import Path
 
 from websockets.asyncio.client import connect as ws_connect
 
+from forge.client.auth import subprotocols
 from forge.client.connection import ForgeConnection
 from forge.client.frames import OtherFrame, TerminalOutput
 from forge.logs import configure
@@ -49,7 +50,7 @@ def frames_for(size: int, quick: bool) -> int:
 
 
 async def bare(url: str, count: int, size: int) -> tuple[float, float]:
-    async with ws_connect(url, max_size=None, compression=None) as ws:
+    async with ws_connect(url, max_size=None, compression=None, subprotocols=subprotocols()) as ws:
         await ws.recv()
         await ws.recv()
         await ws.send(json.dumps({"kind": "drill_listen"}))
@@ -88,7 +89,8 @@ async def main(quick: bool) -> None:
     with tempfile.TemporaryDirectory() as home:
         config = Path(home) / "forge.toml"
         config.write_text("", encoding="utf-8")
-        env = SUPERVISOR_DRILLS.set(dict(os.environ, XDG_STATE_HOME=home))
+        os.environ["XDG_STATE_HOME"] = home  # where both clients read the token
+        env = SUPERVISOR_DRILLS.set(dict(os.environ))
         server = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "forge.cli", "supervise", "--config", str(config),
             "--port", str(port), env=env,

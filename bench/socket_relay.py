@@ -36,6 +36,7 @@ from websockets.http11 import Response
 from websockets.protocol import State
 from websockets.uri import parse_uri
 
+from forge.client.auth import subprotocols
 from forge.testhooks import SUPERVISOR_DRILLS
 from forge.wire.binary import terminal_output
 
@@ -95,7 +96,8 @@ class CountingClient:
 
     async def open(self, port: int) -> None:
         self.reader, self.writer = await asyncio.open_connection("127.0.0.1", port, limit=2**22)
-        self.protocol = ClientProtocol(parse_uri(f"ws://127.0.0.1:{port}/socket"), max_size=None)
+        uri = parse_uri(f"ws://127.0.0.1:{port}/socket")
+        self.protocol = ClientProtocol(uri, subprotocols=subprotocols(), max_size=None)
         self.protocol.send_request(self.protocol.connect())
         self._flush()
         await self._until(lambda e: isinstance(e, Response))
@@ -176,11 +178,11 @@ async def wait_listening(port: int) -> None:
 
 
 async def start_servers(home: Path) -> tuple[list[asyncio.subprocess.Process], int, int]:
+    os.environ["XDG_STATE_HOME"] = str(home / "state")  # where the clients read the token
     env = SUPERVISOR_DRILLS.set(
         dict(
             os.environ,
             XDG_CONFIG_HOME=str(home / "config"),
-            XDG_STATE_HOME=str(home / "state"),
             XDG_RUNTIME_DIR=str(home / "runtime"),
         )
     )

@@ -47,6 +47,7 @@ import psutil
 from ptyprocess import PtyProcess
 from websockets.asyncio.client import ClientConnection, connect
 
+from forge.client.auth import subprotocols
 from forge.wire.binary import TERMINAL_OUTPUT_HEADER, terminal_input
 
 SHELL = ["/bin/bash", "--noprofile", "--norc", "-i"]
@@ -138,6 +139,7 @@ def free_port() -> int:
 def start_server(kind: str, home: Path) -> Server:
     port = free_port()
     argv = [sys.executable, __file__, f"--serve-{kind}", str(port), str(home)]
+    os.environ["XDG_STATE_HOME"] = str(home / "state")  # where forge's clients read the token
     env = {**os.environ, "PS1": "$ ", "HOME": str(home)}
     process = subprocess.Popen(argv, stdout=subprocess.PIPE, env=env)
     assert process.stdout is not None
@@ -178,7 +180,9 @@ class ForgeClient:
     ) -> ForgeClient:
         """Attach to the seat's terminal; by default take control, as a person typing does
         (the controller paces the shell; a watcher that falls behind is dropped to a view)."""
-        ws = await connect(url, max_size=None, compression=None, **kwargs)
+        ws = await connect(
+            url, max_size=None, compression=None, subprotocols=subprotocols(), **kwargs
+        )
         await ws.send(json.dumps({"kind": "terminal_view", "seat": SEAT, "reply_to": 1}))
         terminal = 0
         while True:

@@ -38,6 +38,9 @@ def _areas() -> list[Register]:
     from forge.client.cli import register as register_client
 
     registers.append(register_client)
+    from forge.access.cli import register as register_access
+
+    registers.append(register_access)
     return registers
 
 

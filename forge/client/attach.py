@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import os
 import signal
+import ssl
 import termios
 import tty
 from collections.abc import Awaitable, Iterator
@@ -219,11 +220,13 @@ async def _quietly(work: Awaitable[None]) -> None:
         await work
 
 
-async def attach(url: str, seat: Seat, *, tty_fd: int, out_fd: int) -> Ending:
+async def attach(
+    url: str, seat: Seat, *, tty_fd: int, out_fd: int, tls: ssl.SSLContext | None = None
+) -> Ending:
     """Attach until detached or the terminal ends; the tty is raw only inside."""
     if not os.isatty(tty_fd):
         raise UserError("forge attach needs a terminal on its standard input")
-    client = ClientSession(url)
+    client = ClientSession(url, tls=tls)
     await client.open()
     try:
         with raw_mode(tty_fd):

@@ -1,17 +1,19 @@
 """`forge status` and `forge attach`: the CLI verbs that are clients of the running supervisor.
 
-Both find the supervisor at `--url`, else at `ws://<bind>:<port>/socket` from the same
-forge.toml `forge supervise` reads (`--config`, `$FORGE_CONFIG`, the XDG path). A client needs
-only that address, and a supervisor keeps serving the last forge.toml that loaded, so a file that
-no longer loads is said on stderr and the address its supervisor last listened on (else the
-default) is dialled. Imports of the client stay inside the run functions, so registering these
-verbs costs other verbs nothing.
+Both find the supervisor at `--url`, else at `ws://<bind>:<port>/socket` (`wss://` with
+`[server] tls_cert`, trusting that certificate) from the same forge.toml `forge supervise` reads
+(`--config`, `$FORGE_CONFIG`, the XDG path), and show the token from forge's state directory. A
+client needs only that address, and a supervisor keeps serving the last forge.toml that loaded,
+so a file that no longer loads is said on stderr and the address its supervisor last listened on
+(else the default) is dialled. Imports of the client stay inside the run functions, so
+registering these verbs costs other verbs nothing.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import ssl
 import sys
 
 from forge.client.errors import NO_SUPERVISOR_EXIT
@@ -65,10 +67,13 @@ def _quiet_logs(process: str) -> None:
     configure(paths.state_dir() / "forge.log", to_stderr=False, level=logging.INFO, process=process)
 
 
-def _url(args: argparse.Namespace) -> str:
+def _where(args: argparse.Namespace) -> tuple[str, ssl.SSLContext | None]:
+    """The URL to dial and, for forge.toml's own `wss://`, the context trusting its certificate
+    (an explicit `--url` is checked against the system's certificate authorities)."""
     if args.url:
         url: str = args.url
-        return url
+        return url, None
+    from forge.client.auth import dial_tls
     from forge.config import (
         ConfigError,
         load_config,
@@ -80,14 +85,15 @@ def _url(args: argparse.Namespace) -> str:
 
     path = require_config_path(args.config, os.environ)
     try:
-        return socket_url(load_config(path).config.server)
+        server = load_config(path).config.server
     except ConfigError as broken:
         recorded = recorded_url(path)
         url = recorded or socket_url(parse_config(b"", path).config.server)
         whence = "where its supervisor last listened" if recorded else "the default address"
         print(f"forge: {broken}", file=sys.stderr)
         print(f"forge: {path.name} does not load; dialling {url} ({whence})", file=sys.stderr)
-        return url
+        return url, None
+    return socket_url(server), dial_tls(server)
 
 
 def run_status(args: argparse.Namespace) -> int:
@@ -96,7 +102,8 @@ def run_status(args: argparse.Namespace) -> int:
     from forge.client.status import exit_code, fetch_status, render_json, render_table
 
     _quiet_logs("status")
-    status = asyncio.run(fetch_status(_url(args)))
+    url, tls = _where(args)
+    status = asyncio.run(fetch_status(url, tls=tls))
     print(render_json(status) if args.json else render_table(status))
     return exit_code(status)
 
@@ -108,8 +115,10 @@ def run_attach(args: argparse.Namespace) -> int:
     from forge.client.attach import attach, parse_seat
 
     seat = parse_seat(args.seat)
-    url = _url(args)
+    url, tls = _where(args)
     _quiet_logs("attach")
-    ending = asyncio.run(attach(url, seat, tty_fd=sys.stdin.fileno(), out_fd=sys.stdout.fileno()))
+    ending = asyncio.run(
+        attach(url, seat, tty_fd=sys.stdin.fileno(), out_fd=sys.stdout.fileno(), tls=tls)
+    )
     print(f"\nforge attach: {ending.why}", file=sys.stderr)
     return ending.code

@@ -12,7 +12,9 @@ own flow control (and the server's drop-to-a-fresh-view policy) takes over, not 
 from __future__ import annotations
 
 import asyncio
+import http
 import itertools
+import ssl
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable
 from contextlib import asynccontextmanager
@@ -23,7 +25,9 @@ from websockets.asyncio.client import ClientConnection
 from websockets.asyncio.client import connect as ws_connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus, InvalidURI
 
-from forge.client.errors import ConnectionLost, ServerRefused, SupervisorUnreachable
+from forge.access.token import token_path
+from forge.client.auth import subprotocols
+from forge.client.errors import ConnectionLost, ServerRefused, SupervisorUnreachable, TokenRefused
 from forge.client.frames import (
     Error,
     Frame,
@@ -107,10 +111,16 @@ class ForgeConnection:
         clock: Clock = SYSTEM_CLOCK,
         timing: ProbeTiming = SEED_TIMING,
         open_timeout: float = OPEN_TIMEOUT_S,
+        tls: ssl.SSLContext | None = None,
+        token: str | None = None,
     ) -> ForgeConnection:
-        """Connect and read the greeting; `SupervisorUnreachable` says why nothing answered."""
+        """Connect and read the greeting; `SupervisorUnreachable` says why nothing answered.
+
+        The token is `token`, else the one in forge's state directory (read at every dial, so a
+        rotation is picked up by the next one); `tls` is the context for a `wss://` URL."""
         try:
-            ws, greeting, settings = await _within(clock, open_timeout, _handshake(url))
+            handshake = _handshake(url, tls=tls, token=token)
+            ws, greeting, settings = await _within(clock, open_timeout, handshake)
         except TimeoutError:
             raise SupervisorUnreachable(url, f"no answer within {open_timeout:g} s") from None
         log.debug("client_connected", url=url, forge_version=greeting.forge_version)
@@ -305,10 +315,12 @@ async def connect(
     clock: Clock = SYSTEM_CLOCK,
     timing: ProbeTiming = SEED_TIMING,
     open_timeout: float = OPEN_TIMEOUT_S,
+    tls: ssl.SSLContext | None = None,
+    token: str | None = None,
 ) -> AsyncIterator[ForgeConnection]:
     """`async with connect(url) as connection:` an open connection, closed on the way out."""
     connection = await ForgeConnection.open(
-        url, clock=clock, timing=timing, open_timeout=open_timeout
+        url, clock=clock, timing=timing, open_timeout=open_timeout, tls=tls, token=token
     )
     try:
         yield connection
@@ -316,9 +328,11 @@ async def connect(
         await connection.close()
 
 
-async def _handshake(url: str) -> tuple[_CountingConnection, Greeting, Settings]:
+async def _handshake(
+    url: str, *, tls: ssl.SSLContext | None, token: str | None
+) -> tuple[_CountingConnection, Greeting, Settings]:
     """Dial and read frames 1 and 2; every way it fails is said in words a person can act on."""
-    ws = await _dial(url)
+    ws = await _dial(url, tls=tls, token=token)
     try:
         first = decode_frame(await ws.recv())
         second = decode_frame(await ws.recv())
@@ -334,10 +348,12 @@ async def _handshake(url: str) -> tuple[_CountingConnection, Greeting, Settings]
     return ws, first, second
 
 
-async def _dial(url: str) -> _CountingConnection:
+async def _dial(url: str, *, tls: ssl.SSLContext | None, token: str | None) -> _CountingConnection:
     try:
         ws = await ws_connect(
             url,
+            subprotocols=subprotocols(token),
+            ssl=tls,
             create_connection=_CountingConnection,
             compression=None,
             max_size=None,
@@ -350,9 +366,12 @@ async def _dial(url: str) -> _CountingConnection:
         raise SupervisorUnreachable(url, "connection refused") from None
     except InvalidStatus as error:
         status = error.response.status_code
+        if status == http.HTTPStatus.UNAUTHORIZED:
+            raise TokenRefused(url, token_path() if token is None else None) from None
         raise SupervisorUnreachable(url, f"the server answered HTTP {status}") from None
     except (InvalidHandshake, ConnectionError) as error:
-        raise SupervisorUnreachable(url, f"the handshake failed ({error})") from None
+        hint = "; if the supervisor serves TLS, dial wss://" if url.startswith("ws://") else ""
+        raise SupervisorUnreachable(url, f"the handshake failed ({error}){hint}") from None
     except OSError as error:
         raise SupervisorUnreachable(url, error.strerror or str(error)) from None
     assert isinstance(ws, _CountingConnection)

@@ -2,13 +2,16 @@
 
 ForgeError
  ├─ UserError
- │   └─ SupervisorUnreachable   nothing answers at the URL: start `forge supervise` (exit 3)
+ │   ├─ SupervisorUnreachable   nothing answers at the URL: start `forge supervise` (exit 3)
+ │   └─ TokenRefused            the supervisor answered 401: this client's token is not its own
  └─ PeerError
      ├─ ServerRefused           the server answered a request with `error` or `{"ok": false}`
      └─ ConnectionLost          the socket closed, or the link died (no byte after a probe)
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from forge.errors import PeerError, UserError
 
@@ -25,6 +28,20 @@ class SupervisorUnreachable(UserError):
         super().__init__(f"no forge supervisor at {url}: {why} — start it with `forge supervise`")
         self.url = url
         self.why = why
+
+
+class TokenRefused(UserError):
+    """The supervisor refused the upgrade (401): the token offered is missing or not its own."""
+
+    exit_code = NO_SUPERVISOR_EXIT
+
+    def __init__(self, url: str, path: Path | None) -> None:
+        source = "the token given" if path is None else f"the token in {path}"
+        super().__init__(
+            f"the forge supervisor at {url} refused {source} (HTTP 401): a supervisor run by "
+            "another user or with another XDG_STATE_HOME has its own (`forge token show` there)"
+        )
+        self.url = url
 
 
 class ServerRefused(PeerError):

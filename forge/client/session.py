@@ -13,6 +13,7 @@ again, so the same number may be another shell), is a `ServerRefused` naming `te
 
 from __future__ import annotations
 
+import ssl
 from collections import Counter, deque
 from dataclasses import dataclass
 from typing import Any
@@ -78,8 +79,10 @@ class ClientSession:
         timing: ProbeTiming = SEED_TIMING,
         redial: Redial = SEED_REDIAL,
         open_timeout: float = OPEN_TIMEOUT_S,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         self.url = url
+        self._tls = tls
         self.terminal: TerminalHold | None = None
         self.showing: Seat | None = None
         self._clock = clock
@@ -231,7 +234,11 @@ class ClientSession:
 
     async def _dial(self) -> ForgeConnection:
         return await ForgeConnection.open(
-            self.url, clock=self._clock, timing=self._timing, open_timeout=self._open_timeout
+            self.url,
+            clock=self._clock,
+            timing=self._timing,
+            open_timeout=self._open_timeout,
+            tls=self._tls,
         )
 
 

@@ -8,6 +8,7 @@ the only I/O here; `render_table`, `render_json` and `exit_code` are plain funct
 from __future__ import annotations
 
 import json
+import ssl
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -33,9 +34,9 @@ class Status:
     home: Row
 
 
-async def fetch_status(url: str) -> Status:
+async def fetch_status(url: str, *, tls: ssl.SSLContext | None = None) -> Status:
     """Connect, subscribe home, and keep its snapshot; raises SupervisorUnreachable."""
-    async with connect(url) as connection:
+    async with connect(url, tls=tls) as connection:
         try:
             home = await connection.subscribe(HOME)
         except ConnectionLost as lost:

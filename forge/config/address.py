@@ -31,13 +31,16 @@ def _authority(server: ServerConfig) -> str:
 
 
 def socket_url(server: ServerConfig) -> str:
-    """`ws://<bind>:<port>/socket`, with a wildcard bind dialled on loopback."""
-    return f"ws://{_authority(server)}/socket"
+    """`ws://<bind>:<port>/socket` (`wss://` with TLS), a wildcard bind dialled on loopback."""
+    scheme = "ws" if server.tls_cert is None else "wss"
+    return f"{scheme}://{_authority(server)}/socket"
 
 
 def page_url(server: ServerConfig) -> str:
-    """`http://<bind>:<port>/`, the supervisor's own page (same host rule as `socket_url`)."""
-    return f"http://{_authority(server)}/"
+    """`http://<bind>:<port>/` (`https://` with TLS), the supervisor's own page (same host rule
+    as `socket_url`)."""
+    scheme = "http" if server.tls_cert is None else "https"
+    return f"{scheme}://{_authority(server)}/"
 
 
 def record_listening(source: Path, url: str) -> None:

@@ -42,6 +42,7 @@ from forge.config.model import (
 )
 from forge.config.stamp import build_stamp
 from forge.errors import UserError
+from forge.wire.origin import is_loopback_host
 
 CONFIG_ENV = "FORGE_CONFIG"
 """Environment variable naming the forge.toml to read when --config does not."""
@@ -136,6 +137,7 @@ def parse_config(
     try:
         resolved = _resolve(data)
         _apply_overrides(resolved, overrides)
+        _check_access(resolved["server"], overrides)
     except _Invalid as invalid:
         raise _located(invalid, text, source) from None
     fingerprint = fingerprint_of(raw)
@@ -291,6 +293,24 @@ def _apply_overrides(resolved: dict[str, Any], overrides: Mapping[str, TomlValue
         resolved[key.area.id][key.leaf] = value
 
 
+def _check_access(server: Mapping[str, Any], overrides: Mapping[str, TomlValue]) -> None:
+    """The rules between keys of [server]: no token only on loopback; TLS needs both files."""
+    if server["auth"] == "none" and not is_loopback_host(server["bind"]):
+        raise _Invalid(
+            ("server", "auth"),
+            f'"none" is allowed only with a loopback bind, and server.bind is '
+            f"{_render(server['bind'])}: anyone who reaches the port would get a shell",
+            from_command_line="server.auth" in overrides,
+        )
+    for have, lack in (("tls_cert", "tls_key"), ("tls_key", "tls_cert")):
+        if server[have] is not None and server[lack] is None:
+            raise _Invalid(
+                ("server", have),
+                f"set together with server.{lack} (a certificate needs its key and back)",
+                from_command_line=f"server.{have}" in overrides,
+            )
+
+
 def _listing(names: set[str]) -> str:
     return ", ".join(sorted(names))
 
@@ -303,6 +323,9 @@ def _typed(resolved: Mapping[str, Any], base: Path) -> ForgeConfig:
             bind=server["bind"],
             port=server["port"],
             allowed_origins=tuple(server["allowed_origins"]),
+            auth=server["auth"],
+            tls_cert=None if server["tls_cert"] is None else _path(server["tls_cert"], base),
+            tls_key=None if server["tls_key"] is None else _path(server["tls_key"], base),
             ping_interval_s=float(server["ping_interval_s"]),
             ping_timeout_s=float(server["ping_timeout_s"]),
             write_timeout_s=float(server["write_timeout_s"]),

@@ -23,6 +23,10 @@ class ServerConfig:
     bind: str
     port: int
     allowed_origins: tuple[str, ...]
+    auth: str
+    """"token" (every upgrade shows the token) or "none" (a loopback bind only)."""
+    tls_cert: Path | None
+    tls_key: Path | None
     ping_interval_s: float
     ping_timeout_s: float
     write_timeout_s: float

@@ -12,6 +12,7 @@ import asyncio
 import errno
 import os
 import signal
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +39,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--log-level", choices=tuple(LEVELS), help="the lowest level logged (overrides [log] level)"
     )
+    parser.add_argument(
+        "--tls",
+        choices=("self-signed",),
+        help="serve https:// and wss:// with a certificate made for this machine's names and "
+        "addresses, kept in forge's state directory (overrides [server] tls_cert/tls_key)",
+    )
     parser.set_defaults(run=run)
 
 
@@ -56,6 +63,10 @@ def run(args: argparse.Namespace) -> int:
     ):
         if getattr(args, flag) is not None:
             overrides[pattern] = getattr(args, flag)
+    if args.tls == "self-signed":
+        from forge.access.cli import self_signed_overrides
+
+        overrides.update(self_signed_overrides(sys.stdout))
     loaded = load_config(require_config_path(args.config, os.environ), overrides=overrides)
     log_file = paths.state_dir() / "forge.log"
     configure(log_file, process="supervisor")
@@ -66,6 +77,7 @@ def run(args: argparse.Namespace) -> int:
 
 async def serve(loaded: LoadedConfig, *, log_file: Path, drills: bool = False) -> None:
     """Serve until SIGINT or SIGTERM; then close the socket and run the shutdown hooks."""
+    from forge.access.pairing import announce
     from forge.config import page_url, record_listening, socket_url, watch_config
     from forge.logs import get_logger, set_level
     from forge.supervisor import drills as drill_verbs
@@ -93,6 +105,7 @@ async def serve(loaded: LoadedConfig, *, log_file: Path, drills: bool = False) -
             f"log: {log_file}",
             flush=True,
         )
+        announce(sys.stdout, server, terminal=sys.stdout.isatty())
 
         def reloaded(new: LoadedConfig) -> None:
             set_level(new.config.log.level)

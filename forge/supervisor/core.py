@@ -77,8 +77,10 @@ class Supervisor:
         self._shutdown_hooks: list[ShutdownHook] = []
         self._decoder = ClientDecoder()
         self._background: set[asyncio.Task[None]] = set()
-        self._listening = (loaded.config.server.bind, loaded.config.server.port)
-        """bind and port are restart-class: the socket keeps the ones it started with."""
+        server = loaded.config.server
+        scheme = "http" if server.tls_cert is None else "https"
+        self._listening = (server.bind, server.port, scheme)
+        """bind, port and TLS are restart-class: the socket keeps the ones it started with."""
         self.apply_config(loaded, push=False)
         self._register_builtins()
 
@@ -97,9 +99,9 @@ class Supervisor:
             )
         )
         self._settings = JsonFrame.encode(server.settings(loaded.document))
-        bind, port = self._listening
+        bind, port, scheme = self._listening
         self.origins = OriginPolicy.build(
-            bind=bind, port=port, allowed_origins=config.server.allowed_origins
+            bind=bind, port=port, allowed_origins=config.server.allowed_origins, scheme=scheme
         )
         if push:
             for connection in self.connections:

@@ -24,6 +24,8 @@ from websockets.frames import Frame, Opcode
 from websockets.http11 import Response
 from websockets.uri import parse_uri
 
+from forge.client.auth import subprotocols
+
 
 class RawClient:
     """`answer_pings=False` reads everything and writes nothing back after the handshake."""
@@ -43,7 +45,9 @@ class RawClient:
         sock.setblocking(False)
         await asyncio.get_running_loop().sock_connect(sock, ("127.0.0.1", port))
         self._reader, self._writer = await asyncio.open_connection(sock=sock, limit=2**16)
-        self._protocol = ClientProtocol(parse_uri(f"ws://127.0.0.1:{port}/socket"), max_size=None)
+        self._protocol = ClientProtocol(
+            parse_uri(f"ws://127.0.0.1:{port}/socket"), subprotocols=subprotocols(), max_size=None
+        )
         self._protocol.send_request(self._protocol.connect())
         self._flush()
         answered = False

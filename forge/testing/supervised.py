@@ -29,6 +29,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.protocol import State
 
 from forge import paths
+from forge.client.auth import subprotocols
 from forge.testhooks import SUPERVISOR_DRILLS
 
 STARTUP_S = 20.0
@@ -75,6 +76,7 @@ class Supervised:
 
     async def connect(self, query: str = "", **kwargs: Any) -> ClientConnection:
         """A websockets client; greeting and settings are read off and checked by `greeted`."""
+        kwargs.setdefault("subprotocols", subprotocols())
         client = await connect(self.url + query, max_size=None, **kwargs)
         self.clients.append(client)
         return client

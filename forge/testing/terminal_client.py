@@ -28,6 +28,7 @@ from typing import Any
 import pyte
 from websockets.asyncio.client import ClientConnection, connect
 
+from forge.client.auth import subprotocols
 from forge.config import load_config
 from forge.ipc.manager import WorkerManager
 from forge.ipc.policy import LifecycleTimings
@@ -86,7 +87,9 @@ class Client:
     @classmethod
     async def open(cls, url: str, **kwargs: Any) -> Client:
         # No client pings: drawing a screen in pyte can hold this test loop for a while.
-        ws = await connect(url, max_size=None, ping_interval=None, **kwargs)
+        ws = await connect(
+            url, max_size=None, ping_interval=None, subprotocols=subprotocols(), **kwargs
+        )
         client = cls(ws)
         await client.until(lambda: any(f["kind"] == "settings" for f in client.frames))
         return client

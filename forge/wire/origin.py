@@ -99,11 +99,14 @@ class OriginPolicy:
     allowed: frozenset[Origin]
 
     @classmethod
-    def build(cls, *, bind: str, port: int, allowed_origins: Iterable[str]) -> OriginPolicy:
+    def build(
+        cls, *, bind: str, port: int, allowed_origins: Iterable[str], scheme: str = "http"
+    ) -> OriginPolicy:
+        """`scheme` is what the port serves: `https` once it speaks TLS."""
         own_host = f"[{bind}]" if ":" in bind else bind
         listed = (parse_origin(entry) for entry in allowed_origins)
         return cls(
-            own=parse_origin(f"http://{own_host}:{port}"),
+            own=parse_origin(f"{scheme}://{own_host}:{port}"),
             allowed=frozenset(origin for origin in listed if origin is not None),
         )
 

@@ -47,11 +47,11 @@ REFUSALS = [
      "unknown key; forge.toml has browser, client, dictate, documents, log, orgs, projects, "
      "server, terminal"),
     ("[server]\nport = 1\nprot = 2\n", 3, "server.prot",
-     "unknown key; [server] has allowed_origins, bind, ping_interval_s, ping_timeout_s, port, "
-     "watchdog_s, write_timeout_s"),
+     "unknown key; [server] has allowed_origins, auth, bind, ping_interval_s, ping_timeout_s, "
+     "port, tls_cert, tls_key, watchdog_s, write_timeout_s"),
     ("[terminal]\nshell = '/bin/sh'\n\n[server]\nprot = 2\n", 5, "server.prot",
-     "unknown key; [server] has allowed_origins, bind, ping_interval_s, ping_timeout_s, port, "
-     "watchdog_s, write_timeout_s"),
+     "unknown key; [server] has allowed_origins, auth, bind, ping_interval_s, ping_timeout_s, "
+     "port, tls_cert, tls_key, watchdog_s, write_timeout_s"),
     ('[[projects]]\norg = "a"\nname = "b"\n', 1, "projects[0].path",
      "missing; every entry needs it"),
     ('[[projects]]\norg = "a"\nname = "b"\npath = "/"\n\n[[projects]]\nname = "c"\npath = "/"\n',

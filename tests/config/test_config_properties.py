@@ -79,6 +79,17 @@ def config_files(draw: st.DrawFn) -> dict[str, Any]:
             named = draw(st.dictionaries(valid(key_for("projects[].org")), entry(keys), max_size=3))
             if named:
                 data[area.id] = named
+    return _within_server_rules(data)
+
+
+def _within_server_rules(data: dict[str, Any]) -> dict[str, Any]:
+    """The rules between [server] keys: auth "none" on loopback only, TLS files in pairs."""
+    server = data.get("server", {})
+    if server.get("auth") == "none":
+        server["bind"] = "127.0.0.1"
+    if ("tls_cert" in server) != ("tls_key" in server):
+        server.pop("tls_cert", None)
+        server.pop("tls_key", None)
     return data
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from websockets.asyncio.client import connect
 
+from forge.client.auth import subprotocols
 from forge.config import load_config
 from forge.supervisor.connection import Connection
 from forge.supervisor.core import Supervisor
@@ -36,13 +37,17 @@ async def served(
     await supervisor.shutdown()
 
 
+def dial(supervisor: Supervisor) -> connect:
+    return connect(url(supervisor), subprotocols=subprotocols())
+
+
 def url(supervisor: Supervisor) -> str:
     return f"ws://127.0.0.1:{supervisor.loaded.config.server.port}/socket"
 
 
 async def test_a_seat_is_held_while_its_session_is_subscribed(served: Supervisor) -> None:
     await served.start_seat(SEAT)
-    async with connect(url(served)) as client:
+    async with dial(served) as client:
         await client.recv(), await client.recv()
         assert not served.is_held(SEAT)
         await ask(client, {"kind": "subscribe", "what": {"session": WIRE_SEAT}})
@@ -68,7 +73,7 @@ async def test_a_registered_verb_and_the_teardown_hook_see_the_same_connection(
 
     served.register_verb(TerminalDetach, detach)
     served.on_disconnect(teardown)
-    async with connect(url(served)) as client:
+    async with dial(served) as client:
         await client.recv(), await client.recv()
         assert await ask(client, {"kind": "terminal_detach"}) == {"kind": "detached"}
     await torn_down.wait()

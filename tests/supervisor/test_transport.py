@@ -15,6 +15,7 @@ import pytest
 from websockets.asyncio.client import ClientConnection
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
+from forge.client.auth import subprotocols
 from forge.testing.supervised import Start, ask, quiet
 
 PROJECT = """
@@ -44,6 +45,7 @@ def handshake(path: str, origin: str | None) -> str:
         "Connection: Upgrade",
         "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==",
         "Sec-WebSocket-Version: 13",
+        f"Sec-WebSocket-Protocol: {', '.join(subprotocols())}",
     ]
     if origin is not None:
         lines.append(f"Origin: {origin}")

@@ -14,6 +14,7 @@ import psutil
 import pytest
 from websockets.asyncio.client import ClientConnection, connect
 
+from forge.client.auth import subprotocols
 from forge.config import load_config
 from forge.ipc.manager import WorkerManager
 from forge.logs import LOG_FILE_ENV, configure
@@ -106,7 +107,7 @@ def browser_host() -> psutil.Process:
 
 
 async def client(served: tuple[str, Path], query: str = "") -> Client:
-    ws = await connect(served[0] + query, max_size=None)
+    ws = await connect(served[0] + query, max_size=None, subprotocols=subprotocols())
     return Client(ws)
 
 

@@ -1,0 +1,106 @@
+"""A real Chromium on the TLS port: a secure context, the (fake) microphone, and the page's own
+upgrade with the token it read from the URL's fragment."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from forge.access.tls import CertPair, leaf_der, self_signed, spki_hash
+from forge.access.token import read_token
+
+from .conftest import Serve
+
+playwright = pytest.importorskip("playwright.async_api")
+
+CHROMIUM = Path("/usr/bin/chromium")
+pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="no Chromium at /usr/bin/chromium")
+NAME = "forge.test"
+"""A name that is not loopback to the browser (mapped to 127.0.0.2 by its resolver flag), so
+the secure context is earned by TLS, not granted to localhost."""
+
+OPEN_SOCKET = """
+async ([url, offer]) => {
+  const token = new URLSearchParams(location.hash.slice(1)).get("token");
+  const protocols = offer ? ["forge.v1", "forge.token." + token] : ["forge.v1"];
+  const ws = new WebSocket(url, protocols);
+  return await new Promise((resolve) => {
+    ws.onmessage = (event) => {
+      resolve({first: JSON.parse(event.data).kind, protocol: ws.protocol});
+      ws.close();
+    };
+    ws.onclose = (event) => resolve({closed: event.code});
+  });
+}
+"""
+
+MICROPHONE = """
+async () => {
+  if (!navigator.mediaDevices) return "no mediaDevices";
+  const stream = await navigator.mediaDevices.getUserMedia({audio: true});
+  const tracks = stream.getAudioTracks().map((track) => track.kind);
+  stream.getTracks().forEach((track) => track.stop());
+  return tracks;
+}
+"""
+
+
+@pytest.fixture
+async def chromium(tmp_path: Path) -> AsyncIterator[tuple[object, CertPair]]:
+    pair, _ = self_signed(
+        CertPair(tmp_path / "c.pem", tmp_path / "k.pem"), [NAME, "127.0.0.2", "localhost"]
+    )
+    spki = spki_hash(leaf_der(pair.cert.read_bytes()))
+    async with playwright.async_playwright() as driver:
+        browser = await driver.chromium.launch(
+            executable_path=str(CHROMIUM),
+            args=[
+                f"--ignore-certificate-errors-spki-list={spki}",
+                "--use-fake-device-for-media-stream",
+                "--use-fake-ui-for-media-stream",
+                f"--host-resolver-rules=MAP {NAME} 127.0.0.2",
+            ],
+        )
+        try:
+            yield browser, pair
+        finally:
+            await browser.close()
+
+
+async def test_a_phone_page_over_tls_is_secure_and_reaches_the_microphone_and_socket(
+    serve: Serve, chromium: tuple[object, CertPair]
+) -> None:
+    browser, pair = chromium
+    served = await serve(
+        f'[server]\ntls_cert = "{pair.cert}"\ntls_key = "{pair.key}"\n', host="127.0.0.2"
+    )
+    token = read_token()
+    page = await browser.new_page()  # type: ignore[attr-defined]
+    for host in ("127.0.0.2", NAME):
+        response = await page.goto(f"https://{host}:{served.port}/#token={token}")
+        assert response.status == 404  # no page is served yet: any page is a context
+        assert await page.evaluate("window.isSecureContext") is True
+        assert await page.evaluate(MICROPHONE) == ["audio"]
+    await page.goto(f"https://127.0.0.2:{served.port}/#token={token}")
+    socket = f"wss://127.0.0.2:{served.port}/socket"
+    assert await page.evaluate(OPEN_SOCKET, [socket, True]) == {
+        "first": "greeting",
+        "protocol": "forge.v1",
+    }
+    assert await page.evaluate(OPEN_SOCKET, [socket, False]) == {"closed": 1006}
+    (refused,) = served.records("socket_auth_refused")
+    assert refused["origin"] == f"https://127.0.0.2:{served.port}"
+    assert token not in served.log.read_text(encoding="utf-8")
+
+
+async def test_the_same_name_without_tls_has_no_microphone(
+    serve: Serve, chromium: tuple[object, CertPair]
+) -> None:
+    browser, _ = chromium
+    served = await serve(host="127.0.0.2")
+    page = await browser.new_page()  # type: ignore[attr-defined]
+    await page.goto(f"http://{NAME}:{served.port}/")
+    assert await page.evaluate("window.isSecureContext") is False
+    assert await page.evaluate(MICROPHONE) == "no mediaDevices"
