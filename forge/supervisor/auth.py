@@ -24,7 +24,7 @@ from forge.access.token import ensure_token, fingerprint, read_token, rotate_tok
 from forge.clock import Clock
 from forge.errors import UserError
 from forge.logs import get_logger
-from forge.wire.auth import Verdict, judge
+from forge.wire.auth import TOKEN_PREFIX, Verdict, judge
 
 log = get_logger(__name__)
 
@@ -73,17 +73,38 @@ class SocketAuth:
 
     async def admit(self, connection: ServerConnection, request: Request) -> Response | None:
         """None to go on with the handshake; else the 401 to answer with."""
+        token = await self._judge(connection, request, offered_subprotocols(request))
+        if token is None:
+            return _refusal(connection)
+        self._holders[connection] = token
+        return None
+
+    async def check(self, connection: ServerConnection, request: Request) -> Response:
+        """`GET /token-check` with `Authorization: Bearer <token>`: 204 or 401.
+
+        A page cannot read why a WebSocket upgrade failed (every failure is close code 1006), so
+        after a dial that never opened it asks here, under the same throttle and record, and
+        shows "this device is not paired" instead of redialling forever."""
+        scheme, _, bearer = request.headers.get("Authorization", "").partition(" ")
+        offered = [TOKEN_PREFIX + bearer] if scheme.lower() == "bearer" and bearer else []
+        if await self._judge(connection, request, offered) is None:
+            return _refusal(connection)
+        return connection.respond(http.HTTPStatus.NO_CONTENT, "")
+
+    async def _judge(
+        self, connection: ServerConnection, request: Request, offered: list[str]
+    ) -> str | None:
+        """The token in force when `offered` carries it, else None (slowed, counted, logged)."""
         host = peer_host(connection)
         wait = self.throttle.wait(host, self._clock.monotonic())
         if wait > 0:
             log.info("socket_auth_slowed", peer=peer_name(connection), wait_s=round(wait, 3))
             await self._clock.sleep(wait)
         token = self.current()
-        verdict = judge(offered_subprotocols(request), token)
+        verdict = judge(offered, token)
         if verdict is Verdict.ACCEPTED:
             self.throttle.succeeded(host)
-            self._holders[connection] = token
-            return None
+            return token
         self.throttle.failed(host, self._clock.monotonic())
         log.warning(
             "socket_auth_refused",
@@ -92,10 +113,7 @@ class SocketAuth:
             origin=request.headers.get("Origin"),
             strikes=self.throttle.strikes(host, self._clock.monotonic()),
         )
-        return connection.respond(
-            http.HTTPStatus.UNAUTHORIZED,
-            "This socket needs forge's token (forge pair, forge token show).\n",
-        )
+        return None
 
     def holds_current(self, connection: ServerConnection) -> bool:
         """The connection was admitted with the token still in force."""
@@ -132,3 +150,10 @@ class SocketAuth:
             task = asyncio.get_running_loop().create_task(ws.close(ROTATED_CODE, ROTATED_REASON))
             self._closing.add(task)
             task.add_done_callback(self._closing.discard)
+
+
+def _refusal(connection: ServerConnection) -> Response:
+    return connection.respond(
+        http.HTTPStatus.UNAUTHORIZED,
+        "This socket needs forge's token (forge pair, forge token show).\n",
+    )

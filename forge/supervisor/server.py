@@ -38,6 +38,8 @@ SOCKET_PATH = "/socket"
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 CLOSE_TIMEOUT_S = 5.0
 """O-T2: how long a closing handshake may take before the transport is dropped."""
+TOKEN_CHECK_PATH = "/token-check"
+"""Where the page asks whether its token is good (a failed upgrade cannot say why)."""
 
 
 class SocketServer:
@@ -94,7 +96,10 @@ class SocketServer:
     async def _process_request(
         self, connection: ServerConnection, request: Request
     ) -> Response | None:
-        if urlsplit(request.path).path != SOCKET_PATH:
+        path = urlsplit(request.path).path
+        if path == TOKEN_CHECK_PATH and self.auth is not None:
+            return await self.auth.check(connection, request)
+        if path != SOCKET_PATH:
             return self._page(request)
         try:
             origin = request.headers.get("Origin")

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from websockets.asyncio.client import connect
 
+from forge.client.auth import subprotocols
 from forge.config import load_config
 from forge.supervisor import client_perf
 from forge.supervisor.client_perf import MAX_RECORDS, PERF_LOG, PerfLog
@@ -68,7 +69,7 @@ async def served(
 async def test_a_batch_from_the_socket_is_written_and_not_answered(
     served: Path, free_port: int
 ) -> None:
-    async with connect(f"ws://127.0.0.1:{free_port}/socket") as client:
+    async with connect(f"ws://127.0.0.1:{free_port}/socket", subprotocols=subprotocols()) as client:
         await client.recv(), await client.recv()
         records = [{"name": "reconnect", "ms": 812.5, "at_ms": 5}, {"name": "frame_decode"}]
         await client.send(json.dumps({"kind": "client_perf", "records": records}))

@@ -92,6 +92,15 @@ class Supervised:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}/"
 
+    @property
+    def token(self) -> str:
+        """The token `forge supervise` made on its first start (what `forge pair` prints)."""
+        return (self.root / "state" / "forge" / "token").read_text(encoding="utf-8").strip()
+
+    def pair(self, context: BrowserContext) -> None:
+        """Pages of `context` hold the token, as after opening `forge pair`'s URL once."""
+        context.add_init_script(f"localStorage.setItem('forge.token', {self.token!r})")
+
     def start(self) -> None:
         self.process = subprocess.Popen(
             [sys.executable, "-m", "forge.cli", "supervise", "--config", str(self.config),
@@ -100,7 +109,7 @@ class Supervised:
         )  # fmt: skip
         assert self.process.stdout is not None
         line = self.process.stdout.readline()  # printed once the socket listens
-        assert line.startswith("forge: open "), line
+        assert line.startswith("forge supervise: serving "), line
 
     def stop(self, sig: int = signal.SIGTERM) -> None:
         process, self.process = self.process, None
@@ -122,15 +131,17 @@ def supervised(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Supervised]
 
 
 @pytest.fixture
-def desktop(browser: Browser) -> Iterator[BrowserContext]:
+def desktop(browser: Browser, supervised: Supervised) -> Iterator[BrowserContext]:
     context = browser.new_context(**DESKTOP)
+    supervised.pair(context)
     yield context
     context.close()
 
 
 @pytest.fixture
-def phone(browser: Browser) -> Iterator[BrowserContext]:
+def phone(browser: Browser, supervised: Supervised) -> Iterator[BrowserContext]:
     context = browser.new_context(**PHONE)
+    supervised.pair(context)
     yield context
     context.close()
 

@@ -84,6 +84,7 @@ def main() -> None:
                 browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
                 for size, options in (("desktop", DESKTOP), ("phone", PHONE_SHOT)):
                     context = browser.new_context(**options)
+                    supervised.pair(context)
                     shoot(context.new_page(), supervised, demo, size)
                     context.close()
                 browser.close()

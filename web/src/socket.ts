@@ -3,7 +3,7 @@
 import { Backoff, Probe } from "./link";
 import { parseBinary, type BinaryFrame, type Greeting, type ServerMessage } from "./wire";
 
-export type LinkState = "connecting" | "open" | "reconnecting";
+export type LinkState = "connecting" | "open" | "reconnecting" | "unpaired";
 
 export interface SocketHandlers {
   /** The greeting arrived on a new link (frame 1): replay what the page holds. */
@@ -14,11 +14,14 @@ export interface SocketHandlers {
 }
 
 const TOKEN_KEY = "forge.token";
+/** The subprotocol the server selects; the token rides beside it as `forge.token.<token>`. */
+const SUBPROTOCOL = "forge.v1";
+const TOKEN_PREFIX = "forge.token.";
 
 /**
- * The connection token (issue #20), in one place: taken from the URL fragment `#token=...`
- * (then removed from the address bar), kept in localStorage, and sent on every connect by
- * `socketUrl`. A server that reads no token ignores the parameter.
+ * The connection token, in one place: taken from the URL fragment `#token=...` (then removed
+ * from the address bar), kept in localStorage, and offered on every connect by `subprotocols`
+ * (a page cannot set headers on a WebSocket, but it can offer subprotocols).
  */
 export function connectionToken(): string | null {
   const match = /(?:^#|&)token=([^&]+)/.exec(location.hash);
@@ -30,13 +33,44 @@ export function connectionToken(): string | null {
   return localStorage.getItem(TOKEN_KEY);
 }
 
-/** `ws(s)://<this origin>/socket`, with the declared frame formats and the token. */
-export function socketUrl(formats: string[], token: string | null): string {
+/** Keep a token pasted by the person (the same place the URL fragment's goes). */
+export function rememberToken(token: string): void {
+  localStorage.setItem(TOKEN_KEY, token.trim());
+}
+
+/** "Forget this device": the token goes; the next dial is refused until paired again. */
+export function forgetToken(): void {
+  localStorage.removeItem(TOKEN_KEY);
+}
+
+/** `ws(s)://<this origin>/socket`, with the declared frame formats. */
+export function socketUrl(formats: string[]): string {
   const url = new URL("/socket", location.href);
   url.protocol = location.protocol === "https:" ? "wss:" : "ws:";
   if (formats.length) url.searchParams.set("formats", formats.join(","));
-  if (token) url.searchParams.set("token", token);
   return url.toString();
+}
+
+/** What the page offers on the upgrade: `forge.v1`, and the token when it holds one. */
+export function subprotocols(token: string | null): string[] {
+  return token ? [SUBPROTOCOL, TOKEN_PREFIX + token] : [SUBPROTOCOL];
+}
+
+/**
+ * Whether the server refuses this token. A failed upgrade cannot say why (every failure is
+ * close code 1006), so after a dial that never opened the page asks `/token-check`: 401 is a
+ * refusal; anything else (204, 404 when the server asks no token, a network error) is not.
+ */
+async function tokenRefused(token: string | null): Promise<boolean> {
+  try {
+    const answer = await fetch("/token-check", {
+      headers: token ? { Authorization: `Bearer ${token}` } : {},
+      cache: "no-store",
+    });
+    return answer.status === 401;
+  } catch {
+    return false;
+  }
 }
 
 interface Pending {
@@ -100,7 +134,8 @@ export class ForgeSocket {
 
   private dial(): void {
     this.setState(this.opened ? "reconnecting" : "connecting", null);
-    const ws = new WebSocket(socketUrl(this.formats, connectionToken()));
+    const token = connectionToken();
+    const ws = new WebSocket(socketUrl(this.formats), subprotocols(token));
     ws.binaryType = "arraybuffer";
     this.ws = ws;
     let greeted = false;
@@ -128,7 +163,15 @@ export class ForgeSocket {
       this.probe = new Probe(performance.now());
     };
     ws.onclose = (event: CloseEvent) => {
-      this.lost(ws, event.reason || (event.code === 1006 ? "the link dropped" : `closed (${event.code})`));
+      const why = event.reason || (event.code === 1006 ? "the link dropped" : `closed (${event.code})`);
+      if (greeted || event.code !== 1006) {
+        this.lost(ws, why);
+        return;
+      }
+      void tokenRefused(token).then((refused) => {
+        if (refused) this.unpaired(ws);
+        else this.lost(ws, why);
+      });
     };
   }
 
@@ -145,6 +188,21 @@ export class ForgeSocket {
       this.redial = null;
       this.dial();
     }, this.backoff.delay());
+  }
+
+  /** The server refused this device's token: no redial loop, the page asks to be paired. */
+  private unpaired(ws: WebSocket): void {
+    if (this.ws !== ws) return;
+    this.ws = null;
+    ws.onmessage = null;
+    ws.onclose = null;
+    this.setState("unpaired", "this device's token was refused");
+  }
+
+  /** Dial again now (after the person pasted a token). */
+  retry(): void {
+    if (this.ws || this.redial !== null) return;
+    this.dial();
   }
 
   private settle(message: ServerMessage): boolean {

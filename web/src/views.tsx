@@ -6,6 +6,7 @@ import { App, type Pane } from "./app";
 import { BrowserSurface } from "./browser";
 import type { ExtraKey } from "./keys";
 import { processTree } from "./processes";
+import { forgetToken, rememberToken } from "./socket";
 import { TerminalSurface } from "./terminal";
 import { sameSeat, seatKey, type AgentRow, type Json, type ProjectRow, type Seat, type Work } from "./wire";
 
@@ -67,7 +68,7 @@ export function Shell({ app }: { app: App }) {
           </a>
         </nav>
         <span class={`link link-${app.link}`} role="status" data-link={app.link}>
-          {app.link === "open" ? "connected" : app.link === "connecting" ? "connecting…" : "reconnecting…"}
+          {LINK_WORDS[app.link]}
         </span>
         <span class="build" title={greeting?.forge_version}>
           {greeting?.forge_version_short ?? ""}
@@ -113,11 +114,52 @@ export function Shell({ app }: { app: App }) {
         ))}
       </div>
       <main class={`view view-${route.view}`}>
-        {route.view === "home" ? <HomeView app={app} /> : null}
-        {route.view === "settings" ? <SettingsView app={app} /> : null}
-        {route.view === "seat" ? <SeatView app={app} seat={route.seat} pane={route.pane} /> : null}
+        {app.link === "unpaired" ? <UnpairedView app={app} /> : null}
+        {app.link !== "unpaired" && route.view === "home" ? <HomeView app={app} /> : null}
+        {app.link !== "unpaired" && route.view === "settings" ? <SettingsView app={app} /> : null}
+        {app.link !== "unpaired" && route.view === "seat" ? <SeatView app={app} seat={route.seat} pane={route.pane} /> : null}
       </main>
     </div>
+  );
+}
+
+const LINK_WORDS = {
+  open: "connected",
+  connecting: "connecting…",
+  reconnecting: "reconnecting…",
+  unpaired: "not paired",
+} as const;
+
+// --- pairing ---------------------------------------------------------------------------------
+
+/** The server refused this device's token: say how to pair, take a pasted token, no redial loop. */
+function UnpairedView({ app }: { app: App }) {
+  const [token, setToken] = useState("");
+  return (
+    <form
+      class="unpaired pad"
+      data-view="unpaired"
+      onSubmit={(event) => {
+        event.preventDefault();
+        if (!token.trim()) return;
+        rememberToken(token);
+        app.socket.retry();
+      }}
+    >
+      <h2>This device is not paired with forge on {location.host}</h2>
+      <p>
+        On the workstation, run <code>forge pair</code> and open the address it prints here (or scan its QR code). Or
+        paste the token <code>forge token show</code> prints:
+      </p>
+      <input
+        type="password"
+        autocomplete="off"
+        aria-label="token"
+        value={token}
+        onInput={(event) => setToken(event.currentTarget.value)}
+      />
+      <button type="submit">Pair</button>
+    </form>
   );
 }
 
@@ -645,6 +687,18 @@ function SettingsView({ app }: { app: App }) {
   if (!document) return <p class="muted pad">Waiting for the settings…</p>;
   return (
     <div class="settings pad">
+      <p class="paired">
+        Paired with forge on <strong>{location.host}</strong>.{" "}
+        <button
+          type="button"
+          onClick={() => {
+            forgetToken();
+            location.reload();
+          }}
+        >
+          Forget this device
+        </button>
+      </p>
       <p class="muted">
         Read only: {document.source ?? "built-in defaults"} (fingerprint {document.fingerprint}). Edit forge.toml; the
         page follows each reload.
