@@ -12,9 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from forge import paths
-from forge.clock import SYSTEM_CLOCK, Clock
+from forge.clock import SYSTEM_CLOCK, Clock, PinnedClock
 from forge.errors import UserError
-from forge.testing.clock import ManualClock
 
 
 class SettingError(UserError):
@@ -77,7 +76,7 @@ def clock_from_env(env: Mapping[str, str] | None = None) -> Clock:
     env = os.environ if env is None else env
     pinned = env.get("FORGE_NOW_MS")
     if pinned:
-        return ManualClock(wall_start=non_negative_int(pinned, "FORGE_NOW_MS") / 1000)
+        return PinnedClock(non_negative_int(pinned, "FORGE_NOW_MS") / 1000)
     return SYSTEM_CLOCK
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import builtins
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -261,3 +262,14 @@ def test_x03_queue_headline_colours() -> None:
     assert render(aside)[0] == "forge queue: 1 pending (comment 1), 1 set aside — /p"
     quiet = {**base, "pending": 0, "pending_by_kind": {}}
     assert render(quiet) == ["forge queue: nothing undelivered in /p"]
+
+
+def test_forge_now_ms_pins_the_wall_clock_only() -> None:
+    """FORGE_NOW_MS fixes timestamps; durations stay real, as the sh shim measures them."""
+    from forge.health.settings import clock_from_env
+
+    clock = clock_from_env({"FORGE_NOW_MS": str(NOW)})
+    assert clock.time() == NOW / 1000
+    before = clock.monotonic()
+    assert time.monotonic() >= before
+    assert clock_from_env({}).time() != NOW / 1000
