@@ -31,12 +31,13 @@ from distributed.client import Future
 from distributed.scheduler import KilledWorker
 
 from forge import __version__
+from forge.attempt.command import MARKER_ENV
+from forge.attempt.errors import LabRefusal, RunAborted
+from forge.attempt.handoff import spec_from_wire, spec_to_wire
+from forge.attempt.layout import INPUTS_DIR
+from forge.attempt.run import AttemptSpec, run_attempt
 from forge.clock import SYSTEM_CLOCK
-from forge.lab.activation import INPUTS_DIR, MANIFEST_FILE
-from forge.lab.attempt import AttemptSpec, run_attempt
-from forge.lab.command import MARKER_ENV
-from forge.lab.errors import LabRefusal, RunAborted
-from forge.lab.spec_wire import spec_from_wire, spec_to_wire
+from forge.lab.activation import MANIFEST_FILE
 from forge.procs import find_by_environ, kill_processes
 
 WATCH_S = 0.5

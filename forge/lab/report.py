@@ -15,7 +15,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from forge.lab.cohort import CohortSpec
+from forge.attempt.cohort import CohortSpec
+from forge.attempt.record import cost_basis
 
 REPORT_SCHEMA_VERSION = 1
 FAILED_LINES_SHOWN = 20
@@ -143,16 +144,6 @@ def _variant_figures(
         "changesErrors": sum(1 for r in mine if r.get("changesError")),
         "cleanupErrors": sum(1 for r in mine if r.get("cleanupError")),
     }
-
-
-def cost_basis(bases: Iterable[str | None]) -> str | None:
-    """One label for the bases behind a total: `reported`, `list-price-estimate`, `mixed (...)`."""
-    counts = Counter(b or "unspecified" for b in bases)
-    if not counts:
-        return None
-    if len(counts) == 1:
-        return next(iter(counts))
-    return "mixed (" + ", ".join(f"{n} {basis}" for basis, n in sorted(counts.items())) + ")"
 
 
 def _primary(outcome: str, variants: list[dict[str, Any]]) -> dict[str, Any]:

@@ -14,12 +14,12 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from forge.attempt.command import MARKER_ENV
+from forge.attempt.errors import RunAborted
+from forge.attempt.handoff import spec_to_wire
+from forge.attempt.run import AttemptSpec
 from forge.ipc.errors import RequestFailed, WorkerCrashed, WorkerError
 from forge.ipc.manager import WorkerHandle, WorkerManager, WorkerSpec
-from forge.lab.attempt import AttemptSpec
-from forge.lab.command import MARKER_ENV
-from forge.lab.errors import RunAborted
-from forge.lab.spec_wire import spec_to_wire
 from forge.procs import find_by_environ, kill_processes
 from forge.workers.lab.runner import KIND
 

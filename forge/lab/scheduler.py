@@ -18,18 +18,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from forge.attempt.cohort import Cohort
+from forge.attempt.coordinates import Coordinate, coordinates
+from forge.attempt.errors import RunAborted
+from forge.attempt.layout import ATTEMPTS_DIR, INPUTS_DIR
+from forge.attempt.record import cost_basis
+from forge.attempt.run import AttemptSpec
+from forge.attempt.settings import LabSettings
 from forge.clock import Clock
-from forge.lab.activation import INPUTS_DIR, verify_inputs
-from forge.lab.attempt import AttemptSpec
-from forge.lab.cohort import Cohort
-from forge.lab.coordinates import Coordinate, coordinates
-from forge.lab.errors import RunAborted
+from forge.lab.activation import verify_inputs
 from forge.lab.files import write_atomic
-from forge.lab.report import RunState, build_report, cost_basis, dumps_report, render_markdown
-from forge.lab.settings import LabSettings
+from forge.lab.report import RunState, build_report, dumps_report, render_markdown
 from forge.logs import get_logger
 
-ATTEMPTS_DIR = "attempts"
 SUPERSEDED_DIR = "superseded"
 RECORD_FILE = "attempt.json"
 

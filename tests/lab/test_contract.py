@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from forge.lab.harness import HarnessReport, is_transient, parse_report, served_model_mismatch
-from forge.lab.redact import Redactor
-from forge.lab.regression import (
+from forge.attempt.harness import HarnessReport, is_transient, parse_report, served_model_mismatch
+from forge.attempt.redact import Redactor
+from forge.attempt.regression import (
     classify,
     failed_tests,
     is_pytest,

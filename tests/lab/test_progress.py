@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import io
 
-from forge.lab.coordinates import Coordinate
+from forge.attempt.coordinates import Coordinate
 from forge.lab.progress import ProgressDisplay
 from forge.lab.scheduler import ProgressEvent
 from forge.testing.clock import ManualClock

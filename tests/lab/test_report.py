@@ -6,7 +6,7 @@ import json
 import re
 from typing import Any
 
-from forge.lab.cohort import CohortSpec, Stop, TaskSpec, VariantSpec
+from forge.attempt.cohort import CohortSpec, Stop, TaskSpec, VariantSpec
 from forge.lab.report import (
     TIMES,
     RunState,

@@ -13,11 +13,11 @@ from pathlib import Path
 import psutil
 import pytest
 
+from forge.attempt.cohort import load_cohort
+from forge.attempt.coordinates import Coordinate
+from forge.attempt.run import AttemptSpec, run_attempt
+from forge.attempt.settings import LabSettings
 from forge.clock import SYSTEM_CLOCK
-from forge.lab.attempt import AttemptSpec, run_attempt
-from forge.lab.cohort import load_cohort
-from forge.lab.coordinates import Coordinate
-from forge.lab.settings import LabSettings
 
 from .kit import Kit, marker_processes, normalised, wait_for
 

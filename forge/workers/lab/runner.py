@@ -1,7 +1,7 @@
 """The attempt-runner worker: runs one cohort attempt at a time under the shared worker lifecycle.
 
 It is a thin wrapper: `run` rebuilds the spec from the run's frozen inputs and awaits
-`forge.lab.attempt.run_attempt`; `cancel` cancels that coroutine, which kills the attempt's
+`forge.attempt.run.run_attempt`; `cancel` cancels that coroutine, which kills the attempt's
 process trees and discards its directory before the reply goes back.
 """
 
@@ -11,12 +11,12 @@ import asyncio
 import contextlib
 from typing import Any
 
+from forge.attempt.errors import LabRefusal, RunAborted
+from forge.attempt.handoff import spec_from_wire
+from forge.attempt.run import run_attempt
 from forge.ipc.errors import RequestFailed
 from forge.ipc.messages import Request
 from forge.ipc.worker import Worker, handles
-from forge.lab.attempt import run_attempt
-from forge.lab.errors import LabRefusal, RunAborted
-from forge.lab.spec_wire import spec_from_wire
 
 KIND = "lab-attempt"
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+
 from forge.procs import ProcessInfo
 from forge.workers.walker.protocol import ProcessRow
 

@@ -12,7 +12,7 @@ import re
 from collections.abc import Collection
 from typing import Any
 
-from forge.lab.errors import LabRefusal
+from forge.attempt.errors import LabRefusal
 
 
 class Reader:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from forge.lab.errors import LabRefusal
+from forge.attempt.errors import LabRefusal
 
 
 def loads_object(raw: bytes, *, file: str, limit: int) -> dict[str, Any]:

@@ -11,8 +11,8 @@ from typing import Any
 
 import yaml
 
-from forge.lab.fields import Reader
-from forge.lab.plan import MAX_COMMAND_TIMEOUT_MS, Command, read_checks
+from forge.attempt.fields import Reader
+from forge.attempt.plan import MAX_COMMAND_TIMEOUT_MS, Command, read_checks
 
 
 @dataclass(frozen=True)

@@ -10,11 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from forge.lab.activation import COHORT_INPUT, INPUTS_DIR
-from forge.lab.attempt import AttemptSpec
-from forge.lab.cohort import load_cohort
-from forge.lab.coordinates import Coordinate
-from forge.lab.settings import settings_from_env
+from forge.attempt.cohort import load_cohort
+from forge.attempt.coordinates import Coordinate
+from forge.attempt.layout import ATTEMPTS_DIR, COHORT_INPUT, INPUTS_DIR
+from forge.attempt.run import AttemptSpec
+from forge.attempt.settings import settings_from_env
 
 
 def spec_to_wire(spec: AttemptSpec, out: Path) -> dict[str, Any]:
@@ -46,7 +46,7 @@ def spec_from_wire(wire: dict[str, Any]) -> AttemptSpec:
     return AttemptSpec(
         coordinate=coordinate,
         attempt_id=wire["attemptId"],
-        attempt_dir=out / "attempts" / coordinate.rel_dir,
+        attempt_dir=out / ATTEMPTS_DIR / coordinate.rel_dir,
         inputs_dir=inputs,
         pins=cohort.pins(),
         task=next(t for t in cohort.tasks if t.spec.name == coordinate.task),

@@ -23,12 +23,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from forge.clock import SYSTEM_CLOCK, Clock
-from forge.lab.cohort import Task, Variant
-from forge.lab.command import MARKER_ENV, CommandResult, run_command
-from forge.lab.coordinates import Coordinate
-from forge.lab.errors import RunAborted
-from forge.lab.git import (
+from forge.attempt.cohort import Task, Variant
+from forge.attempt.command import MARKER_ENV, CommandResult, run_command
+from forge.attempt.coordinates import Coordinate
+from forge.attempt.errors import RunAborted
+from forge.attempt.git import (
     Capture,
     GitError,
     add_worktree,
@@ -39,7 +38,7 @@ from forge.lab.git import (
     restore_from,
     unified_diff,
 )
-from forge.lab.harness import (
+from forge.attempt.harness import (
     RESUME_INSTRUCTION,
     HarnessReport,
     is_transient,
@@ -47,9 +46,10 @@ from forge.lab.harness import (
     served_model_mismatch,
     task_input,
 )
-from forge.lab.plan import Command
-from forge.lab.redact import Redactor
-from forge.lab.regression import (
+from forge.attempt.plan import Command
+from forge.attempt.record import cost_basis
+from forge.attempt.redact import Redactor
+from forge.attempt.regression import (
     MAX_RERUN_TESTS,
     RERUN_TIMEOUT_MS,
     RUNS_PER_TEST,
@@ -61,9 +61,9 @@ from forge.lab.regression import (
     rerun_verdict,
     unclassified_entry,
 )
-from forge.lab.report import cost_basis
-from forge.lab.settings import LabSettings
-from forge.lab.verify import Observation, Step, ViewResult, run_view, view_steps
+from forge.attempt.settings import LabSettings
+from forge.attempt.verify import Observation, Step, ViewResult, run_view, view_steps
+from forge.clock import SYSTEM_CLOCK, Clock
 from forge.logs import get_logger
 
 RECORD_SCHEMA_VERSION = 1

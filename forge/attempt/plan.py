@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from forge.lab.fields import Reader
-from forge.lab.strictjson import loads_object
+from forge.attempt.fields import Reader
+from forge.attempt.strictjson import loads_object
 
 PLAN_LIMIT = 1 << 20
 """Plans and issues are small documents; a megabyte is far past any real one."""

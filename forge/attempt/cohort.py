@@ -16,11 +16,11 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from forge.lab.errors import LabRefusal
-from forge.lab.fields import Reader
-from forge.lab.formula import Formula, decode_formula
-from forge.lab.plan import Issue, Plan, decode_issue, decode_plan
-from forge.lab.strictjson import loads_object
+from forge.attempt.errors import LabRefusal
+from forge.attempt.fields import Reader
+from forge.attempt.formula import Formula, decode_formula
+from forge.attempt.plan import Issue, Plan, decode_issue, decode_plan
+from forge.attempt.strictjson import loads_object
 
 COHORT_LIMIT = 65_536
 """The seed's 64 KiB, checked on the raw bytes before decoding."""

@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from forge.attempt.command import CommandResult, run_command
+from forge.attempt.git import GitError, git, git_env
+from forge.attempt.plan import Command
 from forge.clock import Clock
-from forge.lab.command import CommandResult, run_command
-from forge.lab.git import GitError, git, git_env
-from forge.lab.plan import Command
 
 CHECK_OUTPUT_CAP = 8 * 1024 * 1024
 """Per stream; a check that prints more is killed and recorded as not complete (O-23)."""

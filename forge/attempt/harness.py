@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from forge.lab.plan import Issue
+from forge.attempt.plan import Issue
 
 OUTCOMES = ("completed", "failed", "blocked", "no-change", "scope-change")
 RESUME_INSTRUCTION = (

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from forge.lab.cohort import CohortSpec
+from forge.attempt.cohort import CohortSpec
 
 
 @dataclass(frozen=True, order=True)

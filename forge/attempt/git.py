@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from forge.lab.errors import LabRefusal
+from forge.attempt.errors import LabRefusal
 
 NO_FETCH_REFSPEC = "+refs/forge-none/*:refs/forge-none/*"
 """A refspec that matches nothing, so a stray bare `git fetch origin` fetches nothing."""

@@ -13,7 +13,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from forge.lab.errors import LabRefusal
+from forge.attempt.errors import LabRefusal
 
 TRANSIENT_WAITS_ENV = "FORGE_LAB_TRANSIENT_WAITS_MS"
 TEST_HOOKS_ENV = "FORGE_LAB_TEST_HOOKS"
