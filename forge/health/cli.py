@@ -310,4 +310,3 @@ def _shim_install(args: argparse.Namespace) -> int:
 
     print(f"forge shim: installed {install(_settings(), args.dir)}")
     return 0
-
