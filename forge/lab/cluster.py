@@ -33,7 +33,7 @@ from distributed.scheduler import KilledWorker
 from forge import __version__
 from forge.attempt.command import MARKER_ENV
 from forge.attempt.errors import LabRefusal, RunAborted
-from forge.attempt.handoff import spec_from_wire, spec_to_wire
+from forge.attempt.handoff import Handoff
 from forge.attempt.layout import INPUTS_DIR
 from forge.attempt.run import AttemptSpec, run_attempt
 from forge.clock import SYSTEM_CLOCK
@@ -85,7 +85,7 @@ class DaskExecutor:
     async def __call__(self, spec: AttemptSpec) -> dict[str, Any]:
         future: Future[Any] = self.client.submit(
             run_on_worker,
-            spec_to_wire(spec, self.out),
+            Handoff.of(spec, self.out),
             self.run_id,
             key=f"forge-lab-{spec.attempt_id}",
             priority=-spec.coordinate.index,
@@ -127,13 +127,13 @@ def _probe(paths: list[str]) -> dict[str, Any]:
     return {"missing": [p for p in paths if not os.path.exists(p)], "version": __version__}
 
 
-def run_on_worker(wire: dict[str, Any], run_id: str) -> dict[str, Any]:
+def run_on_worker(handoff: Handoff, run_id: str) -> dict[str, Any]:
     """The Dask task: run one attempt in this worker thread, cancelling it when the run aborts."""
-    return asyncio.run(_watched(wire, run_id))
+    return asyncio.run(_watched(handoff, run_id))
 
 
-async def _watched(wire: dict[str, Any], run_id: str) -> dict[str, Any]:
-    spec = spec_from_wire(wire)
+async def _watched(handoff: Handoff, run_id: str) -> dict[str, Any]:
+    spec = handoff.spec()
     if await asyncio.to_thread((spec.attempt_dir / "work").exists):
         # Dask re-runs a task whose worker died; an attempt is never silently retried.
         strays = await asyncio.to_thread(find_by_environ, MARKER_ENV, spec.attempt_id)

@@ -12,25 +12,22 @@ import contextlib
 from typing import Any
 
 from forge.attempt.errors import LabRefusal, RunAborted
-from forge.attempt.handoff import spec_from_wire
 from forge.attempt.run import run_attempt
 from forge.ipc.errors import RequestFailed
-from forge.ipc.messages import Request
 from forge.ipc.worker import Worker, handles
-
-KIND = "lab-attempt"
+from forge.workers.lab.protocol import LAB_ATTEMPT, Cancel, Cancelled, Run
 
 
 class AttemptRunner(Worker):
-    kind = KIND
+    kind = LAB_ATTEMPT.kind
 
     async def setup(self) -> None:
         self.running: dict[str, asyncio.Task[Any]] = {}
 
-    @handles("run")
-    async def run(self, request: Request) -> dict[str, Any]:
+    @handles(Run)
+    async def run(self, request: Run) -> dict[str, Any]:
         try:
-            spec = spec_from_wire(request.args)
+            spec = request.attempt.spec()
         except LabRefusal as refusal:
             raise RequestFailed("aborted", f"input changed: {refusal}") from None
         attempt = asyncio.create_task(run_attempt(spec, clock=self.clock))
@@ -51,15 +48,15 @@ class AttemptRunner(Worker):
         finally:
             self.running.pop(spec.attempt_id, None)
 
-    @handles("cancel")
-    async def cancel(self, request: Request) -> dict[str, bool]:
+    @handles(Cancel)
+    async def cancel(self, request: Cancel) -> Cancelled:
         """Cancel the named attempt and answer once it has discarded itself."""
-        attempt = self.running.get(request.args["attemptId"])
+        attempt = self.running.get(request.attempt_id)
         if attempt is None:
-            return {"cancelled": False}
+            return Cancelled(False)
         attempt.cancel()
         await asyncio.wait({attempt})
-        return {"cancelled": True}
+        return Cancelled(True)
 
     async def teardown(self) -> None:
         for attempt in self.running.values():
