@@ -13,9 +13,8 @@ from typing import Any
 
 import pytest
 
-from forge.ipc.manager import WorkerHandle, WorkerManager, WorkerSpec
-from forge.supervisor.processes import WALKER_MODULE
-from forge.workers.walker.host import KIND
+from forge.ipc.manager import WorkerHandle, WorkerManager
+from forge.workers.walker.protocol import WALKER
 
 SESSION_SCRIPT = """
 sleep 60 &
@@ -38,7 +37,7 @@ async def manager(forge_dirs: dict[str, Path]) -> AsyncIterator[WorkerManager]:
 
 @pytest.fixture
 async def walker(manager: WorkerManager) -> WorkerHandle:
-    return manager.start(WorkerSpec("walker", KIND, WALKER_MODULE))
+    return manager.start(WALKER.spec("walker"))
 
 
 @pytest.fixture
