@@ -67,6 +67,20 @@ from forge.clock import SYSTEM_CLOCK, Clock
 from forge.logs import get_logger
 
 RECORD_SCHEMA_VERSION = 1
+RECORD_KEYS = (
+    *("schemaVersion", "task", "variant", "repetition", "attemptId", "formulaSha256"),
+    *("planSha256", "pinnedModel", "startedAt", "parallel"),
+    *("outcome", "timedOut", "invocations", "harnessMs", "costUsd", "costBasis", "models"),
+    *("resumed", "harnessOutput", "servedModel", "transientExhausted"),
+    *("changedFiles", "changesDiffSha256", "changesDiffBytes", "changesDiffTruncated"),
+    *("changesError", "scopeOK", "scopeViolations"),
+    *("verified", "hiddenAcceptance", "requiredChecksPass", "correct"),
+    *("correctExcludingBaseFlakes", "regressionFailedTests", "regressionFailedTestsTruncated"),
+    *("regressionFailures", "failedCheckOutput", "peakRssBytes", "cpuSeconds"),
+    *("strayProcessesKilled", "notes", "error", "invalid", "cleanupError", "finishedAt"),
+    "elapsedMs",
+)
+"""The record's keys in one order, whichever path the attempt took."""
 HARNESS_STDOUT_CAP = 1 << 20
 """1 MiB of harness stdout is far more than one JSON report; more is a flood (O-23)."""
 MAX_RESUMES = 2
@@ -178,7 +192,7 @@ class _Attempt:
         await self._hold("record")
         record["finishedAt"] = iso_utc(self.clock.time())
         record["elapsedMs"] = round((self.clock.monotonic() - started) * 1000)
-        return record
+        return {key: record[key] for key in sorted(record, key=RECORD_KEYS.index)}
 
     # -- environment -------------------------------------------------------------------------
 

@@ -1,7 +1,8 @@
 """A run's files byte for byte: attempt.json, report.json and report.md against golden copies.
 
-The goldens in `golden/` were written by the Lab before its attempt record was typed; the record
-must keep every key, its order, its nulls and the formatting of every number. What a run cannot
+The goldens in `golden/` were written by the Lab before its attempt record was typed (with its
+keys in one order on every path); the typed record must keep every key, its order, its nulls and
+the formatting of every number. What a run cannot
 repeat (paths, ids, digests, clocks, memory, CPU, pytest's timing line) is replaced by a fixed
 value of the same JSON type before comparing. `FORGE_UPDATE_GOLDEN=1` rewrites the goldens.
 """
