@@ -11,7 +11,8 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+
+from forge.attempt.record import RegressionFailure
 
 MAX_RERUN_TESTS = 10
 RUNS_PER_TEST = 3
@@ -100,31 +101,33 @@ def rerun_verdict(
     return "fail" if timed_out and started else None
 
 
-def classify(verdicts: Sequence[str | None]) -> dict[str, Any]:
+def classify(package: str, test: str, verdicts: Sequence[str | None]) -> RegressionFailure:
     fails = sum(1 for v in verdicts if v == "fail")
     passes = sum(1 for v in verdicts if v == "pass")
     flaky = fails >= 1 and passes >= 1
     broken = fails == RUNS_PER_TEST
     neither = passes == RUNS_PER_TEST
-    return {
-        "flakyAtBase": flaky,
-        "brokenAtBase": broken,
-        "baseFails": fails,
-        "basePasses": passes,
-        "unclassified": not (flaky or broken or neither),
-    }
+    return RegressionFailure(
+        package=package,
+        test=test,
+        flaky_at_base=flaky,
+        broken_at_base=broken,
+        base_fails=fails,
+        base_passes=passes,
+        unclassified=not (flaky or broken or neither),
+    )
 
 
-def unclassified_entry(package: str, test: str) -> dict[str, Any]:
-    return {
-        "package": package,
-        "test": test,
-        "flakyAtBase": False,
-        "brokenAtBase": False,
-        "baseFails": 0,
-        "basePasses": 0,
-        "unclassified": True,
-    }
+def unclassified_entry(package: str, test: str) -> RegressionFailure:
+    return RegressionFailure(
+        package=package,
+        test=test,
+        flaky_at_base=False,
+        broken_at_base=False,
+        base_fails=0,
+        base_passes=0,
+        unclassified=True,
+    )
 
 
 def package_and_test(check_dir: str, nodeid: str) -> tuple[str, str]:

@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+from msgspec import UNSET
+
 from forge.attempt.cohort import Task, Variant
 from forge.attempt.command import MARKER_ENV, CommandResult, run_command
 from forge.attempt.coordinates import Coordinate
@@ -47,7 +49,16 @@ from forge.attempt.harness import (
     task_input,
 )
 from forge.attempt.plan import Command
-from forge.attempt.record import cost_basis
+from forge.attempt.record import (
+    SCHEMA_VERSION,
+    AttemptRecord,
+    FailedCommand,
+    Invocation,
+    RegressionFailure,
+    Tails,
+    Usage,
+    cost_basis,
+)
 from forge.attempt.redact import Redactor
 from forge.attempt.regression import (
     MAX_RERUN_TESTS,
@@ -66,21 +77,6 @@ from forge.attempt.verify import Observation, Step, ViewResult, run_view, view_s
 from forge.clock import SYSTEM_CLOCK, Clock
 from forge.logs import get_logger
 
-RECORD_SCHEMA_VERSION = 1
-RECORD_KEYS = (
-    *("schemaVersion", "task", "variant", "repetition", "attemptId", "formulaSha256"),
-    *("planSha256", "pinnedModel", "startedAt", "parallel"),
-    *("outcome", "timedOut", "invocations", "harnessMs", "costUsd", "costBasis", "models"),
-    *("resumed", "harnessOutput", "servedModel", "transientExhausted"),
-    *("changedFiles", "changesDiffSha256", "changesDiffBytes", "changesDiffTruncated"),
-    *("changesError", "scopeOK", "scopeViolations"),
-    *("verified", "hiddenAcceptance", "requiredChecksPass", "correct"),
-    *("correctExcludingBaseFlakes", "regressionFailedTests", "regressionFailedTestsTruncated"),
-    *("regressionFailures", "failedCheckOutput", "peakRssBytes", "cpuSeconds"),
-    *("strayProcessesKilled", "notes", "error", "invalid", "cleanupError", "finishedAt"),
-    "elapsedMs",
-)
-"""The record's keys in one order, whichever path the attempt took."""
 HARNESS_STDOUT_CAP = 1 << 20
 """1 MiB of harness stdout is far more than one JSON report; more is a flood (O-23)."""
 MAX_RESUMES = 2
@@ -123,7 +119,7 @@ class AttemptSpec:
 
 async def run_attempt(
     spec: AttemptSpec, *, clock: Clock = SYSTEM_CLOCK, resolver: Resolver = resolve_host
-) -> dict[str, Any]:
+) -> AttemptRecord:
     """Run one attempt and return its record; on cancellation discard everything it made."""
     try:
         return await _Attempt(spec, clock, resolver).run()
@@ -147,52 +143,52 @@ class _Attempt:
         self.cpu_seconds = 0.0
         self.strays = 0
         self.notes: list[str] = []
-        self.failed_output: list[dict[str, Any]] = []
+        self.failed_output: list[FailedCommand] = []
         self.views: dict[str, Any] = {}
-        self.record: dict[str, Any] = {}
-
-    async def run(self) -> dict[str, Any]:
-        spec = self.spec
-        started = self.clock.monotonic()
-        record = self.record
-        record.update(
-            schemaVersion=RECORD_SCHEMA_VERSION,
+        self.record = AttemptRecord(
+            schema_version=SCHEMA_VERSION,
             task=spec.coordinate.task,
             variant=spec.coordinate.variant,
             repetition=spec.coordinate.repetition,
-            attemptId=spec.attempt_id,
-            formulaSha256=spec.variant.spec.formula_sha256,
-            planSha256=spec.task.spec.plan_sha256,
-            pinnedModel=self.atom.model,
-            startedAt=iso_utc(self.clock.time()),
+            attempt_id=spec.attempt_id,
+            formula_sha256=spec.variant.spec.formula_sha256,
+            plan_sha256=spec.task.spec.plan_sha256,
+            pinned_model=self.atom.model,
+            started_at=iso_utc(clock.time()),
         )
         if spec.parallel > 1:
-            record["parallel"] = spec.parallel
+            self.record.parallel = spec.parallel
+
+    async def run(self) -> AttemptRecord:
+        started = self.clock.monotonic()
+        record = self.record
         await asyncio.to_thread((self.work / "home").mkdir, parents=True)
         try:
-            await make_attempt_source(spec.source, spec.origin, self.plan.base_commit, self.source)
+            await make_attempt_source(
+                self.spec.source, self.spec.origin, self.plan.base_commit, self.source
+            )
             await add_worktree(self.source, self.workspace, self.plan.base_commit)
         except GitError as error:
-            record.update(outcome="error", error=f"workspace preparation failed: {error}")
+            record.outcome, record.error = "error", f"workspace preparation failed: {error}"
         else:
             await self._setup_and_code()
         capture = await self._capture()
         await self._verify(capture)
         await self._write_json("verification.json", {"schemaVersion": 1, "views": self.views})
-        record.update(
-            failedCheckOutput=self.failed_output,
-            peakRssBytes=self.peak_rss,
-            cpuSeconds=round(self.cpu_seconds, 3),
-            strayProcessesKilled=self.strays,
-            notes=self.notes,
-        )
-        record.setdefault("error", None)
-        record.setdefault("invalid", None)
+        record.failed_check_output = self.failed_output
+        record.peak_rss_bytes = self.peak_rss
+        record.cpu_seconds = round(self.cpu_seconds, 3)
+        record.stray_processes_killed = self.strays
+        record.notes = self.notes
+        if record.error is UNSET:
+            record.error = None
+        if record.invalid is UNSET:
+            record.invalid = None
         await self._cleanup()
         await self._hold("record")
-        record["finishedAt"] = iso_utc(self.clock.time())
-        record["elapsedMs"] = round((self.clock.monotonic() - started) * 1000)
-        return {key: record[key] for key in sorted(record, key=RECORD_KEYS.index)}
+        record.finished_at = iso_utc(self.clock.time())
+        record.elapsed_ms = round((self.clock.monotonic() - started) * 1000)
+        return record
 
     # -- environment -------------------------------------------------------------------------
 
@@ -235,7 +231,7 @@ class _Attempt:
         failure = await self._setup(self.workspace)
         if failure is not None:
             command, result = failure
-            self.record.update(outcome="setup-failed", error=f"setup {command.id} failed")
+            self.record.outcome, self.record.error = "setup-failed", f"setup {command.id} failed"
             self._failed("setup", command.id, "workspace", result)
             return
         await self._code()
@@ -263,12 +259,13 @@ class _Attempt:
 
     async def _code(self) -> None:
         record = self.record
-        invocations: list[dict[str, Any]] = []
+        invocations: list[Invocation] = []
         instructions: list[str] = []
         resumed: str | None = None
         provider_checks = 0
         harness_ms = 0
         outcome = "failed"
+        timed_out = False
         while True:
             index = len(invocations) + 1
             invocation, report, result = await self._invoke(index, instructions, resumed)
@@ -276,28 +273,28 @@ class _Attempt:
             harness_ms += result.elapsed_ms
             if result.timed_out:
                 outcome = "timed-out"
-                record["timedOut"] = True
+                timed_out = True
                 break
             if report is None:
                 outcome = "failed"
-                record["error"] = "invalid harness output"
-                record["harnessOutput"] = {
-                    "stdoutTail": self.redactor.tail(result.stdout),
-                    "stderrTail": self.redactor.tail(result.stderr),
-                }
+                record.error = "invalid harness output"
+                record.harness_output = Tails(
+                    stdout_tail=self.redactor.tail(result.stdout),
+                    stderr_tail=self.redactor.tail(result.stderr),
+                )
                 break
             outcome = report.outcome
             if outcome == "completed" and result.exit_code != 0:
                 outcome = "failed"
                 self.notes.append(f"the harness reported completed but exited {result.exit_code}")
             if served_model_mismatch(report, self.atom.model):
-                record["invalid"] = "model-mismatch"
-                record["servedModel"] = report.model or "unknown"
+                record.invalid = "model-mismatch"
+                record.served_model = report.model or "unknown"
                 break
             if not is_transient(report):
                 break
-            invocation["classification"] = "transient-provider-error"
-            invocation["message"] = report.error
+            invocation.classification = "transient-provider-error"
+            invocation.message = report.error
             if await self._wrote_out_of_scope():
                 self.notes.append(
                     "a transient provider error after an out-of-scope write is not resumed"
@@ -308,12 +305,12 @@ class _Attempt:
             if resumes_used < MAX_RESUMES:
                 provider_checks, resolved = await self._await_provider(provider_checks)
             if not resolved:
-                record["invalid"] = "provider-unavailable"
-                record["transientExhausted"] = [i["id"] for i in invocations]
-                record["error"] = (
+                record.invalid = "provider-unavailable"
+                record.transient_exhausted = [i.id for i in invocations]
+                record.error = (
                     "transient-provider-error retries exhausted after "
                     f"{resumes_used} automatic resumes and {provider_checks} provider checks; "
-                    f"last error: {invocation['message']}"
+                    f"last error: {invocation.message}"
                 )
                 break
             if not self._formula_unchanged():
@@ -326,23 +323,19 @@ class _Attempt:
             )
             self.notes.append(resumed)
             instructions = [RESUME_INSTRUCTION]
-        costs = [i["usage"]["costUsd"] for i in invocations if i["usage"]["costUsd"] is not None]
-        record.update(
-            outcome=outcome,
-            timedOut=record.get("timedOut", False),
-            invocations=invocations,
-            harnessMs=harness_ms,
-            costUsd=round(sum(costs), 6) if costs else None,
-            costBasis=cost_basis(
-                i["usage"]["costBasis"] for i in invocations if i["usage"]["costUsd"] is not None
-            ),
-            models=sorted({i["usage"]["model"] or "unknown" for i in invocations}),
-            resumed=invocations[-1]["resumed"],
-        )
+        costed = [i.usage for i in invocations if i.usage.cost_usd is not None]
+        record.outcome = outcome
+        record.timed_out = timed_out
+        record.invocations = invocations
+        record.harness_ms = harness_ms
+        record.cost_usd = round(sum(u.cost_usd or 0.0 for u in costed), 6) if costed else None
+        record.cost_basis = cost_basis(u.cost_basis for u in costed)
+        record.models = sorted({i.usage.model or "unknown" for i in invocations})
+        record.resumed = invocations[-1].resumed
 
     async def _invoke(
         self, index: int, instructions: list[str], resumed: str | None
-    ) -> tuple[dict[str, Any], HarnessReport | None, CommandResult]:
+    ) -> tuple[Invocation, HarnessReport | None, CommandResult]:
         task_bytes = task_input(
             self.spec.task.issue, self.plan.allowed_files, self.atom.model, instructions
         )
@@ -365,24 +358,24 @@ class _Attempt:
         self._account(result)
         complete = not result.timed_out and not result.output_capped
         report = parse_report(result.stdout) if complete else None
-        invocation: dict[str, Any] = {
-            "id": f"{self.spec.attempt_id}/coding-{index}",
-            "outcome": "timed-out"
+        invocation = Invocation(
+            id=f"{self.spec.attempt_id}/coding-{index}",
+            outcome="timed-out"
             if result.timed_out
             else (report.outcome if report else "invalid-output"),
-            "terminalReason": report.terminal_reason if report else None,
-            "error": self.redactor.text(report.error) if report and report.error else None,
-            "exitCode": result.exit_code,
-            "timedOut": result.timed_out,
-            "classification": None,
-            "resumed": resumed,
-            "elapsedMs": result.elapsed_ms,
-            "usage": {
-                "costUsd": report.cost_usd if report else None,
-                "model": report.model if report else None,
-                "costBasis": report.cost_basis if report else None,
-            },
-        }
+            terminal_reason=report.terminal_reason if report else None,
+            error=self.redactor.text(report.error) if report and report.error else None,
+            exit_code=result.exit_code,
+            timed_out=result.timed_out,
+            classification=None,
+            resumed=resumed,
+            elapsed_ms=result.elapsed_ms,
+            usage=Usage(
+                cost_usd=report.cost_usd if report else None,
+                model=report.model if report else None,
+                cost_basis=report.cost_basis if report else None,
+            ),
+        )
         return invocation, report, result
 
     async def _wrote_out_of_scope(self) -> bool:
@@ -432,7 +425,7 @@ class _Attempt:
                 await unified_diff(self.source, self.plan.base_commit, capture.commit)
             )
         except (GitError, OSError) as error:
-            record["changesError"] = str(error)
+            record.changes_error = str(error)
             return None
         await self._write_bytes("changes.diff", diff)
         await self._write_json(
@@ -440,32 +433,28 @@ class _Attempt:
             {"schemaVersion": 1, "paths": [{"path": p, "status": s} for s, p in capture.changes]},
         )
         violations = _violations(capture, self.plan.allowed_files)
-        record.update(
-            changedFiles=[p for _, p in capture.changes],
-            changesDiffSha256=hashlib.sha256(diff).hexdigest(),
-            changesDiffBytes=len(diff),
-            changesDiffTruncated=truncated,
-            changesError=None,
-            scopeOK=not violations,
-            scopeViolations=violations,
-        )
+        record.changed_files = [p for _, p in capture.changes]
+        record.changes_diff_sha256 = hashlib.sha256(diff).hexdigest()
+        record.changes_diff_bytes = len(diff)
+        record.changes_diff_truncated = truncated
+        record.changes_error = None
+        record.scope_ok = not violations
+        record.scope_violations = violations
         return capture
 
     # -- verification ------------------------------------------------------------------------
 
     async def _verify(self, capture: Capture | None) -> None:
         record = self.record
-        record.update(
-            verified=False,
-            hiddenAcceptance=None,
-            requiredChecksPass=None if not self._required_exist() else False,
-            correct=False,
-            correctExcludingBaseFlakes=False,
-        )
-        if record.get("invalid"):
-            record["requiredChecksPass"] = None
+        record.verified = False
+        record.hidden_acceptance = None
+        record.required_checks_pass = None if not self._required_exist() else False
+        record.correct = False
+        record.correct_excluding_base_flakes = False
+        if record.invalid:
+            record.required_checks_pass = None
             return
-        if capture is None or record.get("outcome") not in ("completed", "no-change"):
+        if capture is None or record.outcome not in ("completed", "no-change"):
             return
         await self._hold("verify")
         steps = view_steps(
@@ -493,24 +482,22 @@ class _Attempt:
         acceptance = independent.acceptance()
         hidden = acceptance.passed if acceptance is not None and acceptance.complete else None
         correct = (
-            record["outcome"] == "completed"
-            and record.get("scopeOK") is True
+            record.outcome == "completed"
+            and record.scope_ok is True
             and molecule_pass
             and independent.passed
         )
-        record.update(
-            verified=True,
-            hiddenAcceptance=hidden,
-            requiredChecksPass=(
-                len(molecule) == 2 and all(_required_observed_and_passed(v) for v in molecule)
-                if self._required_exist()
-                else None
-            ),
-            correct=correct,
+        record.verified = True
+        record.hidden_acceptance = hidden
+        record.required_checks_pass = (
+            len(molecule) == 2 and all(_required_observed_and_passed(v) for v in molecule)
+            if self._required_exist()
+            else None
         )
+        record.correct = correct
         if hidden:
             await self._regressions(molecule, independent)
-        record["correctExcludingBaseFlakes"] = correct or self._excluding_base_flakes(
+        record.correct_excluding_base_flakes = correct or self._excluding_base_flakes(
             molecule, independent
         )
 
@@ -585,13 +572,13 @@ class _Attempt:
                     failed.setdefault(nodeid, observation.step)
         if not failed:
             return
-        self.record["regressionFailedTests"] = sorted(failed)
+        self.record.regression_failed_tests = sorted(failed)
         if truncated:
-            self.record["regressionFailedTestsTruncated"] = True
+            self.record.regression_failed_tests_truncated = True
         await self._hold("rerun")
-        self.record["regressionFailures"] = await self._rerun_at_base(failed)
+        self.record.regression_failures = await self._rerun_at_base(failed)
 
-    async def _rerun_at_base(self, failed: dict[str, Step]) -> list[dict[str, Any]]:
+    async def _rerun_at_base(self, failed: dict[str, Step]) -> list[RegressionFailure]:
         ordered = sorted(failed, key=lambda n: package_and_test(failed[n].dir, n))
         entries = [unclassified_entry(*package_and_test(failed[n].dir, n)) for n in ordered]
         base_view = self.work / "views" / "base"
@@ -612,7 +599,8 @@ class _Attempt:
                             timed_out=result.timed_out,
                         )
                     )
-                entries[position].update(classify(verdicts))
+                package, test = package_and_test(failed[nodeid].dir, nodeid)
+                entries[position] = classify(package, test, verdicts)
         finally:
             await asyncio.shield(asyncio.to_thread(shutil.rmtree, base_view, True))
         return entries
@@ -620,13 +608,13 @@ class _Attempt:
     def _excluding_base_flakes(self, molecule: list[ViewResult], independent: ViewResult) -> bool:
         """V11: judged from the independent run, and the Molecule's failures must agree."""
         flaky = {
-            f"{f['package']}::{f['test']}"
-            for f in self.record.get("regressionFailures", [])
-            if f["flakyAtBase"] and not f["unclassified"]
+            f"{f.package}::{f.test}"
+            for f in self.record.regression_failures or []
+            if f.flaky_at_base and not f.unclassified
         }
         if independent.error is not None or len(independent.observations) != len(independent.steps):
             return False
-        if self.record.get("hiddenAcceptance") is not True:
+        if self.record.hidden_acceptance is not True:
             return False
         failures = [o for o in independent.observations if not o.passed]
         failures += [o for v in molecule for o in v.observations if not o.passed]
@@ -636,15 +624,15 @@ class _Attempt:
 
     def _failed(self, phase: str, command_id: str, view: str, result: CommandResult) -> None:
         self.failed_output.append(
-            {
-                "phase": phase,
-                "view": view,
-                "id": command_id,
-                "exitCode": result.exit_code,
-                "timedOut": result.timed_out,
-                "stdoutTail": self.redactor.tail(result.stdout),
-                "stderrTail": self.redactor.tail(result.stderr),
-            }
+            FailedCommand(
+                phase=phase,
+                view=view,
+                id=command_id,
+                exit_code=result.exit_code,
+                timed_out=result.timed_out,
+                stdout_tail=self.redactor.tail(result.stdout),
+                stderr_tail=self.redactor.tail(result.stderr),
+            )
         )
 
     async def _write_bytes(self, name: str, data: bytes) -> None:
@@ -660,7 +648,7 @@ class _Attempt:
             self._forced("cleanup")
             await asyncio.to_thread(shutil.rmtree, self.work)
         except OSError as error:
-            self.record["cleanupError"] = str(error)
+            self.record.cleanup_error = str(error)
 
 
 def _violations(capture: Capture, allowed: tuple[str, ...]) -> list[str]:

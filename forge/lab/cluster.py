@@ -35,6 +35,7 @@ from forge.attempt.command import MARKER_ENV
 from forge.attempt.errors import LabRefusal, RunAborted
 from forge.attempt.handoff import Handoff
 from forge.attempt.layout import INPUTS_DIR
+from forge.attempt.record import AttemptRecord
 from forge.attempt.run import AttemptSpec, run_attempt
 from forge.clock import SYSTEM_CLOCK
 from forge.lab.activation import MANIFEST_FILE
@@ -82,7 +83,7 @@ class DaskExecutor:
                 f"--executor dask: a worker runs forge {seen['version']}, this client {__version__}"
             )
 
-    async def __call__(self, spec: AttemptSpec) -> dict[str, Any]:
+    async def __call__(self, spec: AttemptSpec) -> AttemptRecord:
         future: Future[Any] = self.client.submit(
             run_on_worker,
             Handoff.of(spec, self.out),
@@ -93,7 +94,7 @@ class DaskExecutor:
             pure=False,
         )
         try:
-            record: dict[str, Any] = await future
+            record: AttemptRecord = await future
         except asyncio.CancelledError:
             # The run is aborting: tell every attempt, then wait until this one discarded itself.
             await _despite_cancellation(self._abandon(future))
@@ -127,12 +128,12 @@ def _probe(paths: list[str]) -> dict[str, Any]:
     return {"missing": [p for p in paths if not os.path.exists(p)], "version": __version__}
 
 
-def run_on_worker(handoff: Handoff, run_id: str) -> dict[str, Any]:
+def run_on_worker(handoff: Handoff, run_id: str) -> AttemptRecord:
     """The Dask task: run one attempt in this worker thread, cancelling it when the run aborts."""
     return asyncio.run(_watched(handoff, run_id))
 
 
-async def _watched(handoff: Handoff, run_id: str) -> dict[str, Any]:
+async def _watched(handoff: Handoff, run_id: str) -> AttemptRecord:
     spec = handoff.spec()
     if await asyncio.to_thread((spec.attempt_dir / "work").exists):
         # Dask re-runs a task whose worker died; an attempt is never silently retried.

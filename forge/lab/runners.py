@@ -12,11 +12,11 @@ import asyncio
 import contextlib
 import shutil
 from pathlib import Path
-from typing import Any
 
 from forge.attempt.command import MARKER_ENV
 from forge.attempt.errors import RunAborted
 from forge.attempt.handoff import Handoff
+from forge.attempt.record import AttemptRecord
 from forge.attempt.run import AttemptSpec
 from forge.ipc.errors import RequestFailed, WorkerCrashed, WorkerError
 from forge.ipc.manager import WorkerHandle, WorkerManager
@@ -39,7 +39,7 @@ class RunnerPool:
             handle = manager.start(LAB_ATTEMPT.spec(f"lab-attempt-{index + 1}"))
             self.idle.put_nowait(handle)
 
-    async def __call__(self, spec: AttemptSpec) -> dict[str, Any]:
+    async def __call__(self, spec: AttemptSpec) -> AttemptRecord:
         handle = await self.idle.get()
         try:
             record = await call(

@@ -9,9 +9,15 @@ value of the same JSON type before comparing. `FORGE_UPDATE_GOLDEN=1` rewrites t
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from pathlib import Path
+
+import msgspec
+import pytest
+
+from forge.attempt.record import dumps_record, read_record
 
 from .kit import Kit
 
@@ -108,3 +114,24 @@ def test_early_exits_and_a_superseded_record_keep_their_bytes(kit: Kit) -> None:
     resumed = kit.approve("--parallel", "4", env=LOCALHOST)
     assert resumed.returncode == 2, resumed.stderr
     check_golden("early-exits", run_files(kit))
+
+
+def test_every_golden_record_reads_and_writes_back_byte_for_byte() -> None:
+    """A resume reads attempt.json into the typed record; writing it again changes nothing."""
+    paths = sorted(GOLDEN.rglob("attempt.json"))
+    assert len(paths) == 15
+    for path in paths:
+        record = read_record(json.loads(path.read_bytes()))
+        assert record is not None, path
+        assert dumps_record(record) == path.read_bytes(), path
+
+
+def test_an_unfinished_record_reads_as_none_and_an_ill_typed_one_is_named() -> None:
+    golden = json.loads((GOLDEN / "verified/attempts/calc/a/rep-1/attempt.json").read_bytes())
+    assert read_record({k: v for k, v in golden.items() if k != "outcome"}) is None
+    assert read_record({**golden, "schemaVersion": 2}) is None
+    assert read_record([golden]) is None
+    with pytest.raises(
+        msgspec.ValidationError, match=r"`costUsd` - at `\$\.invocations\[0\]\.usage`"
+    ):
+        read_record({**golden, "invocations": [{**golden["invocations"][0], "usage": {}}]})

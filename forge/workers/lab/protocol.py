@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import msgspec
 
 from forge.attempt.handoff import Handoff
+from forge.attempt.record import AttemptRecord
 from forge.ipc.protocol import WorkerProtocol, WorkerRequest
 
 
-class Run(WorkerRequest[dict[str, Any]], tag="run", frozen=True):
+class Run(WorkerRequest[AttemptRecord], tag="run", frozen=True):
     """Run the attempt to its end; the answer is its record (the future `attempt.json`).
 
     Refused as `aborted` when the run's inputs changed or the attempt aborted the run, as

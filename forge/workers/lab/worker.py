@@ -12,6 +12,7 @@ import contextlib
 from typing import Any
 
 from forge.attempt.errors import LabRefusal, RunAborted
+from forge.attempt.record import AttemptRecord
 from forge.attempt.run import run_attempt
 from forge.ipc.errors import RequestFailed
 from forge.ipc.worker import Worker, handles
@@ -25,7 +26,7 @@ class AttemptRunner(Worker):
         self.running: dict[str, asyncio.Task[Any]] = {}
 
     @handles(Run)
-    async def run(self, request: Run) -> dict[str, Any]:
+    async def run(self, request: Run) -> AttemptRecord:
         try:
             spec = request.attempt.spec()
         except LabRefusal as refusal:
