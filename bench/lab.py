@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from forge.lab.git import add_worktree, capture_tree, make_attempt_source, unified_diff
+from forge.attempt.git import add_worktree, capture_tree, make_attempt_source, unified_diff
 
 ROOT = Path(__file__).resolve().parent.parent
 FILES = 2000

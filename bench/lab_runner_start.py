@@ -27,8 +27,8 @@ import time
 from pathlib import Path
 
 from forge import logs
-from forge.ipc.manager import WorkerManager, WorkerSpec, WorkerState
-from forge.workers.lab.runner import KIND
+from forge.ipc.manager import WorkerManager, WorkerState
+from forge.workers.lab.protocol import LAB_ATTEMPT
 
 RUNNERS = 4
 
@@ -37,10 +37,7 @@ async def start_runners(runtime: Path) -> tuple[float, list[int]]:
     """Seconds until all runners are ready (or failed), and each runner's restarts."""
     started = time.monotonic()
     async with WorkerManager(runtime_dir=runtime) as manager:
-        handles = [
-            manager.start(WorkerSpec(f"lab-attempt-{i + 1}", KIND, "forge.workers.lab"))
-            for i in range(RUNNERS)
-        ]
+        handles = [manager.start(LAB_ATTEMPT.spec(f"lab-attempt-{i + 1}")) for i in range(RUNNERS)]
         settled = (WorkerState.READY, WorkerState.FAILED)
         rows = await asyncio.gather(
             *(handle.wait_for(lambda row: row.state in settled, 600) for handle in handles)

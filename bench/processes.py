@@ -22,10 +22,9 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from forge.ipc.manager import WorkerManager, WorkerSpec
+from forge.ipc.manager import WorkerManager
 from forge.procs import ProcessWalker
-from forge.supervisor.processes import WALKER_MODULE
-from forge.workers.walker.host import KIND
+from forge.workers.walker.protocol import WALKER
 from forge.workers.walker.rows import process_rows
 
 SESSION = "sleep 600 & sleep 601 & (sleep 602 &); exec cat"
@@ -63,7 +62,7 @@ async def main(rounds: int) -> None:
     print(f"# processes on the machine: {machine_processes()}")
     walker = ProcessWalker()
     async with WorkerManager() as manager:
-        handle = manager.start(WorkerSpec("walker", KIND, WALKER_MODULE))
+        handle = manager.start(WALKER.spec("walker"))
         await handle.request("walk", {"sessions": []})
         print("seats  in-process p50/p99 ms  worker p50/p99 ms  hop ratio (p50)  tick share")
         for count in (1, 4, 16):

@@ -75,5 +75,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
 
 
+def health_main(argv: Sequence[str] | None = None) -> int:
+    """The `forge-health` console script: `forge health` under its own name."""
+    return main(["health", *(sys.argv[1:] if argv is None else argv)])
+
+
+def queue_main(argv: Sequence[str] | None = None) -> int:
+    """The `forge-queue` console script: `forge queue` under its own name."""
+    return main(["queue", *(sys.argv[1:] if argv is None else argv)])
+
+
 if __name__ == "__main__":
     sys.exit(main())

@@ -8,7 +8,7 @@ doors a test has into production code:
     variable                  what it does                                   read by
     FORGE_SUPERVISOR_DRILLS   "1": `forge supervise` registers the drill     forge.supervisor.cli
                               verbs (forge/supervisor/drills.py)
-    FORGE_LAB_TEST_HOOKS      JSON: hold a coordinate at a phase until a     forge.lab.settings
+    FORGE_LAB_TEST_HOOKS      JSON: hold a coordinate at a phase until a     forge.attempt.settings
                               file appears, lower the acceptance timeout,
                               force a capture/cleanup/report-save failure
     FORGE_NOW_MS              pins forge health's wall clock (ms since the   forge.health.settings,
@@ -55,8 +55,8 @@ SUPERVISOR_DRILLS = Hook(
 )
 LAB_TEST_HOOKS = Hook(
     "FORGE_LAB_TEST_HOOKS",
-    "JSON: holds at a phase, a lower acceptance timeout, forced failures (forge.lab.settings)",
-    ("forge.lab.settings",),
+    "JSON: holds at a phase, a lower acceptance timeout, forced failures (forge.attempt.settings)",
+    ("forge.attempt.settings",),
 )
 NOW_MS = Hook(
     "FORGE_NOW_MS",

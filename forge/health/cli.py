@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -353,19 +352,3 @@ def _shim_install(args: argparse.Namespace) -> int:
         f"{wanted.rcfile} and open a new shell:\n  {wanted.line}"
     )
     return 0
-
-
-def _main(prefix: str, argv: Sequence[str] | None) -> int:
-    from forge.cli import main
-
-    return main([prefix, *(sys.argv[1:] if argv is None else argv)])
-
-
-def health_main(argv: Sequence[str] | None = None) -> int:
-    """The `forge-health` console script: `forge health` under its own name."""
-    return _main("health", argv)
-
-
-def queue_main(argv: Sequence[str] | None = None) -> int:
-    """The `forge-queue` console script: `forge queue` under its own name."""
-    return _main("queue", argv)

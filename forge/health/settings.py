@@ -12,10 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from forge import paths
-from forge.clock import SYSTEM_CLOCK, Clock
+from forge.clock import SYSTEM_CLOCK, Clock, PinnedClock
 from forge.errors import UserError
 from forge.testhooks import NOW_MS
-from forge.testing.clock import ManualClock
 
 
 class SettingError(UserError):
@@ -78,7 +77,7 @@ def clock_from_env(env: Mapping[str, str] | None = None) -> Clock:
     env = os.environ if env is None else env
     pinned = NOW_MS.value(env)
     if pinned:
-        return ManualClock(wall_start=non_negative_int(pinned, NOW_MS.env) / 1000)
+        return PinnedClock(non_negative_int(pinned, NOW_MS.env) / 1000)
     return SYSTEM_CLOCK
 
 

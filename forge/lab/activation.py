@@ -15,14 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from forge import __version__
+from forge.attempt.cohort import Cohort, sha256_hex
+from forge.attempt.errors import LabRefusal, RunAborted
+from forge.attempt.layout import COHORT_INPUT, INPUTS_DIR
 from forge.files import write_atomic
-from forge.lab.cohort import Cohort, sha256_hex
-from forge.lab.errors import LabRefusal, RunAborted
 
 ACTIVATION_FILE = "activation.json"
-INPUTS_DIR = "inputs"
 MANIFEST_FILE = "manifest.json"
-COHORT_INPUT = "cohort.json"
 
 
 def review_text(

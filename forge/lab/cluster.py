@@ -31,12 +31,14 @@ from distributed.client import Future
 from distributed.scheduler import KilledWorker
 
 from forge import __version__
+from forge.attempt.command import MARKER_ENV
+from forge.attempt.errors import LabRefusal, RunAborted
+from forge.attempt.handoff import Handoff
+from forge.attempt.layout import INPUTS_DIR
+from forge.attempt.record import AttemptRecord
+from forge.attempt.run import AttemptSpec, run_attempt
 from forge.clock import SYSTEM_CLOCK
-from forge.lab.activation import INPUTS_DIR, MANIFEST_FILE
-from forge.lab.attempt import AttemptSpec, run_attempt
-from forge.lab.command import MARKER_ENV
-from forge.lab.errors import LabRefusal, RunAborted
-from forge.lab.spec_wire import spec_from_wire, spec_to_wire
+from forge.lab.activation import MANIFEST_FILE
 from forge.procs import find_by_environ, kill_processes
 
 WATCH_S = 0.5
@@ -81,10 +83,10 @@ class DaskExecutor:
                 f"--executor dask: a worker runs forge {seen['version']}, this client {__version__}"
             )
 
-    async def __call__(self, spec: AttemptSpec) -> dict[str, Any]:
+    async def __call__(self, spec: AttemptSpec) -> AttemptRecord:
         future: Future[Any] = self.client.submit(
             run_on_worker,
-            spec_to_wire(spec, self.out),
+            Handoff.of(spec, self.out),
             self.run_id,
             key=f"forge-lab-{spec.attempt_id}",
             priority=-spec.coordinate.index,
@@ -92,7 +94,7 @@ class DaskExecutor:
             pure=False,
         )
         try:
-            record: dict[str, Any] = await future
+            record: AttemptRecord = await future
         except asyncio.CancelledError:
             # The run is aborting: tell every attempt, then wait until this one discarded itself.
             await _despite_cancellation(self._abandon(future))
@@ -126,13 +128,13 @@ def _probe(paths: list[str]) -> dict[str, Any]:
     return {"missing": [p for p in paths if not os.path.exists(p)], "version": __version__}
 
 
-def run_on_worker(wire: dict[str, Any], run_id: str) -> dict[str, Any]:
+def run_on_worker(handoff: Handoff, run_id: str) -> AttemptRecord:
     """The Dask task: run one attempt in this worker thread, cancelling it when the run aborts."""
-    return asyncio.run(_watched(wire, run_id))
+    return asyncio.run(_watched(handoff, run_id))
 
 
-async def _watched(wire: dict[str, Any], run_id: str) -> dict[str, Any]:
-    spec = spec_from_wire(wire)
+async def _watched(handoff: Handoff, run_id: str) -> AttemptRecord:
+    spec = handoff.spec()
     if await asyncio.to_thread((spec.attempt_dir / "work").exists):
         # Dask re-runs a task whose worker died; an attempt is never silently retried.
         strays = await asyncio.to_thread(find_by_environ, MARKER_ENV, spec.attempt_id)

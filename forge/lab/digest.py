@@ -12,7 +12,7 @@ import json
 import os
 from pathlib import Path
 
-from forge.lab.cohort import Cohort
+from forge.attempt.cohort import Cohort
 
 DIGEST_TAG = "forge-cohort-activation-v1"
 

@@ -17,20 +17,20 @@ import signal
 import sys
 from pathlib import Path
 
+from forge.attempt.cohort import load_cohort
+from forge.attempt.errors import LabRefusal
+from forge.attempt.git import has_commit, inspect_source, list_files
+from forge.attempt.plan import MANIFESTS, unanchored_paths
+from forge.attempt.run import iso_utc
+from forge.attempt.settings import settings_from_env
 from forge.clock import SYSTEM_CLOCK
 from forge.ipc.manager import WorkerManager
 from forge.lab.activation import OutState, activate, check_out, read_activation, review_text
-from forge.lab.attempt import iso_utc
-from forge.lab.cohort import load_cohort
 from forge.lab.digest import activation_digest, canonical_out
-from forge.lab.errors import LabRefusal
-from forge.lab.git import has_commit, inspect_source, list_files
-from forge.lab.plan import MANIFESTS, unanchored_paths
 from forge.lab.progress import ProgressDisplay
 from forge.lab.report import RunState
 from forge.lab.runners import RunnerPool
 from forge.lab.scheduler import CohortRun, Executor, RunConfig, exit_code
-from forge.lab.settings import settings_from_env
 from forge.logs import configure
 
 EXECUTORS = ("local", "dask")

@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 from typing import TextIO
 
+from forge.attempt.record import known
 from forge.clock import Clock
 from forge.lab.report import outcome_class
 from forge.lab.scheduler import ProgressEvent
@@ -42,7 +43,7 @@ class ProgressDisplay:
             accepted = ", ".join(f"{name} {n}" for name, n in event.accepted.items())
             self._line(
                 f"[{event.done}/{event.total}] {event.coordinate.label}: "
-                f"{outcome_class(event.record)} ({event.record.get('elapsedMs')} ms); "
+                f"{outcome_class(event.record)} ({known(event.record.elapsed_ms)} ms); "
                 f"accepted so far: {accepted}"
             )
         elif event.kind == "status":

@@ -1,6 +1,6 @@
 """report.json and report.md as pure functions of the cohort, the run state and the records.
 
-Records are `attempt.json` documents (dicts), taken in coordinate order; nothing here reads a
+Records (`AttemptRecord`) are taken in coordinate order; nothing here reads a
 file, a clock or the environment, so a resumed run that records nothing new renders the same bytes.
 Counts and rates only, each rate with its n; no significance claims.
 """
@@ -15,7 +15,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from forge.lab.cohort import CohortSpec
+from msgspec import UNSET
+
+from forge.attempt.cohort import CohortSpec
+from forge.attempt.record import AttemptRecord, RegressionFailure, cost_basis, known
 
 REPORT_SCHEMA_VERSION = 1
 FAILED_LINES_SHOWN = 20
@@ -37,19 +40,19 @@ class RunState:
     approval: dict[str, Any] = field(default_factory=dict)
 
 
-def outcome_class(record: dict[str, Any]) -> str:
+def outcome_class(record: AttemptRecord) -> str:
     """`accepted`, `failed`, `incomplete` or `invalid:<reason>` (acceptance table O-11)."""
-    if record.get("invalid"):
-        return f"invalid:{record['invalid']}"
-    if record.get("correct"):
+    if record.invalid:
+        return f"invalid:{record.invalid}"
+    if record.correct:
         return "accepted"
-    if record.get("outcome") in ("completed", "no-change") and record.get("verified"):
+    if record.outcome in ("completed", "no-change") and record.verified:
         return "failed"
     return "incomplete"
 
 
 def build_report(
-    spec: CohortSpec, state: RunState, records: Sequence[dict[str, Any]]
+    spec: CohortSpec, state: RunState, records: Sequence[AttemptRecord]
 ) -> dict[str, Any]:
     variants = [_variant_figures(v.name, v.formula_sha256, spec, records) for v in spec.variants]
     primary = _primary(spec.primary_outcome, variants)
@@ -80,79 +83,70 @@ def dumps_report(report: dict[str, Any]) -> str:
     return json.dumps(report, indent=2, sort_keys=False, ensure_ascii=False) + "\n"
 
 
-def _valid(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [r for r in records if not r.get("invalid")]
+def _valid(records: Iterable[AttemptRecord]) -> list[AttemptRecord]:
+    return [r for r in records if not r.invalid]
 
 
 def _variant_figures(
-    name: str, formula_sha: str, spec: CohortSpec, records: Sequence[dict[str, Any]]
+    name: str, formula_sha: str, spec: CohortSpec, records: Sequence[AttemptRecord]
 ) -> dict[str, Any]:
-    mine = [r for r in records if r["variant"] == name]
+    mine = [r for r in records if r.variant == name]
     valid = _valid(mine)
-    hidden_known = [
-        r for r in valid if "hiddenAcceptance" in r and r["hiddenAcceptance"] is not None
-    ]
-    required_known = [r for r in valid if r.get("requiredChecksPass") is not None]
-    costed = [r for r in mine if r.get("costUsd") is not None]
-    valid_costed = [r for r in valid if r.get("costUsd") is not None]
-    accepted_costed = [r for r in valid_costed if r.get("correct")]
-    hidden_pass = sum(1 for r in hidden_known if r["hiddenAcceptance"] is True)
-    required_pass = sum(1 for r in required_known if r["requiredChecksPass"] is True)
-    cost_total = _money(sum(r["costUsd"] for r in costed)) if costed else None
+    hidden_known = [r for r in valid if known(r.hidden_acceptance) is not None]
+    required_known = [r for r in valid if known(r.required_checks_pass) is not None]
+    costed = [r for r in mine if known(r.cost_usd) is not None]
+    valid_costed = [r for r in valid if known(r.cost_usd) is not None]
+    accepted_costed = [r for r in valid_costed if r.correct]
+    hidden_pass = sum(1 for r in hidden_known if r.hidden_acceptance is True)
+    required_pass = sum(1 for r in required_known if r.required_checks_pass is True)
+    cost_total = _money(sum(r.reported_cost() for r in costed)) if costed else None
     per_accepted = (
-        _money(sum(r["costUsd"] for r in valid_costed) / len(accepted_costed))
+        _money(sum(r.reported_cost() for r in valid_costed) / len(accepted_costed))
         if accepted_costed
         else None
     )
     models: Counter[str] = Counter()
     for record in mine:
-        for model in sorted(set(record.get("models") or ["unknown"])):
+        for model in sorted(set(record.models or ["unknown"])):
             models[model] += 1
     return {
         "name": name,
         "formulaSha256": formula_sha,
         "attempts": len(mine),
-        "completions": sum(1 for r in valid if r.get("outcome") == "completed"),
+        "completions": sum(1 for r in valid if r.outcome == "completed"),
         "invalid": len(mine) - len(valid),
-        "invalidReasons": dict(
-            sorted(Counter(str(r["invalid"]) for r in mine if r.get("invalid")).items())
-        ),
+        "invalidReasons": dict(sorted(Counter(str(r.invalid) for r in mine if r.invalid).items())),
         "hiddenAcceptancePass": hidden_pass,
         "hiddenAcceptanceN": len(hidden_known),
         "hiddenAcceptanceRate": _rate(hidden_pass, len(hidden_known)),
         "requiredChecksPass": required_pass,
         "requiredChecksN": len(required_known),
         "requiredChecksPassRate": _rate(required_pass, len(required_known)),
-        "correct": sum(1 for r in valid if r.get("correct")),
-        "correctExcludingBaseFlakes": sum(
-            1 for r in valid if r.get("correctExcludingBaseFlakes", r.get("correct"))
-        ),
-        "scopeViolations": sum(1 for r in valid if r.get("scopeOK") is False),
-        "scopeChanges": sum(1 for r in valid if r.get("outcome") == "scope-change"),
+        "correct": sum(1 for r in valid if r.correct),
+        "correctExcludingBaseFlakes": sum(1 for r in valid if _correct_excluding_base_flakes(r)),
+        "scopeViolations": sum(1 for r in valid if r.scope_ok is False),
+        "scopeChanges": sum(1 for r in valid if r.outcome == "scope-change"),
         "amendments": 0,
-        "timeouts": sum(1 for r in valid if r.get("timedOut")),
-        "elapsedMs": _spread([r["elapsedMs"] for r in valid if r.get("elapsedMs") is not None]),
-        "harnessMs": _spread([r["harnessMs"] for r in valid if r.get("harnessMs") is not None]),
+        "timeouts": sum(1 for r in valid if r.timed_out),
+        "elapsedMs": _spread([ms for r in valid if (ms := known(r.elapsed_ms)) is not None]),
+        "harnessMs": _spread([ms for r in valid if (ms := known(r.harness_ms)) is not None]),
         "costUsdTotal": cost_total,
-        "costBasis": cost_basis([r.get("costBasis") for r in costed]),
+        "costBasis": cost_basis([known(r.cost_basis) for r in costed]),
         "costCoverage": {"reported": len(costed), "of": len(mine)},
         "costPerAcceptedUsd": per_accepted,
         "costPerAcceptedCoverage": {"reported": len(valid_costed), "of": len(valid)},
-        "supersededCostUsd": _money(sum(float(r.get("supersededCostUsd") or 0) for r in mine)),
+        "supersededCostUsd": _money(sum(r.superseded_cost() for r in mine)),
         "effectiveModels": dict(sorted(models.items())),
-        "changesErrors": sum(1 for r in mine if r.get("changesError")),
-        "cleanupErrors": sum(1 for r in mine if r.get("cleanupError")),
+        "changesErrors": sum(1 for r in mine if r.changes_error),
+        "cleanupErrors": sum(1 for r in mine if r.cleanup_error),
     }
 
 
-def cost_basis(bases: Iterable[str | None]) -> str | None:
-    """One label for the bases behind a total: `reported`, `list-price-estimate`, `mixed (...)`."""
-    counts = Counter(b or "unspecified" for b in bases)
-    if not counts:
-        return None
-    if len(counts) == 1:
-        return next(iter(counts))
-    return "mixed (" + ", ".join(f"{n} {basis}" for basis, n in sorted(counts.items())) + ")"
+def _correct_excluding_base_flakes(record: AttemptRecord) -> bool:
+    """A record that predates the field counts as its `correct`."""
+    if record.correct_excluding_base_flakes is UNSET:
+        return bool(record.correct)
+    return record.correct_excluding_base_flakes
 
 
 def _primary(outcome: str, variants: list[dict[str, Any]]) -> dict[str, Any]:
@@ -169,29 +163,25 @@ def _primary(outcome: str, variants: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _task_row(task: str, spec: CohortSpec, records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+def _task_row(task: str, spec: CohortSpec, records: Sequence[AttemptRecord]) -> dict[str, Any]:
     cells: dict[str, list[str | None]] = {}
     required: dict[str, dict[str, int]] = {}
     for variant in spec.variants:
-        by_rep = {
-            r["repetition"]: r
-            for r in records
-            if r["task"] == task and r["variant"] == variant.name
-        }
+        by_rep = {r.repetition: r for r in records if r.task == task and r.variant == variant.name}
         cells[variant.name] = [
             outcome_class(by_rep[n]) if n in by_rep else None
             for n in range(1, spec.repetitions + 1)
         ]
-        known = [r for r in _valid(by_rep.values()) if r.get("requiredChecksPass") is not None]
+        ran = [r for r in _valid(by_rep.values()) if known(r.required_checks_pass) is not None]
         required[variant.name] = {
-            "pass": sum(1 for r in known if r["requiredChecksPass"] is True),
-            "n": len(known),
+            "pass": sum(1 for r in ran if r.required_checks_pass is True),
+            "n": len(ran),
         }
     return {"name": task, "cells": cells, "requiredChecks": required}
 
 
-def _summary(record: dict[str, Any]) -> dict[str, Any]:
-    summary = {k: v for k, v in record.items() if k not in _SUMMARY_OMITS}
+def _summary(record: AttemptRecord) -> dict[str, Any]:
+    summary = {k: v for k, v in record.fields().items() if k not in _SUMMARY_OMITS}
     summary["class"] = outcome_class(record)
     return summary
 
@@ -199,7 +189,7 @@ def _summary(record: dict[str, Any]) -> dict[str, Any]:
 def _notes(
     spec: CohortSpec,
     state: RunState,
-    records: Sequence[dict[str, Any]],
+    records: Sequence[AttemptRecord],
     variants: list[dict[str, Any]],
     primary: dict[str, Any],
 ) -> list[str]:
@@ -208,9 +198,9 @@ def _notes(
         notes.append(f"Stopped: {state.stop_reason}.")
     if state.abort_reason:
         notes.append(f"Aborted: {state.abort_reason}.")
-    invalid = [r for r in records if r.get("invalid")]
+    invalid = [r for r in records if r.invalid]
     if invalid:
-        reasons = Counter(str(r["invalid"]) for r in invalid)
+        reasons = Counter(str(r.invalid) for r in invalid)
         named = ", ".join(f"{n} {reason}" for reason, n in sorted(reasons.items()))
         notes.append(
             f"{len(invalid)} invalid attempt(s) ({named}) excluded from completions, passes, "
@@ -224,7 +214,7 @@ def _notes(
             f"{variants[1]['name']} {counts[1]}; "
             "rates over different n are not directly comparable."
         )
-    if any(r.get("parallel") for r in records):
+    if any(r.parallel for r in records):
         notes.append(
             "Elapsed and harness durations include contention from concurrent attempts "
             "(some attempts ran with --parallel above 1)."
@@ -234,7 +224,7 @@ def _notes(
             f"The primary outcome ({spec.primary_outcome}) is not measurable: "
             "n=0 for every variant."
         )
-    missing_hidden = sum(1 for r in _valid(records) if "hiddenAcceptance" not in r)
+    missing_hidden = sum(1 for r in _valid(records) if r.hidden_acceptance is UNSET)
     if missing_hidden:
         notes.append(
             f"{missing_hidden} record(s) predate the hiddenAcceptance field and are left out of "
@@ -248,7 +238,7 @@ def _notes(
         notes.append(
             f"{cleanup_errors} attempt(s) could not remove their workspace (cleanupError)."
         )
-    unknown_models = sum(1 for r in records if "unknown" in (r.get("models") or ["unknown"]))
+    unknown_models = sum(1 for r in records if "unknown" in (r.models or ["unknown"]))
     if unknown_models:
         notes.append(f"{unknown_models} attempt(s) reported no served model (counted as unknown).")
     return notes
@@ -272,7 +262,7 @@ def _spread(values: list[int]) -> dict[str, int | None]:
 
 
 def render_markdown(
-    spec: CohortSpec, report: dict[str, Any], records: Sequence[dict[str, Any]]
+    spec: CohortSpec, report: dict[str, Any], records: Sequence[AttemptRecord]
 ) -> str:
     """report.md: the same figures as report.json, then `## Attempts` with failed-command tails."""
     lines = [
@@ -335,49 +325,46 @@ def _variant_lines(v: dict[str, Any], shape: str) -> list[str]:
     ]
 
 
-def _attempt_lines(record: dict[str, Any]) -> list[str]:
-    models = ", ".join(record.get("models") or ["unknown"])
+def _attempt_lines(record: AttemptRecord) -> list[str]:
+    models = ", ".join(record.models or ["unknown"])
     lines = [
-        f"- {record['task']} {record['variant']} rep-{record['repetition']}: "
-        f"{outcome_class(record)}; models {models}; cost {_usd(record.get('costUsd'))}; "
-        f"elapsed {record.get('elapsedMs')} ms"
+        f"- {record.task} {record.variant} rep-{record.repetition}: "
+        f"{outcome_class(record)}; models {models}; cost {_usd(known(record.cost_usd))}; "
+        f"elapsed {known(record.elapsed_ms)} ms"
     ]
-    for failure in record.get("failedCheckOutput") or []:
+    for failure in record.failed_check_output or []:
         lines.append(
-            f"  - failed {failure['phase']} `{failure['id']}` "
-            f"({failure.get('view', 'n/a')} view, exit {failure.get('exitCode')}):"
+            f"  - failed {failure.phase} `{failure.id}` "
+            f"({failure.view} view, exit {failure.exit_code}):"
         )
         lines.append("")
         lines.append("    ```")
-        lines += [
-            "    " + line for line in last_lines(failure.get("stdoutTail", ""), FAILED_LINES_SHOWN)
-        ]
+        lines += ["    " + line for line in last_lines(failure.stdout_tail, FAILED_LINES_SHOWN)]
         lines.append("    ```")
-    harness = record.get("harnessOutput")
-    if harness:
-        lines.append(f"  - harness output ({record.get('error')}):")
+    if record.harness_output:
+        lines.append(f"  - harness output ({known(record.error)}):")
         lines.append("")
         lines.append("    ```")
         lines += [
-            "    " + line for line in last_lines(harness.get("stdoutTail", ""), FAILED_LINES_SHOWN)
+            "    " + line
+            for line in last_lines(record.harness_output.stdout_tail, FAILED_LINES_SHOWN)
         ]
         lines.append("    ```")
-    failures = record.get("regressionFailures") or []
-    if record.get("regressionFailedTests"):
-        suffix = " (output truncated)" if record.get("regressionFailedTestsTruncated") else ""
+    if record.regression_failed_tests:
+        suffix = " (output truncated)" if record.regression_failed_tests_truncated else ""
         lines.append(f"  - regression failures{suffix}:")
-        by_test = {f"{f['package']}::{f['test']}": f for f in failures}
-        for test in record["regressionFailedTests"]:
+        by_test = {f"{f.package}::{f.test}": f for f in record.regression_failures or []}
+        for test in record.regression_failed_tests:
             lines.append(f"    - {test}{_base_mark(by_test.get(test))}")
     return lines
 
 
-def _base_mark(failure: dict[str, Any] | None) -> str:
-    if failure is None or failure.get("unclassified"):
+def _base_mark(failure: RegressionFailure | None) -> str:
+    if failure is None or failure.unclassified:
         return " [unclassified]"
-    if failure.get("flakyAtBase"):
-        return f" [flaky at base ({failure['baseFails']}/3 failed)]"
-    if failure.get("brokenAtBase"):
+    if failure.flaky_at_base:
+        return f" [flaky at base ({failure.base_fails}/3 failed)]"
+    if failure.broken_at_base:
         return " [broken at base]"
     return " [passed at base]"
 

@@ -12,16 +12,17 @@ import asyncio
 import contextlib
 import shutil
 from pathlib import Path
-from typing import Any
 
+from forge.attempt.command import MARKER_ENV
+from forge.attempt.errors import RunAborted
+from forge.attempt.handoff import Handoff
+from forge.attempt.record import AttemptRecord
+from forge.attempt.run import AttemptSpec
 from forge.ipc.errors import RequestFailed, WorkerCrashed, WorkerError
-from forge.ipc.manager import WorkerHandle, WorkerManager, WorkerSpec
-from forge.lab.attempt import AttemptSpec
-from forge.lab.command import MARKER_ENV
-from forge.lab.errors import RunAborted
-from forge.lab.spec_wire import spec_to_wire
+from forge.ipc.manager import WorkerHandle, WorkerManager
+from forge.ipc.protocol import call
 from forge.procs import find_by_environ, kill_processes
-from forge.workers.lab.runner import KIND
+from forge.workers.lab.protocol import LAB_ATTEMPT, Cancel, Run
 
 ATTEMPT_DEADLINE_S = 7 * 24 * 3600.0
 """Attempts bound themselves (atom, check and re-run timeouts); this only catches a lost reply."""
@@ -35,23 +36,19 @@ class RunnerPool:
         self.out = out
         self.idle: asyncio.Queue[WorkerHandle] = asyncio.Queue()
         for index in range(size):
-            handle = manager.start(
-                WorkerSpec(f"lab-attempt-{index + 1}", KIND, "forge.workers.lab")
-            )
+            handle = manager.start(LAB_ATTEMPT.spec(f"lab-attempt-{index + 1}"))
             self.idle.put_nowait(handle)
 
-    async def __call__(self, spec: AttemptSpec) -> dict[str, Any]:
+    async def __call__(self, spec: AttemptSpec) -> AttemptRecord:
         handle = await self.idle.get()
         try:
-            reply = await handle.request(
-                "run", spec_to_wire(spec, self.out), within=ATTEMPT_DEADLINE_S
+            record = await call(
+                handle, Run(attempt=Handoff.of(spec, self.out)), within=ATTEMPT_DEADLINE_S
             )
         except asyncio.CancelledError:
             with contextlib.suppress(WorkerError, RequestFailed):
                 await asyncio.shield(
-                    handle.request(
-                        "cancel", {"attemptId": spec.attempt_id}, within=CANCEL_DEADLINE_S
-                    )
+                    call(handle, Cancel(attempt_id=spec.attempt_id), within=CANCEL_DEADLINE_S)
                 )
             raise
         except RequestFailed as refusal:
@@ -67,7 +64,6 @@ class RunnerPool:
             ) from None
         finally:
             self.idle.put_nowait(handle)
-        record: dict[str, Any] = reply.result
         return record
 
 

@@ -18,22 +18,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
+from forge.attempt.cohort import Cohort
+from forge.attempt.coordinates import Coordinate, coordinates
+from forge.attempt.errors import LabRefusal, RunAborted
+from forge.attempt.layout import ATTEMPTS_DIR, INPUTS_DIR
+from forge.attempt.record import AttemptRecord, cost_basis, dumps_record, known, read_record
+from forge.attempt.run import AttemptSpec
+from forge.attempt.settings import LabSettings
 from forge.clock import Clock
 from forge.files import write_atomic
-from forge.lab.activation import INPUTS_DIR, verify_inputs
-from forge.lab.attempt import AttemptSpec
-from forge.lab.cohort import Cohort
-from forge.lab.coordinates import Coordinate, coordinates
-from forge.lab.errors import RunAborted
-from forge.lab.report import RunState, build_report, cost_basis, dumps_report, render_markdown
-from forge.lab.settings import LabSettings
+from forge.lab.activation import verify_inputs
+from forge.lab.report import RunState, build_report, dumps_report, render_markdown
 from forge.logs import get_logger
 
-ATTEMPTS_DIR = "attempts"
 SUPERSEDED_DIR = "superseded"
 RECORD_FILE = "attempt.json"
 
-Executor = Callable[[AttemptSpec], Coroutine[Any, Any, dict[str, Any]]]
+Executor = Callable[[AttemptSpec], Coroutine[Any, Any, AttemptRecord]]
 """Runs one attempt to its record; cancelling the awaitable kills and discards the attempt."""
 Progress = Callable[["ProgressEvent"], None]
 
@@ -50,7 +53,7 @@ class ProgressEvent:
     accepted: dict[str, int]
     in_flight: dict[str, float]
     """Label -> monotonic start time."""
-    record: dict[str, Any] | None = None
+    record: AttemptRecord | None = None
     status: str = "running"
 
 
@@ -77,8 +80,8 @@ class CohortRun:
         self.clock = clock
         self.progress = progress
         self.order = coordinates(config.cohort.spec)
-        self.records: dict[int, dict[str, Any]] = {}
-        self.in_flight: dict[int, asyncio.Task[dict[str, Any]]] = {}
+        self.records: dict[int, AttemptRecord] = {}
+        self.in_flight: dict[int, asyncio.Task[AttemptRecord]] = {}
         self.started_at: dict[int, float] = {}
         self.stop_reason: str | None = None
         self.abort_reason: str | None = None
@@ -139,14 +142,14 @@ class CohortRun:
             number += 1
         (root / str(number)).parent.mkdir(parents=True, exist_ok=True)
         shutil.move(str(self._attempt_dir(coordinate)), root / str(number))
-        return float(record.get("costUsd") or 0) + float(record.get("supersededCostUsd") or 0)
+        return record.reported_cost() + record.superseded_cost()
 
     def _pending(self) -> list[Coordinate]:
         return [
             c
             for c in self.order
             if c.index not in self.records
-            or self.records[c.index].get("invalid") == "provider-unavailable"
+            or self.records[c.index].invalid == "provider-unavailable"
         ]
 
     # -- scheduling --------------------------------------------------------------------------
@@ -198,7 +201,7 @@ class CohortRun:
         self._emit("started", coordinate)
 
     def _finished(
-        self, coordinate: Coordinate, task: asyncio.Task[dict[str, Any]], superseded: float
+        self, coordinate: Coordinate, task: asyncio.Task[AttemptRecord], superseded: float
     ) -> None:
         self.in_flight.pop(coordinate.index, None)
         self._changed.set()
@@ -220,13 +223,10 @@ class CohortRun:
             return
         record = task.result()
         if superseded:
-            record["supersededCostUsd"] = round(superseded, 6)
-        write_atomic(
-            self._attempt_dir(coordinate) / RECORD_FILE,
-            (json.dumps(record, indent=2, ensure_ascii=False) + "\n").encode(),
-        )
+            record.superseded_cost_usd = round(superseded, 6)
+        write_atomic(self._attempt_dir(coordinate) / RECORD_FILE, dumps_record(record))
         self.records[coordinate.index] = record
-        log.info("lab_attempt_recorded", coordinate=coordinate.label, outcome=record.get("outcome"))
+        log.info("lab_attempt_recorded", coordinate=coordinate.label, outcome=known(record.outcome))
         self._check_stop_rules()
         try:
             self._write_report("running")
@@ -268,19 +268,19 @@ class CohortRun:
         for variant in spec.variants:
             first = next(c for c in self.order if c.variant == variant.name)
             record = self.records.get(first.index)
-            if record is not None and record.get("invalid") == "model-mismatch":
+            if record is not None and record.invalid == "model-mismatch":
                 self.stop_reason = (
                     f"variant {variant.name} was not served its pinned model "
-                    f"({record.get('pinnedModel')} → {record.get('servedModel')})"
+                    f"({record.pinned_model} → {known(record.served_model)})"
                 )
                 return
         limit = spec.stop.max_cost_usd
-        costed = [r for r in self.records.values() if r.get("costUsd") is not None]
-        total = sum(float(r["costUsd"]) for r in costed) + sum(
-            float(r.get("supersededCostUsd") or 0) for r in self.records.values()
+        costed = [r for r in self.records.values() if known(r.cost_usd) is not None]
+        total = sum(r.reported_cost() for r in costed) + sum(
+            r.superseded_cost() for r in self.records.values()
         )
         if limit is not None and costed and total >= limit:
-            basis = cost_basis(r.get("costBasis") for r in costed)
+            basis = cost_basis(known(r.cost_basis) for r in costed)
             self.stop_reason = (
                 f"maxCostUSD {limit:g} reached: reported cost {total:.6g} USD (basis: {basis})"
             )
@@ -302,7 +302,7 @@ class CohortRun:
             approval=self.config.approval,
         )
 
-    def ordered_records(self) -> list[dict[str, Any]]:
+    def ordered_records(self) -> list[AttemptRecord]:
         return [self.records[c.index] for c in self.order if c.index in self.records]
 
     def _write_report(self, status: str) -> None:
@@ -335,15 +335,15 @@ class CohortRun:
         kind: str,
         coordinate: Coordinate | None,
         *,
-        record: dict[str, Any] | None = None,
+        record: AttemptRecord | None = None,
         status: str = "running",
     ) -> None:
         if self.progress is None:
             return
         accepted = {v.name: 0 for v in self.config.cohort.spec.variants}
         for r in self.records.values():
-            if r.get("correct") and not r.get("invalid"):
-                accepted[r["variant"]] += 1
+            if r.correct and not r.invalid:
+                accepted[r.variant] += 1
         self.progress(
             ProgressEvent(
                 kind=kind,
@@ -358,19 +358,20 @@ class CohortRun:
         )
 
 
-def _read_record(path: Path) -> dict[str, Any] | None:
-    """A complete record: present, JSON, an object with the fields a record always has."""
+def _read_record(path: Path) -> AttemptRecord | None:
+    """A complete record, or None (absent, torn, unfinished); one this forge cannot read refuses."""
     try:
-        record = json.loads(path.read_text(encoding="utf-8"))
+        document = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    if not isinstance(record, dict) or record.get("schemaVersion") != 1 or "outcome" not in record:
-        return None
-    return record
+    try:
+        return read_record(document)
+    except msgspec.ValidationError as error:
+        raise LabRefusal(f"{path}: not an attempt record this forge reads: {error}") from None
 
 
-def exit_code(state: RunState, records: list[dict[str, Any]]) -> int:
+def exit_code(state: RunState, records: list[AttemptRecord]) -> int:
     """O-1: 0 all correct, 2 some attempt not correct or invalid, 1 aborted."""
     if state.status == "aborted":
         return 1
-    return 0 if all(r.get("correct") and not r.get("invalid") for r in records) else 2
+    return 0 if all(r.correct and not r.invalid for r in records) else 2

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import builtins
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -311,3 +312,14 @@ def test_issue13_item2_every_view_of_one_issue_is_recognised() -> None:
         assert not same_issue(gone, view, "acme/widget"), argv
     assert viewed_issue(["issue", "list"]) is None
     assert viewed_issue(["issue", "view", "--json", "title"]) is None
+
+
+def test_forge_now_ms_pins_the_wall_clock_only() -> None:
+    """FORGE_NOW_MS fixes timestamps; durations stay real, as the sh shim measures them."""
+    from forge.health.settings import clock_from_env
+
+    clock = clock_from_env({"FORGE_NOW_MS": str(NOW)})
+    assert clock.time() == NOW / 1000
+    before = clock.monotonic()
+    assert time.monotonic() >= before
+    assert clock_from_env({}).time() != NOW / 1000

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from forge.lab.harness import HarnessReport, is_transient, parse_report, served_model_mismatch
-from forge.lab.redact import Redactor
-from forge.lab.regression import (
+from forge.attempt.harness import HarnessReport, is_transient, parse_report, served_model_mismatch
+from forge.attempt.redact import Redactor
+from forge.attempt.regression import (
     classify,
     failed_tests,
     is_pytest,
@@ -196,11 +196,16 @@ def test_rerun_verdicts(
 
 
 def test_classification() -> None:
-    assert classify(["fail", "pass", "fail"])["flakyAtBase"]
-    assert classify(["fail", "pass", "fail"])["baseFails"] == 2
-    assert classify(["fail"] * 3)["brokenAtBase"]
-    passed = classify(["pass"] * 3)
-    assert not (passed["flakyAtBase"])
-    assert not (passed["brokenAtBase"])
-    assert not (passed["unclassified"])
-    assert classify(["fail", None, "fail"])["unclassified"]
+    flaky = classify("tests/t.py", "test_f", ["fail", "pass", "fail"])
+    assert (flaky.package, flaky.test, flaky.flaky_at_base, flaky.base_fails) == (
+        "tests/t.py",
+        "test_f",
+        True,
+        2,
+    )
+    assert classify("p", "t", ["fail"] * 3).broken_at_base
+    passed = classify("p", "t", ["pass"] * 3)
+    assert not passed.flaky_at_base
+    assert not passed.broken_at_base
+    assert not passed.unclassified
+    assert classify("p", "t", ["fail", None, "fail"]).unclassified

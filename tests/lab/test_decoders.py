@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from forge.lab.cohort import decode_cohort, load_cohort
-from forge.lab.errors import LabRefusal
-from forge.lab.formula import decode_formula
-from forge.lab.plan import decode_plan
+from forge.attempt.cohort import decode_cohort, load_cohort
+from forge.attempt.errors import LabRefusal
+from forge.attempt.formula import decode_formula
+from forge.attempt.plan import decode_plan
 
 from .kit import Kit
 

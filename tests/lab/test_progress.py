@@ -4,13 +4,30 @@ from __future__ import annotations
 
 import asyncio
 import io
+from typing import Any
 
-from forge.lab.coordinates import Coordinate
+from forge.attempt.coordinates import Coordinate
+from forge.attempt.record import AttemptRecord
 from forge.lab.progress import ProgressDisplay
 from forge.lab.scheduler import ProgressEvent
 from forge.testing.clock import ManualClock
 
 COORD = Coordinate(0, "t1", 1, "a")
+
+
+def record(**fields: Any) -> AttemptRecord:
+    return AttemptRecord(
+        schema_version=1,
+        task="t1",
+        variant="a",
+        repetition=1,
+        attempt_id="t1.a.rep-1.x",
+        formula_sha256="f" * 64,
+        plan_sha256="p" * 64,
+        pinned_model="m1",
+        started_at="2026-01-01T00:00:00Z",
+        **fields,
+    )
 
 
 def event(kind: str, done: int, **extra: object) -> ProgressEvent:
@@ -29,7 +46,7 @@ def test_plain_lines_when_not_a_terminal() -> None:
     stream = io.StringIO()
     display = ProgressDisplay(stream, ManualClock(), live=False)
     display(event("started", 0))
-    display(event("recorded", 1, record={"correct": True, "elapsedMs": 1200}))
+    display(event("recorded", 1, record=record(correct=True, elapsed_ms=1200)))
     display(ProgressEvent("status", None, 1, 4, {"a": 1, "b": 0}, {}, status="stopped"))
     assert stream.getvalue().splitlines() == [
         "[0/4] start t1/a/rep-1",
@@ -43,9 +60,7 @@ async def test_live_line_shows_in_flight_elapsed_and_refreshes() -> None:
     clock = ManualClock(start=1000.0)
     display = ProgressDisplay(stream, clock, live=True)
     display.start()
-    display(
-        event("recorded", 1, record={"correct": False, "verified": True, "outcome": "completed"})
-    )
+    display(event("recorded", 1, record=record(correct=False, verified=True, outcome="completed")))
     assert "t1/a/rep-1: failed\n" in stream.getvalue()
     assert stream.getvalue().endswith("1/4 done | accepted a:1 b:0 | t1/b/rep-1 5s")
     await asyncio.sleep(0)

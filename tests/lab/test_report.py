@@ -6,7 +6,11 @@ import json
 import re
 from typing import Any
 
-from forge.lab.cohort import CohortSpec, Stop, TaskSpec, VariantSpec
+from msgspec import UNSET
+
+from forge.attempt.cohort import CohortSpec, Stop, TaskSpec, VariantSpec
+from forge.attempt.record import AttemptRecord, FailedCommand, dumps_record, read_record
+from forge.attempt.regression import classify
 from forge.lab.report import (
     TIMES,
     RunState,
@@ -26,12 +30,18 @@ SPEC = CohortSpec(
 )
 
 
-def record(task: str, variant: str, rep: int, **fields: Any) -> dict[str, Any]:
+def record(task: str, variant: str, rep: int, **fields: Any) -> AttemptRecord:
+    """A record as a resume reads it from `attempt.json`, from camelCase fields."""
     base: dict[str, Any] = {
         "schemaVersion": 1,
         "task": task,
         "variant": variant,
         "repetition": rep,
+        "attemptId": f"{task}.{variant}.rep-{rep}.0123456789ab",
+        "formulaSha256": variant * 64,
+        "planSha256": "0" * 64,
+        "pinnedModel": "m1",
+        "startedAt": "2026-01-01T00:00:00Z",
         "outcome": "completed",
         "verified": True,
         "hiddenAcceptance": True,
@@ -47,10 +57,12 @@ def record(task: str, variant: str, rep: int, **fields: Any) -> dict[str, Any]:
         "models": ["m1"],
     }
     base.update(fields)
-    return base
+    typed = read_record(base)
+    assert typed is not None
+    return typed
 
 
-def full_run() -> list[dict[str, Any]]:
+def full_run() -> list[AttemptRecord]:
     return [
         record("t1", "a", 1, costUsd=0.5, costBasis="reported", elapsedMs=100),
         record(
@@ -168,7 +180,7 @@ def test_contention_note_when_any_attempt_ran_in_parallel() -> None:
     assert not any(
         "contention" in n for n in build_report(SPEC, RunState("complete"), records)["notes"]
     )
-    records[3]["parallel"] = 2
+    records[3].parallel = 2
     assert any(
         "contention" in n for n in build_report(SPEC, RunState("complete"), records)["notes"]
     )
@@ -185,7 +197,7 @@ def test_required_checks_primary_not_measurable_when_all_na() -> None:
 
 def test_record_without_hidden_acceptance_key_is_excluded_and_noted() -> None:
     records = full_run()
-    del records[0]["hiddenAcceptance"]
+    records[0].hidden_acceptance = UNSET
     report = build_report(SPEC, RunState("complete"), records)
     assert variant(report, "a")["hiddenAcceptanceN"] == 3
     assert any("predate the hiddenAcceptance field" in n for n in report["notes"])
@@ -193,15 +205,16 @@ def test_record_without_hidden_acceptance_key_is_excluded_and_noted() -> None:
 
 def test_report_json_has_no_tails_and_md_has_them() -> None:
     records = full_run()
-    records[1]["failedCheckOutput"] = [
-        {
-            "phase": "check",
-            "view": "candidate",
-            "id": "pytest-0",
-            "exitCode": 1,
-            "stdoutTail": "\n".join(f"line {i}" for i in range(30)),
-            "stderrTail": "",
-        }
+    records[1].failed_check_output = [
+        FailedCommand(
+            phase="check",
+            view="candidate",
+            id="pytest-0",
+            exit_code=1,
+            timed_out=False,
+            stdout_tail="\n".join(f"line {i}" for i in range(30)),
+            stderr_tail="",
+        )
     ]
     report = build_report(SPEC, RunState("complete"), records)
     assert "failedCheckOutput" not in dumps_report(report)
@@ -224,38 +237,21 @@ def test_every_rate_in_markdown_states_its_n_and_no_significance_claims() -> Non
 
 def test_report_is_independent_of_input_identity() -> None:
     one = dumps_report(build_report(SPEC, RunState("complete"), full_run()))
-    two = dumps_report(build_report(SPEC, RunState("complete"), json.loads(json.dumps(full_run()))))
+    reread = [read_record(json.loads(dumps_record(r))) for r in full_run()]
+    two = dumps_report(build_report(SPEC, RunState("complete"), [r for r in reread if r]))
     assert one == two
 
 
 def test_regression_marks_in_attempts_section() -> None:
     records = full_run()
-    records[0].update(
-        regressionFailedTests=[
-            "tests/test_broken.py::test_always",
-            "tests/test_flaky.py::test_flip",
-        ],
-        regressionFailures=[
-            {
-                "package": "tests/test_broken.py",
-                "test": "test_always",
-                "flakyAtBase": False,
-                "brokenAtBase": True,
-                "baseFails": 3,
-                "basePasses": 0,
-                "unclassified": False,
-            },
-            {
-                "package": "tests/test_flaky.py",
-                "test": "test_flip",
-                "flakyAtBase": True,
-                "brokenAtBase": False,
-                "baseFails": 2,
-                "basePasses": 1,
-                "unclassified": False,
-            },
-        ],
-    )
+    records[0].regression_failed_tests = [
+        "tests/test_broken.py::test_always",
+        "tests/test_flaky.py::test_flip",
+    ]
+    records[0].regression_failures = [
+        classify("tests/test_broken.py", "test_always", ["fail"] * 3),
+        classify("tests/test_flaky.py", "test_flip", ["fail", "pass", "fail"]),
+    ]
     markdown = render_markdown(SPEC, build_report(SPEC, RunState("complete"), records), records)
     assert "tests/test_flaky.py::test_flip [flaky at base (2/3 failed)]" in markdown
     assert "tests/test_broken.py::test_always [broken at base]" in markdown

@@ -13,11 +13,11 @@ from pathlib import Path
 import psutil
 import pytest
 
+from forge.attempt.cohort import load_cohort
+from forge.attempt.coordinates import Coordinate
+from forge.attempt.run import AttemptSpec, run_attempt
+from forge.attempt.settings import LabSettings
 from forge.clock import SYSTEM_CLOCK
-from forge.lab.attempt import AttemptSpec, run_attempt
-from forge.lab.cohort import load_cohort
-from forge.lab.coordinates import Coordinate
-from forge.lab.settings import LabSettings
 
 from .kit import Kit, marker_processes, normalised, wait_for
 
@@ -266,12 +266,13 @@ async def test_an_unresolvable_provider_host_uses_checks_not_resumes(kit: Kit) -
     (kit.root / "direct").mkdir()
     record = await run_attempt(spec, clock=SYSTEM_CLOCK, resolver=resolver)
     assert asked == ["api.anthropic.com"] * 3
-    assert [n for n in record["notes"] if "did not resolve" in n] == [
+    assert [n for n in record.notes or [] if "did not resolve" in n] == [
         "provider host api.anthropic.com did not resolve (check 1 of 4)",
         "provider host api.anthropic.com did not resolve (check 2 of 4)",
     ]
-    assert record["invocations"][1]["resumed"] == "resumed after transient-provider-error (1 of 2)"
-    assert record["correct"] is True
+    assert record.invocations
+    assert record.invocations[1].resumed == "resumed after transient-provider-error (1 of 2)"
+    assert record.correct is True
 
 
 @pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])

@@ -1,5 +1,6 @@
 """Pairing a page (issue #20): a page without the token gets a pairing screen, not a redial
-loop; the URL `forge pair` prints pairs it; a pasted token pairs it; "forget this device" unpairs."""
+loop; the URL `forge pair` prints pairs it, and so does a pasted token; "forget this device"
+unpairs it."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from forge.ipc.worker import run_worker
-from forge.workers.lab.runner import AttemptRunner
+from forge.workers.lab.worker import AttemptRunner
 
 if __name__ == "__main__":
     run_worker(AttemptRunner)

@@ -1,0 +1,252 @@
+"""The cohort file: two pinned Formula variants over pinned task plans, decoded strictly.
+
+`decode_cohort` is pure (bytes in, a spec out). `load_cohort` reads every file the cohort names
+(refusing symlinks, since a link target could change after pinning), checks each pin and decodes
+the Formulas, plans, issues and acceptance scripts, so a loaded `Cohort` holds every byte the
+activation digest covers and nothing is read again from the person's tree after approval.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import posixpath
+import re
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from forge.attempt.errors import LabRefusal
+from forge.attempt.fields import Reader
+from forge.attempt.formula import Formula, decode_formula
+from forge.attempt.plan import Issue, Plan, decode_issue, decode_plan
+from forge.attempt.strictjson import loads_object
+
+COHORT_LIMIT = 65_536
+"""The seed's 64 KiB, checked on the raw bytes before decoding."""
+
+HYPOTHESIS_MAX_CHARS = 2000
+MAX_TASKS = 50
+MAX_REPETITIONS = 10
+PRIMARY_OUTCOMES = ("hiddenAcceptancePassRate", "requiredChecksPassRate", "costPerAcceptedOutcome")
+VARIANT_NAME_RE = re.compile(r"[a-z][a-z0-9-]{0,31}")
+TASK_NAME_RE = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
+
+
+@dataclass(frozen=True)
+class VariantSpec:
+    name: str
+    formula: str
+    formula_sha256: str
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    name: str
+    plan: str
+    plan_sha256: str
+
+
+@dataclass(frozen=True)
+class Stop:
+    max_attempts: int | None = None
+    max_cost_usd: float | None = None
+
+
+@dataclass(frozen=True)
+class CohortSpec:
+    hypothesis: str
+    primary_outcome: str
+    variants: tuple[VariantSpec, VariantSpec]
+    tasks: tuple[TaskSpec, ...]
+    repetitions: int
+    stop: Stop
+
+
+def decode_cohort(raw: bytes, *, file: str) -> CohortSpec:
+    """Decode the cohort's bytes (strict JSON, 64 KiB) or refuse naming the field."""
+    reader = Reader(file)
+    top = reader.obj(
+        loads_object(raw, file=file, limit=COHORT_LIMIT),
+        "",
+        required={
+            "schemaVersion",
+            "hypothesis",
+            "primaryOutcome",
+            "variants",
+            "tasks",
+            "repetitions",
+        },
+        optional={"stop"},
+    )
+    reader.integer(top["schemaVersion"], "schemaVersion", lo=1, hi=1)
+    hypothesis = reader.nonblank(top["hypothesis"], "hypothesis", max_chars=HYPOTHESIS_MAX_CHARS)
+    primary = reader.one_of(top["primaryOutcome"], "primaryOutcome", PRIMARY_OUTCOMES)
+    variant_items = reader.array(top["variants"], "variants", lo=2, hi=2)
+    variants = [_variant(reader, item, f"variants[{i}]") for i, item in enumerate(variant_items)]
+    reader.unique([v.name for v in variants], "variants", "name")
+    task_items = reader.array(top["tasks"], "tasks", lo=1, hi=MAX_TASKS)
+    tasks = tuple(_task(reader, item, f"tasks[{i}]") for i, item in enumerate(task_items))
+    reader.unique([t.name for t in tasks], "tasks", "name")
+    repetitions = reader.integer(top["repetitions"], "repetitions", lo=1, hi=MAX_REPETITIONS)
+    stop = Stop()
+    if "stop" in top:
+        stop_obj = reader.obj(
+            top["stop"], "stop", required=(), optional={"maxAttempts", "maxCostUSD"}
+        )
+        stop = Stop(
+            max_attempts=(
+                reader.integer(stop_obj["maxAttempts"], "stop.maxAttempts", lo=1)
+                if "maxAttempts" in stop_obj
+                else None
+            ),
+            max_cost_usd=(
+                reader.positive_number(stop_obj["maxCostUSD"], "stop.maxCostUSD")
+                if "maxCostUSD" in stop_obj
+                else None
+            ),
+        )
+    return CohortSpec(
+        hypothesis=hypothesis,
+        primary_outcome=primary,
+        variants=(variants[0], variants[1]),
+        tasks=tasks,
+        repetitions=repetitions,
+        stop=stop,
+    )
+
+
+def _variant(reader: Reader, value: object, path: str) -> VariantSpec:
+    item = reader.obj(value, path, required={"name", "formula", "formulaSha256"})
+    return VariantSpec(
+        name=reader.matching(item["name"], f"{path}.name", VARIANT_NAME_RE),
+        formula=reader.clean_path(item["formula"], f"{path}.formula"),
+        formula_sha256=reader.sha256(item["formulaSha256"], f"{path}.formulaSha256"),
+    )
+
+
+def _task(reader: Reader, value: object, path: str) -> TaskSpec:
+    item = reader.obj(value, path, required={"name", "plan", "planSha256"})
+    return TaskSpec(
+        name=reader.matching(item["name"], f"{path}.name", TASK_NAME_RE),
+        plan=reader.clean_path(item["plan"], f"{path}.plan"),
+        plan_sha256=reader.sha256(item["planSha256"], f"{path}.planSha256"),
+    )
+
+
+@dataclass(frozen=True)
+class Variant:
+    spec: VariantSpec
+    formula: Formula
+
+
+@dataclass(frozen=True)
+class Task:
+    spec: TaskSpec
+    plan: Plan
+    issue: Issue
+    task_file: str
+    """The issue file, cohort-relative."""
+    task_sha256: str
+    acceptance_file: str
+    """The hidden acceptance script, cohort-relative."""
+    acceptance_sha256: str
+
+
+@dataclass(frozen=True)
+class Cohort:
+    spec: CohortSpec
+    raw: bytes
+    sha256: str
+    variants: tuple[Variant, Variant]
+    tasks: tuple[Task, ...]
+    files: dict[str, bytes]
+    """Every referenced file by cohort-relative path: `<out>/inputs/` holds these."""
+
+    def pins(self) -> dict[str, str]:
+        """Cohort-relative path -> sha256 of every input, the cohort itself as `cohort.json`."""
+        pins = {"cohort.json": self.sha256}
+        pins.update({path: sha256_hex(data) for path, data in self.files.items()})
+        return pins
+
+
+def load_cohort(cohort_path: Path) -> Cohort:
+    """Read and check the cohort and every file it names; refuse with the field at fault."""
+    file = str(cohort_path)
+    raw = read_regular(cohort_path.parent, cohort_path.name, what=file)
+    spec = decode_cohort(raw, file=file)
+    reader = Reader(file)
+    base = cohort_path.parent
+    files: dict[str, bytes] = {}
+
+    def pinned(rel: str, sha: str, field: str) -> bytes:
+        data = read_regular(base, rel, what=f"{file}: {field}")
+        if sha256_hex(data) != sha:
+            raise reader.refuse(
+                field, f"sha256 mismatch for {rel}: pinned {sha}, file has {sha256_hex(data)}"
+            )
+        files[rel] = data
+        return data
+
+    variants: list[Variant] = []
+    for index, vspec in enumerate(spec.variants):
+        data = pinned(vspec.formula, vspec.formula_sha256, f"variants[{index}].formulaSha256")
+        variants.append(Variant(vspec, decode_formula(data, file=vspec.formula)))
+    if spec.variants[0].formula_sha256 == spec.variants[1].formula_sha256:
+        raise reader.refuse(
+            "variants", "both variants pin the same Formula bytes; a comparison needs two recipes"
+        )
+    tasks: list[Task] = []
+    for index, tspec in enumerate(spec.tasks):
+        plan = decode_plan(
+            pinned(tspec.plan, tspec.plan_sha256, f"tasks[{index}].planSha256"), file=tspec.plan
+        )
+        plan_dir = posixpath.dirname(tspec.plan)
+        task_file = posixpath.join(plan_dir, plan.task)
+        acceptance_file = posixpath.join(plan_dir, plan.acceptance)
+        issue_bytes = read_regular(base, task_file, what=f"{tspec.plan}: task")
+        acceptance_bytes = read_regular(base, acceptance_file, what=f"{tspec.plan}: acceptance")
+        files[task_file] = issue_bytes
+        files[acceptance_file] = acceptance_bytes
+        tasks.append(
+            Task(
+                spec=tspec,
+                plan=plan,
+                issue=decode_issue(issue_bytes, file=task_file),
+                task_file=task_file,
+                task_sha256=sha256_hex(issue_bytes),
+                acceptance_file=acceptance_file,
+                acceptance_sha256=sha256_hex(acceptance_bytes),
+            )
+        )
+    return Cohort(
+        spec=spec,
+        raw=raw,
+        sha256=sha256_hex(raw),
+        variants=(variants[0], variants[1]),
+        tasks=tuple(tasks),
+        files=files,
+    )
+
+
+def read_regular(base: Path, rel: str, *, what: str) -> bytes:
+    """Read `base/rel`, refusing a missing file, a non-regular file or a symlink on the way."""
+    current = base
+    parts = rel.split("/")
+    for index, part in enumerate(parts):
+        current = current / part
+        try:
+            mode = os.lstat(current).st_mode
+        except FileNotFoundError:
+            raise LabRefusal(f"{what}: {rel} does not exist") from None
+        if stat.S_ISLNK(mode):
+            raise LabRefusal(f"{what}: {rel} goes through a symbolic link; pin real files")
+        if index < len(parts) - 1 and not stat.S_ISDIR(mode):
+            raise LabRefusal(f"{what}: {rel} is not under a directory")
+    if not stat.S_ISREG(os.lstat(current).st_mode):
+        raise LabRefusal(f"{what}: {rel} is not a regular file")
+    return current.read_bytes()
+
+
+def sha256_hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()

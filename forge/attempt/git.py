@@ -1,0 +1,200 @@
+"""Git for attempts: a throwaway source per attempt, worktrees in it, and a pinned-bytes capture.
+
+Every git call runs with the caller's git configuration switched off (no system or global config,
+`LC_ALL=C`, hooks disabled), so the captured diff depends only on the pinned bytes. `--source` is
+only ever read: fetched from, never written.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from forge.attempt.errors import LabRefusal
+from forge.errors import InternalError
+
+NO_FETCH_REFSPEC = "+refs/forge-none/*:refs/forge-none/*"
+"""A refspec that matches nothing, so a stray bare `git fetch origin` fetches nothing."""
+DIFF_CAP_BYTES = 5 * 1024 * 1024
+_FIXED_IDENTITY = {
+    "GIT_AUTHOR_NAME": "forge",
+    "GIT_AUTHOR_EMAIL": "forge@localhost",
+    "GIT_COMMITTER_NAME": "forge",
+    "GIT_COMMITTER_EMAIL": "forge@localhost",
+    "GIT_AUTHOR_DATE": "2000-01-01T00:00:00Z",
+    "GIT_COMMITTER_DATE": "2000-01-01T00:00:00Z",
+}
+
+
+class GitError(InternalError):
+    """A git command failed; the message holds its argv and stderr (where the input is at fault,
+    the Lab refuses it as a `LabRefusal` instead)."""
+
+
+def git_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "LC_ALL": "C",
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": "/dev/null",
+        "GIT_TERMINAL_PROMPT": "0",
+        "HOME": "/nonexistent",
+        **_FIXED_IDENTITY,
+    }
+    env.update(extra or {})
+    return env
+
+
+async def git(
+    cwd: Path, *args: str, env: dict[str, str] | None = None, stdin: bytes | None = None
+) -> bytes:
+    proc = await asyncio.create_subprocess_exec(
+        "git",
+        "-c",
+        "core.hooksPath=/dev/null",
+        *args,
+        cwd=cwd,
+        env=env or git_env(),
+        stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        out, err = await proc.communicate(stdin)
+    except asyncio.CancelledError:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+        raise
+    if proc.returncode != 0:
+        raise GitError(f"git {' '.join(args)}: {err.decode(errors='replace').strip()}")
+    return out
+
+
+@dataclass(frozen=True)
+class SourceFacts:
+    toplevel: str
+    origin: str | None
+
+
+async def inspect_source(source: Path) -> SourceFacts:
+    """Refuse a bare or non-git `--source`; return its top level and origin URL."""
+    bare_message = "--source must be a non-bare git checkout (replay writes <out>/source)"
+    try:
+        bare = (await git(source, "rev-parse", "--is-bare-repository")).strip()
+    except (GitError, OSError):
+        raise LabRefusal(f"{bare_message}: {source} is not a git repository") from None
+    if bare == b"true":
+        raise LabRefusal(bare_message)
+    toplevel = (await git(source, "rev-parse", "--show-toplevel")).decode().strip()
+    try:
+        origin: str | None = (await git(source, "remote", "get-url", "origin")).decode().strip()
+    except GitError:
+        origin = None
+    # git prints the top level with symbolic links resolved, so the digest sees one spelling.
+    return SourceFacts(toplevel=toplevel, origin=origin)
+
+
+async def has_commit(source: Path, commit: str) -> bool:
+    try:
+        await git(source, "cat-file", "-e", f"{commit}^{{commit}}")
+    except GitError:
+        return False
+    return True
+
+
+async def make_attempt_source(source: Path, origin: str | None, commit: str, dest: Path) -> None:
+    """A fresh non-bare repository at `dest` holding only `commit` (shallow, detached, no refs)."""
+    await git(dest.parent, "init", "-q", str(dest))
+    await git(
+        dest,
+        "-c",
+        "protocol.file.allow=always",
+        "fetch",
+        "-q",
+        "--depth=1",
+        "--no-tags",
+        "--no-write-fetch-head",
+        f"file://{source}",
+        commit,
+    )
+    await git(dest, "update-ref", "--no-deref", "HEAD", commit)
+    if origin is not None:
+        await git(dest, "remote", "add", "origin", origin)
+        await git(dest, "config", "remote.origin.fetch", NO_FETCH_REFSPEC)
+    await git(dest, "config", "core.hooksPath", "/dev/null")
+
+
+async def add_worktree(repo: Path, path: Path, commit: str) -> None:
+    await git(repo, "worktree", "add", "-q", "--detach", str(path), commit)
+
+
+@dataclass(frozen=True)
+class Capture:
+    commit: str
+    """A commit of the captured tree whose parent is the base, in the attempt source."""
+    changes: tuple[tuple[str, str], ...]
+    """(status, path) sorted by path; status A, M, D or T; a rename is D plus A."""
+
+
+async def capture_tree(workspace: Path, base: str, index_file: Path) -> Capture:
+    """Snapshot the workspace's content (a private index, so the harness's index is irrelevant)."""
+    env = git_env({"GIT_INDEX_FILE": str(index_file)})
+    await git(workspace, "read-tree", base, env=env)
+    await git(workspace, "-c", "core.excludesFile=/dev/null", "add", "-A", "--", ".", env=env)
+    tree = (await git(workspace, "write-tree", env=env)).decode().strip()
+    commit = (
+        (await git(workspace, "commit-tree", tree, "-p", base, "-m", "forge capture"))
+        .decode()
+        .strip()
+    )
+    raw = await git(workspace, "diff", "--name-status", "--no-renames", "-z", base, commit)
+    fields = raw.decode("utf-8", errors="surrogateescape").split("\0")
+    changes = sorted(
+        ((fields[i], fields[i + 1]) for i in range(0, len(fields) - 1, 2)), key=lambda c: c[1]
+    )
+    return Capture(commit=commit, changes=tuple(changes))
+
+
+async def unified_diff(repo: Path, base: str, commit: str) -> bytes:
+    """The fixed, configuration-independent diff of acceptance table O-19."""
+    return await git(
+        repo,
+        "-c",
+        "core.quotePath=true",
+        "diff",
+        "--binary",
+        "--full-index",
+        "--no-renames",
+        "--no-ext-diff",
+        "--no-textconv",
+        "--no-color",
+        "--src-prefix=a/",
+        "--dst-prefix=b/",
+        base,
+        commit,
+    )
+
+
+def cap_diff(diff: bytes, cap: int = DIFF_CAP_BYTES) -> tuple[bytes, bool]:
+    """Cut at the last newline that leaves room for the marker; mark how much was kept."""
+    if len(diff) <= cap:
+        return diff, False
+    marker_room = 100
+    cut = diff.rfind(b"\n", 0, cap - marker_room) + 1
+    kept = diff[:cut]
+    marker = f"# forge: diff truncated at {len(kept)} of {len(diff)} bytes\n".encode()
+    return kept + marker, True
+
+
+async def restore_from(view: Path, commit: str, paths: list[str]) -> None:
+    """Put `paths` back to their content at `commit` in a worktree."""
+    if paths:
+        await git(view, "checkout", commit, "--", *paths)
+
+
+async def list_files(repo: Path, commit: str) -> list[str]:
+    raw = await git(repo, "ls-tree", "-r", "-z", "--name-only", commit)
+    return [p for p in raw.decode("utf-8", errors="surrogateescape").split("\0") if p]

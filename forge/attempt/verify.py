@@ -1,0 +1,171 @@
+"""Verification views: setup, then hidden acceptance, then plan checks, then Formula checks.
+
+A view is a worktree of the attempt source. The Molecule's own verification runs the candidate
+view and then the protected view, each fail-fast; the independent verification runs every step
+of a protected-content view without stopping, so a flaky regression cannot hide the acceptance
+result. A check that changes tracked content fails its view.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from forge.attempt.command import CommandResult, run_command
+from forge.attempt.git import GitError, git, git_env
+from forge.attempt.plan import Command
+from forge.clock import Clock
+
+CHECK_OUTPUT_CAP = 8 * 1024 * 1024
+"""Per stream; a check that prints more is killed and recorded as not complete (O-23)."""
+ACCEPTANCE_ID = "hidden-acceptance"
+
+
+@dataclass(frozen=True)
+class Step:
+    phase: str
+    """`setup`, `acceptance` or `check`."""
+    id: str
+    argv: tuple[str, ...]
+    dir: str
+    timeout_ms: int
+    category: str
+    origin: str
+    """`plan`, `formula` or `hidden`."""
+
+
+@dataclass
+class Observation:
+    step: Step
+    result: CommandResult
+
+    @property
+    def passed(self) -> bool:
+        return self.result.ok and not self.result.output_capped
+
+    @property
+    def complete(self) -> bool:
+        """It ran to its own exit: no timeout, no output cap, it started."""
+        return (
+            self.result.exit_code is not None
+            and not self.result.timed_out
+            and not self.result.output_capped
+            and self.result.start_error is None
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "phase": self.step.phase,
+            "id": self.step.id,
+            "category": self.step.category,
+            "origin": self.step.origin,
+            "exitCode": self.result.exit_code,
+            "timedOut": self.result.timed_out,
+            "outputTruncated": self.result.output_capped,
+            "passed": self.passed,
+            "elapsedMs": self.result.elapsed_ms,
+        }
+
+
+@dataclass
+class ViewResult:
+    name: str
+    steps: tuple[Step, ...]
+    observations: list[Observation] = field(default_factory=list)
+    error: str | None = None
+
+    @property
+    def passed(self) -> bool:
+        return (
+            self.error is None
+            and len(self.observations) == len(self.steps)
+            and all(o.passed for o in self.observations)
+        )
+
+    def acceptance(self) -> Observation | None:
+        return next((o for o in self.observations if o.step.phase == "acceptance"), None)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "view": self.name,
+            "passed": self.passed,
+            "error": self.error,
+            "observed": len(self.observations),
+            "expected": len(self.steps),
+            "observations": [o.to_json() for o in self.observations],
+        }
+
+
+def view_steps(
+    setup: tuple[Command, ...],
+    checks: tuple[Command, ...],
+    formula_checks: tuple[Command, ...],
+    acceptance_timeout_ms: int,
+) -> tuple[Step, ...]:
+    """Setup -> hidden acceptance -> plan checks (plan order) -> Formula baseline checks."""
+    steps = [Step("setup", c.id, c.argv, c.dir, c.timeout_ms, "setup", "plan") for c in setup]
+    steps.append(
+        Step("acceptance", ACCEPTANCE_ID, (), ".", acceptance_timeout_ms, "acceptance", "hidden")
+    )
+    steps += [Step("check", c.id, c.argv, ".", c.timeout_ms, c.category, "plan") for c in checks]
+    steps += [
+        Step("check", c.id, c.argv, ".", c.timeout_ms, c.category, "formula")
+        for c in formula_checks
+    ]
+    return tuple(steps)
+
+
+AcceptanceScript = Callable[[str], Awaitable[Path]]
+"""Given a view name, returns the path of freshly verified acceptance bytes (0500, outside it)."""
+
+
+async def run_view(
+    name: str,
+    view: Path,
+    steps: tuple[Step, ...],
+    *,
+    fail_fast: bool,
+    env: Mapping[str, str],
+    clock: Clock,
+    acceptance_script: AcceptanceScript,
+) -> ViewResult:
+    result = ViewResult(name=name, steps=steps)
+    view_env = {**env, "FORGE_EVAL_WORKSPACE": str(view)}
+    before: str | None = None
+    for step in steps:
+        if step.phase != "setup" and before is None:
+            before = await tracked_content(view)
+        argv = (str(await acceptance_script(name)),) if step.phase == "acceptance" else step.argv
+        cwd = view if step.dir == "." else view / step.dir
+        outcome = await run_command(
+            argv,
+            cwd=cwd,
+            env=view_env,
+            timeout_s=step.timeout_ms / 1000,
+            clock=clock,
+            output_cap=CHECK_OUTPUT_CAP,
+        )
+        observation = Observation(step, outcome)
+        result.observations.append(observation)
+        if fail_fast and not observation.passed:
+            break
+    if before is not None and result.error is None and await tracked_content(view) != before:
+        result.error = "a check changed tracked content"
+    return result
+
+
+async def tracked_content(view: Path) -> str:
+    """A tree id of the view's tracked files as they are on disk (untracked files ignored)."""
+    index = view.parent / f".{view.name}.forge-index"
+    env = git_env({"GIT_INDEX_FILE": str(index)})
+    try:
+        await git(view, "read-tree", "HEAD", env=env)
+        await git(view, "add", "-u", "--", ".", env=env)
+        return (await git(view, "write-tree", env=env)).decode().strip()
+    except GitError as error:
+        return f"unreadable: {error}"
+    finally:
+        await asyncio.to_thread(index.unlink, missing_ok=True)
