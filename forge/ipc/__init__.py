@@ -5,6 +5,7 @@ Modules (policy above mechanism, pure cores tested without sockets):
              plus raw payload frames (zero-copy from 16 KiB); pure encode/decode
   channel    socket options and the two ways of sending: `send` (waits, control) and `offer`
              (never waits; False = the caller's drop policy, bulk)
+  protocol   a kind's declaration: `WorkerProtocol`, typed `WorkerRequest`/`WorkerEvent`, `call`
   worker     `Worker` base class, `@handles`, `BulkStream`, `run_worker` (the worker process)
   launcher   mechanism: spawn in a new session, pidfd death detection, signal the process group
   policy     pure decisions: `LifecycleTimings`, `RestartPolicy` (backoff, crash loop, config error)
@@ -15,15 +16,29 @@ Modules (policy above mechanism, pure cores tested without sockets):
              `RequestFailed` (a handler's own refusal, same code both sides), `WorkerConfigError`
   orphans    PR_SET_PDEATHSIG; `die_with_parent` is also the `preexec_fn` for a worker's children
 
-Writing a worker kind (e.g. `forge/workers/terminal/worker.py` plus a `__main__.py`)::
+Declaring a worker kind: `forge/workers/<kind>/protocol.py` (see `protocol`), the one module
+of the kind anything outside it imports::
 
-    from forge.ipc.errors import RequestFailed, WorkerConfigError
-    from forge.ipc.messages import Reply, Request
+    from forge.ipc.protocol import WorkerEvent, WorkerProtocol, WorkerRequest
+
+    class Resized(msgspec.Struct, frozen=True):
+        cols: int
+
+    class Resize(WorkerRequest[Resized], tag="resize", frozen=True):  # tag = the method
+        cols: int
+
+    class Exited(WorkerEvent, tag="exited", frozen=True):              # tag = the event
+        code: int
+
+    ECHO = WorkerProtocol(kind="echo", module="forge.workers.echo",
+                          requests=(Resize,), events=(Exited,), streams=("pty",))
+
+Writing its worker (`forge/workers/<kind>/worker.py`, run by its `__main__.py`)::
+
     from forge.ipc.worker import Worker, handles, run_worker
 
-    class TerminalHost(Worker):
-        kind = "terminal"                  # must equal WorkerSpec.kind
-        capabilities = ("resize",)         # announced in hello
+    class EchoWorker(Worker):
+        kind = ECHO.kind                   # checked against the spec in the handshake
 
         async def setup(self) -> None:     # before hello; the worker is `starting` meanwhile
             if "argv" not in self.config:  # self.config is WorkerSpec.config (JSON)
@@ -35,19 +50,19 @@ Writing a worker kind (e.g. `forge/workers/terminal/worker.py` plus a `__main__.
             ...
             self.output.offer(frame_bytes)          # final client-wire bytes; dropped if full
             await self.output.send(frame_bytes)     # or: wait (backpressure), never dropped
-            await self.emit("exited", {"code": 0})  # one-way event on the control channel
+            await self.emit(Exited(code=0))         # one-way typed event on the control channel
             await self.output.end("exited")         # subscribers' on_end(stream_id, "exited")
 
-        @handles("resize")
-        async def resize(self, request: Request) -> dict[str, int]:
-            if request.args["cols"] < 1:
+        @handles(Resize)                            # args decoded into Resize first: a bad
+        async def resize(self, request: Resize) -> Resized:  # field is `bad_request`, named
+            if request.cols < 1:
                 raise RequestFailed("bad_size", "cols must be at least 1")
-            return {"cols": request.args["cols"]}   # or Reply(result, payloads=(raw, ...))
+            return Resized(request.cols)            # or Reply(result, payloads=(raw, ...))
 
         async def teardown(self) -> None: ...       # graceful stop (stop message or SIGTERM)
 
-    if __name__ == "__main__":                      # in forge/workers/terminal/__main__.py
-        run_worker(TerminalHost)
+    if __name__ == "__main__":
+        run_worker(EchoWorker)
 
 Heartbeats, the handshake, request dispatch (each request in its own task), SIGTERM and the
 parent check are the base class's; a worker never blocks its event loop (a blocked loop stops
@@ -57,18 +72,18 @@ children left in the worker's process group are SIGKILLed when it exits.
 
 Supervising (in `forge supervise` or `forge evaluate`)::
 
-    from forge.ipc.manager import WorkerManager, WorkerSpec, WorkerState
+    from forge.ipc.manager import WorkerManager, WorkerState
+    from forge.ipc.protocol import call, call_raw
 
     async with WorkerManager() as manager:             # leaving it stops every worker
         manager.on_change(lambda row: push_home(row.to_json()))  # every state change
         manager.rows()                                  # list[WorkerRow] for home's `workers`
-        term = manager.start(WorkerSpec("term-1", "terminal", "forge.workers.terminal",
-                                        config={"argv": ["bash"]}))
-        reply = await term.request("resize", {"cols": 80}, within=2.0)  # waits for ready too
-        reply.result, reply.payloads                    # payloads: memoryviews, not copies
+        term = manager.start(ECHO.spec("echo-1", config={"argv": ["bash"]}))
+        resized = await call(term, Resize(cols=80), within=2.0)  # a Resized; waits for ready
+        answer, raw = await call_raw(term, Resize(cols=80))      # raw.payloads: memoryviews
         sub = term.subscribe("pty", on_frame, on_end)   # on_frame(StreamFrame): .payload is a
                                                         # memoryview of the received frame
-        unsubscribe = term.on_event(lambda e: ...)     # WorkerEvent(worker, event, data, payloads)
+        unsubscribe = term.on_event(lambda e: ECHO.decode_event(e.event, e.data))
         term.send_bulk("paste", data)                   # False: the worker is full, dropped
         await term.wait_for(lambda row: row.state is WorkerState.READY)
         await term.stop()                               # row stays, state `stopped`
@@ -82,5 +97,5 @@ caller sends its client-facing end. A subscription to one stream id ends with th
 a restart, subscribe again); a catch-all subscription (`None`) and event listeners last across
 restarts. Stream callbacks run synchronously in the receive loop and must only enqueue. Every
 timing is a `LifecycleTimings` field (tests pass `.scaled(0.05)`), read through
-`forge.clock.Clock`; a `WorkerSpec(timings=...)` overrides the manager's for one worker.
+`forge.clock.Clock`; `spec(timings=...)` overrides the manager's for one worker.
 """

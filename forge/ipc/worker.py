@@ -2,7 +2,7 @@
 
 The base does everything but the work: connect, hello, heartbeats from the worker's own event
 loop, request dispatch, bulk streams, graceful stop on `stop` or SIGTERM, and orphan safety. A
-subclass declares `kind`, decorates request handlers with `@handles("method")`, and may
+subclass declares `kind`, decorates request handlers with `@handles(RequestStruct)`, and may
 override `setup`, `teardown` and `on_bulk`.
 """
 

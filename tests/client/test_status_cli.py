@@ -7,7 +7,8 @@ import json
 import sys
 
 from forge.client.connection import connect
-from forge.ipc.manager import WorkerManager, WorkerSpec
+from forge.ipc.manager import WorkerManager
+from forge.testing.misbehaving_protocol import MISBEHAVING
 from forge.testing.supervised import Start
 from forge.wire.client import TerminalView
 from forge.wire.seats import HOME, Seat
@@ -84,13 +85,8 @@ async def test_no_supervisor_exits_3_with_the_reason(free_port: int) -> None:
 async def test_a_failed_worker_exits_1_and_shows_why(in_process: InProcess, free_port: int) -> None:
     async with WorkerManager() as manager:
         await in_process.start(manager)
-        healthy = manager.start(WorkerSpec("steady", "misbehaving", "forge.testing.misbehaving"))
-        broken = manager.start(
-            WorkerSpec(
-                "misconfigured", "misbehaving", "forge.testing.misbehaving",
-                config={"config_error": True},
-            )
-        )  # fmt: skip
+        healthy = manager.start(MISBEHAVING.spec("steady"))
+        broken = manager.start(MISBEHAVING.spec("misconfigured", config={"config_error": True}))
         steady = await healthy.wait_for(lambda row: row.state == "ready", 60.0)
         await broken.wait_for(lambda row: row.state == "failed", 60.0)
         code, out, _ = await forge("status", "--url", f"ws://127.0.0.1:{free_port}/socket")
