@@ -104,7 +104,11 @@ async def session(state: SeatState) -> Data:
             "turn_in_flight": False,
             "seq": state.window.next_seq,
         },
-        "state": {"cwd": str(state.directory), "queue": [], "voice_listeners": 0},
+        "state": {
+            "cwd": str(state.directory),
+            "queue": [],
+            "voice_listeners": state.voice_listeners,
+        },
         "terminal": state.terminal,
         "processes": state.processes,
         "background_tasks": state.background_tasks,

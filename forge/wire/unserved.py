@@ -2,8 +2,8 @@
 
 Each answer is chosen so a client cannot loop on it: `more` gets an empty page with a null
 cursor (an error would mean "ask again"), `file_content` a failed read (it has no error arm),
-`voice_mode` a state with no listeners, `settings_edit` a refusal that echoes the page's `id`,
-and `client_perf` nothing at all. `document_read` and `dictate_stream` are refused by name.
+`settings_edit` a refusal that echoes the page's `id`, and `client_perf` nothing at all.
+`document_read` is refused by name. (Dictation and voice are served by the dictation area.)
 """
 
 from __future__ import annotations
@@ -12,16 +12,14 @@ from forge.wire import server
 from forge.wire.client import (
     ClientMessage,
     ClientPerf,
-    DictateStream,
     DocumentRead,
     FileContent,
     More,
     SettingsEdit,
-    VoiceMode,
 )
 from forge.wire.errors import ClientRefusal
 
-UNSERVED = (More, DocumentRead, DictateStream, FileContent, VoiceMode, ClientPerf, SettingsEdit)
+UNSERVED = (More, DocumentRead, FileContent, ClientPerf, SettingsEdit)
 
 
 def answer_unserved(message: ClientMessage) -> server.Message | None:
@@ -42,8 +40,6 @@ def answer_unserved(message: ClientMessage) -> server.Message | None:
                 "sha": message.sha,
                 "content": {"state": "failed", "why": "this server does not read files yet"},
             }
-        case VoiceMode():
-            return {"kind": "voice_mode_state", "key": message.key, "listeners": 0}
         case SettingsEdit():
             return {
                 "kind": "settings_refused",
@@ -55,10 +51,6 @@ def answer_unserved(message: ClientMessage) -> server.Message | None:
         case DocumentRead():
             raise ClientRefusal(
                 "document_read", "this server does not read documents yet", message.session
-            )
-        case DictateStream():
-            raise ClientRefusal(
-                "dictate_stream", "this server does not take dictation yet", message.key
             )
         case _:
             return None
