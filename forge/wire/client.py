@@ -332,14 +332,10 @@ class DocumentRead(ClientMessage, frozen=True, tag="document_read"):
     path: str
 
 
-
-
 class FileContent(ClientMessage, frozen=True, tag="file_content"):
     session: Any
     path: str
     sha: Any = None
-
-
 
 
 class ClientPerf(ClientMessage, frozen=True, tag="client_perf"):

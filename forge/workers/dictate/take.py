@@ -22,8 +22,9 @@ from forge.workers.dictate.segmenter import Segment, Segmenter, SegmenterAction
 from forge.workers.dictate.shaping import Axes, shape
 from forge.workers.dictate.vad import Classifier
 
-STALL_S = 2.0
-"""`finish` stops waiting for missing frames after this long with none arriving (dropped)."""
+STALL_S = 30.0
+"""`finish` stops waiting for frames after this long with none arriving. The supervisor re-offers
+every frame a full socket refused, so this only bounds a supervisor that died mid-take."""
 
 Emit = Callable[[WorkerEvent], Awaitable[None]]
 

@@ -65,9 +65,12 @@ class Speaker:
             raise SpeechFailed('[tts] engine = "piper" needs [tts] piper_model (an .onnx voice)')
         config = Path(self.piper_model + ".json")
         try:
-            rate = int(json.loads(config.read_text(encoding="utf-8"))["audio"]["sample_rate"])
+            text_config = await asyncio.to_thread(config.read_text, encoding="utf-8")
+            rate = int(json.loads(text_config)["audio"]["sample_rate"])
         except (OSError, ValueError, KeyError) as error:
-            raise SpeechFailed(f"cannot read the voice's sample rate from {config}: {error}") from None
+            raise SpeechFailed(
+                f"cannot read the voice's sample rate from {config}: {error}"
+            ) from None
         started = time.perf_counter()
         argv = [PIPER, "--model", self.piper_model, "--output_raw"]
         pcm, first = await _run(argv, text.encode(), started)
@@ -94,7 +97,8 @@ async def _run(argv: list[str], stdin: bytes | None, started: float) -> tuple[by
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
-    assert process.stdout is not None and process.stderr is not None
+    assert process.stdout is not None
+    assert process.stderr is not None
     if stdin is not None:
         assert process.stdin is not None
         process.stdin.write(stdin)

@@ -1,9 +1,9 @@
 """The dictate worker: takes of speech in, words out; lines of text in, speech out.
 
-The model loads after the handshake (`preflight`: verifying the pinned digest, loading, ready or
-failed, each told as a `Preflight` event), so the worker is `ready` for the lifecycle at once and
-a take's `Begin` waits for the model. Takes are keyed by the supervisor's take id; their audio is
-the bulk stream `take:<id>`.
+The model loads beside the handshake (`preflight`: verifying the pinned digest, loading, ready or
+failed, each told as a `Preflight` event), at start when the config says `preflight` and else on
+the first take, so the worker is `ready` for the lifecycle at once and a `Begin` waits for it.
+Takes are keyed by the supervisor's take id; their audio is the bulk stream `take:<id>`.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from forge.workers.dictate import corpus, wer
 from forge.workers.dictate.audio import resample_to_rate, seconds
 from forge.workers.dictate.engine import Engine
 from forge.workers.dictate.lane import Lane
-from forge.workers.dictate.models import ModelChoice, ModelMissing, choose, verify
+from forge.workers.dictate.models import FACTS, ModelChoice, ModelMissing, choose, verify
 from forge.workers.dictate.protocol import (
     AUDIO_STREAM,
     DICTATE,
@@ -68,7 +68,6 @@ class DictateWorker(Worker):
             voice=tts.get("voice"),
             piper_model=tts.get("piper_model"),
         )
-        self._dictation = bool(self.config.get("dictation", True))
         self._threads = int(self.config.get("cpu_threads") or min(2, os.cpu_count() or 1))
         self._model = ModelState(state="pending", at_ms=epoch_ms(self.clock))
         self._engine: asyncio.Future[Engine] = asyncio.get_running_loop().create_future()
@@ -76,8 +75,9 @@ class DictateWorker(Worker):
         self._gate = VoiceGate()
         self._takes: dict[int, Take] = {}
         self._voices: list[str] | None = None
-        if self._dictation:
-            self.spawn(self._preflight())
+        self._loading: asyncio.Task[None] | None = None
+        if self.config.get("preflight"):
+            self._load()
 
     # Takes.
 
@@ -115,8 +115,9 @@ class DictateWorker(Worker):
         take = self._takes.get(int(frame.stream_id[len(AUDIO_STREAM) :]))
         if take is None:
             return
+        number = frame.meta if isinstance(frame.meta, int) else frame.seq
         try:
-            await take.push(frame.seq, bytes(frame.payload))
+            await take.push(number, bytes(frame.payload))
         except Exception as error:
             self.log.exception("dictate_take_failed", take=take.id)
             self._takes.pop(take.id, None)
@@ -184,12 +185,17 @@ class DictateWorker(Worker):
             sha256=choice.sha256,
             origin=choice.origin,
             at_ms=epoch_ms(self.clock),
+            facts=FACTS if choice.sha256 else None,
         )
         await self.emit(Preflight(model=self._model))
 
+    def _load(self) -> None:
+        """Start the preflight once: at setup when asked to, else on the first need."""
+        if self._loading is None:
+            self._loading = self.spawn(self._preflight())
+
     async def _loaded(self) -> Engine:
-        if not self._dictation:
-            raise RequestFailed("dictation_off", "dictation is off ([dictate] enabled = false)")
+        self._load()
         try:
             return await asyncio.wait_for(asyncio.shield(self._engine), MODEL_WAIT_S)
         except TimeoutError:
