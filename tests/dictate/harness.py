@@ -32,6 +32,13 @@ WAIT_S = 240.0
 """How long a take's end may take on a loaded two-core machine (decodes queue behind others)."""
 
 
+async def eventually(check: Callable[[], Any], within: float = WAIT_S) -> None:
+    """Ask `check` again until it holds: for state no frame announces (a worker's take table)."""
+    async with asyncio.timeout(within):
+        while not (await check() if asyncio.iscoroutinefunction(check) else check()):
+            await asyncio.sleep(0.02)
+
+
 @dataclass
 class Served:
     supervisor: Supervisor
@@ -46,7 +53,7 @@ async def serve_dictation(
 ) -> AsyncIterator[Served]:
     toml = config_dir / "forge.toml"
     toml.write_text(
-        f'[dictate]\nenabled = true\n[tts]\nenabled = {str(tts).lower()}\n'
+        f"[dictate]\nenabled = true\n[tts]\nenabled = {str(tts).lower()}\n"
         f'[[projects]]\norg = "acme"\nname = "proj"\npath = "{project}"\n'
     )
     loaded = load_config(toml, overrides={"server.port": port})
