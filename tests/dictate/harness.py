@@ -1,33 +1,23 @@
-"""A served supervisor with dictation and voice, and a client that streams takes at a chosen pace.
-
-The supervisor is built in-process as `forge supervise` builds it (its core, the real socket, a
-worker manager running the real dictate worker process), with only the dictation area installed.
-"""
+"""A client that streams takes at a chosen pace (the served supervisor is
+`forge.testing.dictation`)."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
-from dataclasses import dataclass
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 from websockets.asyncio.client import ClientConnection, connect
 
-from forge.config import load_config
-from forge.ipc.manager import WorkerManager
-from forge.ipc.policy import LifecycleTimings
-from forge.supervisor import dictation
-from forge.supervisor.core import Supervisor
-from forge.supervisor.server import SocketServer
+from forge.testing.dictation import Served, serve_dictation
 from forge.wire.binary import dictation as kind0
 from forge.workers.dictate.audio import FRAME_BYTES, FRAME_MS
 
+__all__ = ["Served", "serve_dictation"]
+
 SEAT = {"org": "acme", "project": "proj", "label": "a"}
 OTHER = {"org": "acme", "project": "proj", "label": "b"}
-TIMINGS = LifecycleTimings(hello_timeout=60.0, request_timeout=60.0, kill_grace=1.0)
 WAIT_S = 240.0
 """How long a take's end may take on a loaded two-core machine (decodes queue behind others)."""
 
@@ -35,38 +25,8 @@ WAIT_S = 240.0
 async def eventually(check: Callable[[], Any], within: float = WAIT_S) -> None:
     """Ask `check` again until it holds: for state no frame announces (a worker's take table)."""
     async with asyncio.timeout(within):
-        while not (await check() if asyncio.iscoroutinefunction(check) else check()):
+        while not (await check() if asyncio.iscoroutinefunction(check) else check()):  # noqa: ASYNC110 (no event announces it)
             await asyncio.sleep(0.02)
-
-
-@dataclass
-class Served:
-    supervisor: Supervisor
-    service: dictation.DictationService
-    manager: WorkerManager
-    url: str
-
-
-@asynccontextmanager
-async def serve_dictation(
-    project: Path, config_dir: Path, port: int, *, tts: bool = True
-) -> AsyncIterator[Served]:
-    toml = config_dir / "forge.toml"
-    toml.write_text(
-        f"[dictate]\nenabled = true\n[tts]\nenabled = {str(tts).lower()}\n"
-        f'[[projects]]\norg = "acme"\nname = "proj"\npath = "{project}"\n'
-    )
-    loaded = load_config(toml, overrides={"server.port": port})
-    supervisor = Supervisor(loaded)
-    async with WorkerManager(timings=TIMINGS) as manager:
-        service = dictation.install(supervisor, manager)
-        socket = SocketServer(supervisor)
-        await socket.start()
-        try:
-            yield Served(supervisor, service, manager, f"ws://127.0.0.1:{port}/socket")
-        finally:
-            await socket.close()
-            await supervisor.shutdown()
 
 
 class Client:

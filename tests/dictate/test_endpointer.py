@@ -34,7 +34,7 @@ def segments(actions: list) -> list[tuple[int, int]]:
 
 
 def test_silence_is_listening_and_closes_nothing() -> None:
-    endpointer, actions = run("." * 200, finish=True)
+    _endpointer, actions = run("." * 200, finish=True)
     assert phases(actions) == [Phase.TRANSCRIBING]
     assert segments(actions) == []
 

@@ -29,10 +29,12 @@ def test_one_take_per_connection_and_per_seat() -> None:
     assert book.refusal("desk", B) is None
     with pytest.raises(ValueError, match="already has a live take"):
         book.add(Take(2, "desk", A))
-    assert book.of("phone") is first and book.get(1) is first
+    assert book.of("phone") is first
+    assert book.get(1) is first
     assert book.remove(first) is True
     assert book.remove(first) is False  # an end and a drop cannot both land
-    assert book.refusal("desk", A) is None and len(book) == 0
+    assert book.refusal("desk", A) is None
+    assert len(book) == 0
 
 
 def test_listeners_count_connections_and_the_agent_hears_first_in_and_last_out() -> None:

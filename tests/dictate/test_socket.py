@@ -41,7 +41,8 @@ async def test_a_take_at_real_time_pace_has_phases_levels_and_both_sentences(
     ended = await client.take(pcm, pace=1.0)
     said = f"{clips['flite-1'].text} {clips['flite-4'].text}"
     assert ended["kind"] == "dictate_ended", ended
-    assert ended["surface"] == "composer" and ended["key"] == SEAT
+    assert ended["surface"] == "composer"
+    assert ended["key"] == SEAT
     assert ended["segments"] == 2  # the first sentence was decoded while the second was spoken
     assert wer.score(said, ended["text"]).rate <= 0.06, ended["text"]
     assert ended["options"] == {
@@ -52,12 +53,15 @@ async def test_a_take_at_real_time_pace_has_phases_levels_and_both_sentences(
     frames = dictate_frames(client, 0)
     assert frames[0]["kind"] == "dictate_started"
     phases = [f["phase"] for f in frames if f["kind"] == "dictate_phase"]
-    assert phases[0] == "listening" and phases[-2:] == ["transcribing", "done"]
+    assert phases[0] == "listening"
+    assert phases[-2:] == ["transcribing", "done"]
     assert phases[1:-2] == ["speech", "silence", "speech", "silence"][: len(phases) - 3]
-    assert "speech" in phases and "silence" in phases
+    assert "speech" in phases
+    assert "silence" in phases
     levels = [f["rms"] for f in frames if f["kind"] == "dictate_level"]
     assert len(levels) >= len(pcm) // 3200 - 1  # one per 100 ms of audio, at least
-    assert max(levels) > 0.01 and min(levels) == 0.0  # the gap is digital silence
+    assert max(levels) > 0.01
+    assert min(levels) == 0.0
     assert frames[-1] == ended
     await client.close()
 
@@ -104,7 +108,8 @@ async def test_the_axes_a_take_carries_shape_its_words(
     options = {"styling": "casual", "structure": "list"}
     ended = await client.take(clips["flite-6"].samples(), pace=None, options=options)
     assert ended["options"] == {"styling": "casual", "structure": "list", "context": "general"}
-    assert ended["text"].startswith("- ") and not ended["text"].endswith(".")
+    assert ended["text"].startswith("- ")
+    assert not ended["text"].endswith(".")
     await client.close()
 
 
@@ -125,7 +130,8 @@ async def test_a_second_take_is_refused_to_its_own_connection_alone(
     await desk.stream(clips["flite-1"].samples(), pace=None)
     await desk.send({"kind": "dictate_stop", "key": SEAT})
     ended = await desk.next_of_kind("dictate_ended")
-    assert ended["take"] == started["take"] and ended["text"]
+    assert ended["take"] == started["take"]
+    assert ended["text"]
     await phone.until(lambda: phone.of_kind("snapshot") != [])
     assert not dictate_frames(phone, 0)  # nothing of desk's take reached the seat's subscriber
     assert [f["why"] for f in desk.of_kind("error")] == [again["why"]]
@@ -153,7 +159,8 @@ async def test_a_dropped_connection_drops_its_take(served: Served, clips: dict[s
     # the seat is free again for another connection
     again = await Client.open(served.url)
     ended = await again.take(clips["flite-1"].samples(), pace=None)
-    assert ended["kind"] == "dictate_ended" and ended["text"]
+    assert ended["kind"] == "dictate_ended"
+    assert ended["text"]
     await again.close()
     await watcher.close()
 
@@ -165,7 +172,8 @@ async def test_audio_with_no_take_is_dropped_and_stop_without_one_is_refused(
     await client.stream(clips["flite-1"].samples()[:6400], pace=None)
     await client.send({"kind": "dictate_stop", "key": SEAT})
     refused = await client.next_of_kind("error")
-    assert refused["what"] == "dictate_stop" and "no live take" in refused["why"]
+    assert refused["what"] == "dictate_stop"
+    assert "no live take" in refused["why"]
     await client.send({"kind": "ping"})
     await client.ws.ping()
     assert not [f for f in client.frames if f["kind"].startswith("dictate_")]

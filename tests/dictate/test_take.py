@@ -85,7 +85,8 @@ async def test_a_partial_while_the_lane_is_idle_and_none_after_the_end() -> None
     engine = Scripted()
     finished, events = await run(tone(3.0), engine, pause_each=10)
     partials = [e.text for e in events if isinstance(e, TakePartial)]
-    assert partials and set(partials) == {"So far."}
+    assert partials
+    assert set(partials) == {"So far."}
     assert finished.raw == "word1."
     done = next(i for i, e in enumerate(events) if isinstance(e, TakePhase) and e.phase == "done")
     assert not any(isinstance(e, TakePartial) for e in events[done:])

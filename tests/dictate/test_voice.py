@@ -48,7 +48,8 @@ async def test_a_preview_needs_a_listener_and_reaches_every_subscriber(served: S
     asker, listener = await Client.open(served.url), await Client.open(served.url)
     await asker.send({"kind": "voice_preview", "key": SEAT, "voice": "en-gb"})
     refused = await asker.next_of_kind("error")
-    assert refused["what"] == "voice_preview" and "turn the speaker on" in refused["why"]
+    assert refused["what"] == "voice_preview"
+    assert "turn the speaker on" in refused["why"]
     await asker.send({"kind": "subscribe", "what": {"session": SEAT}})
     await asker.next_of_kind("snapshot")
     await listener.send({"kind": "voice_mode", "key": SEAT, "on": True})
@@ -60,7 +61,8 @@ async def test_a_preview_needs_a_listener_and_reaches_every_subscriber(served: S
     clips = asker.of_kind("voice_audio")
     assert [c["seq"] for c in clips] == sorted(c["seq"] for c in clips)
     assert clips[1]["seq"] == clips[0]["seq"] + 1
-    assert clips[0]["sample_rate"] == 22050 and len(base64.b64decode(clips[0]["pcm"])) > 22050
+    assert clips[0]["sample_rate"] == 22050
+    assert len(base64.b64decode(clips[0]["pcm"])) > 22050
     assert listener.of_kind("voice_audio") == clips
     assert [f["what"] for f in listener.of_kind("error")] == []
     await asker.close()
@@ -71,7 +73,8 @@ async def test_forge_say_speaks_through_the_running_supervisor(served: Served) -
     listener = await Client.open(served.url)
     seat = "/".join(SEAT.values())
     said = await _forge("say", "--url", served.url, seat, "The build is green.")
-    assert said.returncode == 1 and b"no client has voice on" in said.stderr
+    assert said.returncode == 1
+    assert b"no client has voice on" in said.stderr
     await listener.send({"kind": "voice_mode", "key": SEAT, "on": True})
     await listeners_seen(listener, 1)
     said = await _forge("say", "--url", served.url, seat, "The build is green.")
@@ -89,17 +92,20 @@ async def test_the_models_page_reads_what_runs(served: Served) -> None:
     client = await Client.open(served.url)
     await client.send({"kind": "subscribe", "what": "dictate_models"})
     data = (await client.next_of_kind("snapshot"))["data"]
-    assert data["enabled"] is True and data["models_dir"] is None
+    assert data["enabled"] is True
+    assert data["models_dir"] is None
     (dictation, speaking) = data["in_use"]
     assert (dictation["role"], dictation["state"], dictation["from"]) == (
         "dictation",
         "ready",
         "the compiled pin",
     )
-    assert dictation["sha256"].startswith("1a5afae0") and dictation["size"] > 70_000_000
+    assert dictation["sha256"].startswith("1a5afae0")
+    assert dictation["size"] > 70_000_000
     assert (speaking["role"], speaking["file"]) == ("speaking", "espeak-ng")
     assert data["check"]["state"] == "unreachable"
-    assert data["speaking"]["enabled"] is True and "en-us" in data["speaking"]["voices"]
+    assert data["speaking"]["enabled"] is True
+    assert "en-us" in data["speaking"]["voices"]
     assert (data["bench"], data["installed"], data["rows"]) == (None, [], [])
     assert set(data) >= {"results", "speaking_bench", "speaking_results", "install", "activate"}
     await client.close()

@@ -32,7 +32,8 @@ async def test_kill_9_mid_take_fails_the_take_and_the_next_take_works(
     own: Served, clips: dict[str, Clip]
 ) -> None:
     handle = own.service._handle
-    assert handle is not None and handle.pid is not None
+    assert handle is not None
+    assert handle.pid is not None
     first_pid = handle.pid
     phone = await Client.open(own.url)
     await phone.send({"kind": "dictate_stream", "key": SEAT, "surface": "review"})
@@ -42,7 +43,8 @@ async def test_kill_9_mid_take_fails_the_take_and_the_next_take_works(
     os.kill(first_pid, signal.SIGKILL)
     failed = await phone.next_of_kind("dictate_failed", "dictate_ended")
     assert failed["kind"] == "dictate_failed", failed
-    assert failed["surface"] == "review" and "worker stopped mid-take" in failed["why"]
+    assert failed["surface"] == "review"
+    assert "worker stopped mid-take" in failed["why"]
     await eventually(lambda: handle.state is WorkerState.READY and handle.pid != first_pid)
     await ready(own)
     ended = await phone.take(clips["flite-3"].samples(), pace=None)

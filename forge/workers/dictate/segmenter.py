@@ -14,6 +14,7 @@ from forge.workers.dictate.audio import FRAME_BYTES, FRAME_MS, Reframer, mean_sq
 from forge.workers.dictate.endpointer import (
     Endpointer,
     Level,
+    Phase,
     PhaseChanged,
     SegmentClosed,
     Timing,
@@ -66,9 +67,11 @@ class Segmenter:
         return actions
 
     def partial_due(self) -> bool:
-        """A segment is open with at least a second more of it than the last partial read."""
+        """A voice is speaking in an open segment with at least a second more of it than the last
+        partial read. Not in a pause: a pause is where a take is stopped, and a partial still
+        decoding then would hold the lane the take's last segment waits on."""
         start = self.endpointer.open_segment_start
-        if start is None:
+        if start is None or self.endpointer.phase is not Phase.SPEECH:
             return False
         return self.frames - max(start, self._partial_mark) >= PARTIAL_EVERY_FRAMES
 
