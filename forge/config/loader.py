@@ -26,7 +26,6 @@ from forge.config.model import (
     BrowserConfig,
     ClientConfig,
     DictateConfig,
-    TtsConfig,
     DocumentsConfig,
     ForgeConfig,
     LogConfig,
@@ -34,6 +33,7 @@ from forge.config.model import (
     ProjectConfig,
     ServerConfig,
     TerminalConfig,
+    TtsConfig,
 )
 from forge.config.stamp import build_stamp
 from forge.errors import UserError

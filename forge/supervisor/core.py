@@ -77,6 +77,8 @@ class Supervisor:
         self._held_hooks: list[HeldHook] = []
         self._shutdown_hooks: list[ShutdownHook] = []
         self._subject_readers: dict[str, SubjectReader] = {}
+        self.home_fields: dict[str, Callable[[], Any]] = {}
+        """Home fields an area owns (`dictate`, `voice`), read at each home snapshot."""
         self._decoder = ClientDecoder()
         self._background: set[asyncio.Task[None]] = set()
         self._listening = (loaded.config.server.bind, loaded.config.server.port)
@@ -323,6 +325,7 @@ class Supervisor:
             "service_status": self.service_status,
             "fatal_error": self.fatal_error,
             "workers": self.workers(),
+            **{name: read() for name, read in self.home_fields.items()},
         }
 
     def subscribers(self, subject: Subject) -> set[Connection]:

@@ -78,7 +78,6 @@ async def home(
             agents_row(state, work) for state, work in zip(started, seat_works, strict=True)
         ],
         "unseen": list(unseen),
-        **facts,
         "fleet": [],
         "accounts": None,
         "connectors": None,
@@ -87,6 +86,7 @@ async def home(
         "dictate": None,
         "voice": None,
         "cli_version": None,
+        **facts,
     }
 
 

@@ -108,6 +108,11 @@ async def test_the_models_page_reads_what_runs(served: Served) -> None:
     assert "en-us" in data["speaking"]["voices"]
     assert (data["bench"], data["installed"], data["rows"]) == (None, [], [])
     assert set(data) >= {"results", "speaking_bench", "speaking_results", "install", "activate"}
+    mark = len(client.frames)
+    await client.send({"kind": "subscribe", "what": "home"})
+    home = (await client.next_of_kind("snapshot", after=mark))["data"]
+    assert home["dictate"]["state"] == "ready"
+    assert home["voice"]["engine"] == "espeak-ng"
     await client.close()
 
 

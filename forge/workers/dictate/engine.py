@@ -2,10 +2,11 @@
 
 Every call pads to Whisper's 30 s window, so the encoder costs the same however short the audio
 (about 0.2 s on an idle core): segments are decoded as they close, and a partial reads the open
-segment with `temperature=0` and one beam (a mid-word snippet is low-confidence, and the
-temperature fallback would retry it up to T=1.0 for a second or more). A segment Whisper itself
-calls no speech (`no_speech_prob` above `NO_SPEECH_MAX`) lands no words: Whisper says "You" over
-silence, and noise the voice gate let through is dropped here.
+segment with one beam. Every read is at `temperature=0` with no fallback: faster-whisper's
+default retries a low-confidence read warmer (up to T=1.0, a second or more for a mid-word
+snippet), and a warmer read samples, so the same audio would not always land the same words. A
+segment Whisper itself calls no speech (`no_speech_prob` above `NO_SPEECH_MAX`) lands no words:
+Whisper says "You" over silence, and noise the voice gate let through is dropped here.
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ from forge.workers.dictate.models import ModelChoice
 
 NO_SPEECH_MAX = 0.6
 FINAL_BEAM = 5
-FINAL_TEMPERATURES = (0.0, 0.4)
-"""A final segment may be retried once warmer when its first read is a hallucination loop."""
+"""Finals are read with 5 beams at `temperature=0` and no fallback: a warmer retry samples, so
+the same audio could land different words (espeak-ng en-gb did: 29 % one run, 100 % the next)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +46,7 @@ class Engine:
             to_float(pcm),
             language="en",
             beam_size=1 if partial else FINAL_BEAM,
-            temperature=0.0 if partial else FINAL_TEMPERATURES,
+            temperature=0.0,
             condition_on_previous_text=False,
             without_timestamps=True,
             vad_filter=False,
