@@ -76,6 +76,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "dictate_models subject's results and is printed here.",
         epilog=f"exit status: 0 the bench ran; 1 it failed; {NO_SUPERVISOR_EXIT} no supervisor.",
     )
+    bench.add_argument(
+        "--clip", action="append", metavar="NAME", help="run only this corpus clip (repeatable)"
+    )
     _add_location(bench)
     bench.set_defaults(run=run_dictate_bench)
 
@@ -150,7 +153,7 @@ def run_dictate_bench(args: argparse.Namespace) -> int:
 
     url = _url(args)
     _quiet_logs("dictate-bench")
-    answer = asyncio.run(bench(url))
+    answer = asyncio.run(bench(url, args.clip))
     print(render_bench(answer))
     return 0 if answer.get("ok") else 1
 

@@ -28,9 +28,9 @@ async def say(url: str, seat: Seat, text: str, voice: str | None) -> dict[str, A
         return answer
 
 
-async def bench(url: str) -> dict[str, Any]:
+async def bench(url: str, clips: list[str] | None = None) -> dict[str, Any]:
     async with connect(url) as connection:
-        answer: dict[str, Any] = await connection.request(DictateBench())
+        answer: dict[str, Any] = await connection.request(DictateBench(clips=clips))
         return answer
 
 

@@ -493,7 +493,8 @@ class DictationService:
     async def _run_bench(self, connection: Connection, message: DictateBench) -> None:
         speaking = self._supervisor.loaded.config.tts.enabled
         try:
-            benched = await call(self._worker(), worker.Bench(speaking=speaking), within=BENCH_S)
+            request = worker.Bench(speaking=speaking, clips=message.clips or [])
+            benched = await call(self._worker(), request, within=BENCH_S)
         except (WorkerError, RequestFailed) as error:
             answer: dict[str, Any] = {"ok": False, "why": f"the bench failed: {_words(error)}"}
         else:

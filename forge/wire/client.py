@@ -315,6 +315,8 @@ class VoiceSay(ClientMessage, frozen=True, tag="voice_say"):
 class DictateBench(ClientMessage, frozen=True, tag="dictate_bench"):
     """Run the local corpus through the models in use (`forge dictate bench`)."""
 
+    clips: list[str] | None = None
+    """Corpus clips by name; null runs them all."""
     reply_to: ReplyTo | None = None
 
 

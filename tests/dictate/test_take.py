@@ -53,13 +53,15 @@ def quiet(seconds: float) -> bytes:
     return b"\0" * (int(16000 * seconds) * 2)
 
 
-async def run(pcm: bytes, engine: Scripted, *, pause_each: int = 0) -> tuple[Any, list[Any]]:
+async def run(
+    pcm: bytes, engine: Scripted, *, pause_each: int = 0, spare: bool = True
+) -> tuple[Any, list[Any]]:
     events: list[WorkerEvent] = []
 
     async def emit(event: WorkerEvent) -> None:
         events.append(event)
 
-    take = Take(7, Axes(), engine, Lane(), Loud(), emit)  # type: ignore[arg-type]
+    take = Take(7, Axes(), engine, Lane(spare=lambda: spare), Loud(), emit)  # type: ignore[arg-type]
     await take.start()
     for number, at in enumerate(range(0, len(pcm), FRAME_BYTES), 1):
         await take.push(number, pcm[at : at + FRAME_BYTES])
@@ -90,3 +92,11 @@ async def test_a_partial_while_the_lane_is_idle_and_none_after_the_end() -> None
     assert finished.raw == "word1."
     done = next(i for i, e in enumerate(events) if isinstance(e, TakePhase) and e.phase == "done")
     assert not any(isinstance(e, TakePartial) for e in events[done:])
+
+
+async def test_no_partial_when_the_machine_has_no_core_to_spare() -> None:
+    engine = Scripted()
+    finished, events = await run(tone(3.0), engine, pause_each=10, spare=False)
+    assert not [e for e in events if isinstance(e, TakePartial)]
+    assert engine.partials == 0
+    assert finished.raw == "word1."

@@ -135,3 +135,30 @@ async def _forge(*argv: str) -> _Ran:
     out, err = await process.communicate()
     assert process.returncode is not None
     return _Ran(process.returncode, out, err)
+
+
+async def test_forge_dictate_bench_lands_its_run_on_the_models_page(served: Served) -> None:
+    watcher = await Client.open(served.url)
+    await watcher.send({"kind": "subscribe", "what": "dictate_models"})
+    await watcher.next_of_kind("snapshot")
+    ran = await _forge(
+        "dictate", "bench", "--url", served.url, "--clip", "flite-6", "--clip", "silence"
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert b"dictation: tiny.en, 2 clips" in ran.stdout
+    assert b"speaking: espeak-ng, 1 lines" in ran.stdout
+
+    def landed() -> bool:
+        views = [
+            u["update"]["dictate_models_changed"]
+            for u in watcher.of_kind("update")
+            if isinstance(u["update"], dict) and "dictate_models_changed" in u["update"]
+        ]
+        return any(v["bench"] is None and v["results"] for v in views)
+
+    await watcher.until(landed)
+    run = served.service.results[-1]
+    assert (run["clips"], run["wer"], run["tier"]) == (2, 0.0, "local")
+    assert [row["name"] for row in run["rows"]] == ["flite-6", "silence"]
+    assert served.service.speaking_results[-1]["clips"] == 1
+    await watcher.close()

@@ -31,11 +31,11 @@ class Reframer:
         return [data[i : i + FRAME_BYTES] for i in range(0, whole, FRAME_BYTES)]
 
     def flush(self) -> bytes | None:
-        """The part frame left at the end of a take, padded with silence to a whole frame."""
+        """The part frame left at the end of a take (whole samples), None when there is none."""
         rest, self._rest = self._rest, b""
         if len(rest) < 2:
             return None
-        return rest[: len(rest) - len(rest) % 2].ljust(FRAME_BYTES, b"\0")
+        return rest[: len(rest) - len(rest) % 2]
 
 
 def mean_square(frame: bytes) -> float:

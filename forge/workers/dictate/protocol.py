@@ -166,6 +166,8 @@ class Benched(msgspec.Struct, frozen=True, kw_only=True):
 
 class Bench(WorkerRequest[Benched], tag="bench", frozen=True):
     speaking: bool = True
+    clips: list[str] = msgspec.field(default_factory=list)
+    """The corpus clips to run, by name; empty runs them all."""
 
 
 class TakeLevel(WorkerEvent, tag="take_level", frozen=True):

@@ -84,10 +84,13 @@ class Segmenter:
         return bytes(self._audio[(start - self._base) * FRAME_BYTES :])
 
     def _frame(self, frame: bytes) -> list[SegmenterAction]:
+        """One frame; a take's last part frame is judged padded with silence but kept as it is
+        (four padded milliseconds once turned tiny.en's words for a whole clip into others)."""
         self._audio += frame
-        square = mean_square(frame)
+        whole = frame.ljust(FRAME_BYTES, b"\0")
+        square = mean_square(whole)
         actions = [
-            self._act(a) for a in self.endpointer.push(self._classifier.voiced(frame), square)
+            self._act(a) for a in self.endpointer.push(self._classifier.voiced(whole), square)
         ]
         self._let_go()
         return actions

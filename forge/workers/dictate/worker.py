@@ -154,8 +154,11 @@ class DictateWorker(Worker):
     @handles(Bench)
     async def bench(self, request: Bench) -> Benched:
         engine = await self._loaded()
-        dictation = await self._bench_dictation(engine)
-        speaking = await self._bench_speaking(engine) if request.speaking else None
+        clips = [c for c in corpus.load() if not request.clips or c.name in request.clips]
+        if not clips:
+            raise RequestFailed("no_clips", f"no corpus clip is named {', '.join(request.clips)}")
+        dictation = await self._bench_dictation(engine, clips)
+        speaking = await self._bench_speaking(engine, clips) if request.speaking else None
         return Benched(dictation=dictation, speaking=speaking)
 
     # The model.
@@ -221,9 +224,8 @@ class DictateWorker(Worker):
 
     # The bench.
 
-    async def _bench_dictation(self, engine: Engine) -> BenchRun:
+    async def _bench_dictation(self, engine: Engine, clips: list[corpus.Clip]) -> BenchRun:
         baseline = psutil.Process().memory_info().rss
-        clips = corpus.load()
         rows: list[ClipResult] = []
         digest = hashlib.sha256()
         floor_errors = wer.Score(0, 0)
@@ -274,9 +276,9 @@ class DictateWorker(Worker):
             rows=rows,
         )
 
-    async def _bench_speaking(self, engine: Engine) -> SpeakingRun:
+    async def _bench_speaking(self, engine: Engine, clips: list[corpus.Clip]) -> SpeakingRun:
         baseline = psutil.Process().memory_info().rss
-        lines = sorted({clip.text for clip in corpus.load() if clip.text})
+        lines = sorted({clip.text for clip in clips if clip.text})
         errors = wer.Score(0, 0)
         firsts, render_s, audio_s = [], 0.0, 0.0
         for line in lines:
