@@ -116,10 +116,14 @@ class LiveTake:
     outbox: deque[bytes] = field(default_factory=deque)
     """Audio the worker's bulk socket could not take yet (its queue was full): sent in order."""
     drained: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set while the outbox is empty (a `Finish` waits for it)."""
     retry: asyncio.Task[None] | None = None
     began: bool = False
     stopping: bool = False
     beginning: asyncio.Task[None] | None = None
+
+    def __post_init__(self) -> None:
+        self.drained.set()
 
     @property
     def owner(self) -> Connection:
@@ -578,8 +582,12 @@ class DictationService:
         for take in self._takes:
             if take.began:
                 self._fail(take, why)
-        if self.model.state != "pending":
+        if row.state is WorkerState.RESTARTING and self.model.state != "pending":
             self._preflight(ModelState(state="pending", error=row.last_reason))
+        elif row.state is WorkerState.FAILED:
+            self._preflight(
+                ModelState(state="failed", error=f"the worker failed: {row.last_reason}")
+            )
 
     def _disconnected(self, connection: Connection) -> None:
         take = self._takes.of(connection)

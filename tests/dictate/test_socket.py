@@ -187,3 +187,11 @@ async def _status(served: Served) -> Any:
     handle = served.service._handle
     assert handle is not None
     return await call(handle, GetStatus())
+
+
+async def test_a_take_with_no_audio_lands_nothing(served: Served) -> None:
+    client = await Client.open(served.url)
+    ended = await client.take(b"", pace=None)
+    assert ended["kind"] == "dictate_ended", ended
+    assert (ended["text"], ended["audio_ms"], ended["segments"]) == ("", 0, 0)
+    await client.close()
