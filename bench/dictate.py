@@ -15,7 +15,9 @@ frames at real-time pace, one take at a time, then two takes at once, and report
 - first partial (first frame sent -> first dictate_partial);
 - CPU seconds per audio second of the supervisor and of the worker, with 1 and 2 takes at once;
 - TTS first audio (espeak-ng, the adapter in this process) and `voice_say` -> `voice_audio`
-  through the socket.
+  through the socket;
+- the socket floor: a bare websockets server (`--bare`) fed the same frames at the same pace,
+  answering one small JSON message per five frames, for the supervisor's CPU to stand beside.
 """
 
 from __future__ import annotations
@@ -67,6 +69,28 @@ async def serve(port: int, announce: Path) -> None:
             ready = json.dumps({"worker": worker.pid if worker else None})
             await asyncio.to_thread(announce.write_text, ready)
             await asyncio.Event().wait()
+
+
+async def serve_bare(port: int, announce: Path) -> None:
+    """The socket floor: a bare websockets server that reads the take's frames and sends one small
+    JSON message per five of them (the levels), nothing else - no supervisor, no worker."""
+    from websockets.asyncio.server import ServerConnection
+    from websockets.asyncio.server import serve as ws_serve
+
+    async def handler(ws: ServerConnection) -> None:
+        await ws.send('{"kind":"greeting"}')
+        await ws.send('{"kind":"settings"}')
+        count = 0
+        async for message in ws:
+            count += 1
+            if isinstance(message, bytes) and count % 5 == 0:
+                await ws.send(json.dumps({"kind": "dictate_level", "key": SEAT, "rms": 0.1}))
+            elif isinstance(message, str) and "dictate_stop" in message:
+                await ws.send(json.dumps({"kind": "dictate_ended", "raw": ""}))
+
+    async with ws_serve(handler, "127.0.0.1", port, max_size=None):
+        await asyncio.to_thread(announce.write_text, json.dumps({"worker": os.getpid()}))
+        await asyncio.Event().wait()
 
 
 def read_announcement(path: Path) -> int | None:
@@ -123,6 +147,29 @@ async def client(url: str) -> ClientConnection:
     await ws.recv()
     await ws.recv()
     return ws
+
+
+async def socket_floor(clips: list[corpus.Clip]) -> float:
+    """CPU seconds per audio second of a bare websockets server fed the same frames."""
+    port = free_port()
+    announce = Path(tempfile.mkdtemp()) / "ready.json"
+    argv = [sys.executable, "-P", __file__, "--bare", str(port), "--announce", str(announce)]
+    quiet = subprocess.DEVNULL
+    server = subprocess.Popen(argv, stdout=quiet, stderr=quiet)  # noqa: ASYNC220
+    try:
+        await announced(announce)
+        process = psutil.Process(server.pid)
+        ws = await client(f"ws://127.0.0.1:{port}/socket")
+        base, audio = cpu(process), 0.0
+        for clip in clips:
+            await Take(ws, SEAT).run(clip.samples(), pace=1.0)
+            audio += seconds(clip.samples())
+        used = cpu(process) - base
+        await ws.close()
+    finally:
+        server.terminate()
+        server.wait()
+    return used / audio
 
 
 def cpu(process: psutil.Process) -> float:
@@ -201,6 +248,7 @@ async def main(quick: bool) -> None:
         server.terminate()
         server.wait()
 
+    floor_cpu = await socket_floor(clips)
     speaker = Speaker()
     firsts = [(await speaker.render(clip.text)).first_audio_s for clip in clips]
 
@@ -239,6 +287,9 @@ async def main(quick: bool) -> None:
         print(f"- first partial p50 {statistics.median(partials):.2f} s ({had})")
     print(f"- CPU s per audio s, 1 take: supervisor {single[0]:.4f}, worker {single[1]:.2f}")
     print(f"- CPU s per audio s, 2 at once: supervisor {double[0]:.4f}, worker {double[1]:.2f}")
+    print(
+        f"- CPU s per audio s, 1 take, bare websockets server (the socket floor): {floor_cpu:.4f}"
+    )
     first_ms = statistics.median(firsts) * 1000
     print(f"- TTS first audio (espeak-ng) p50 {first_ms:.0f} ms, max {max(firsts) * 1000:.0f} ms")
     said = ", ".join(f"{s * 1000:.0f} ms" for s in says)
@@ -252,8 +303,11 @@ if __name__ == "__main__":
     parser.add_argument("--quick", action="store_true", help="three clips only")
     parser.add_argument("--serve", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--announce", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--bare", type=int, help=argparse.SUPPRESS)
     arguments = parser.parse_args()
-    if arguments.serve:
+    if arguments.bare:
+        asyncio.run(serve_bare(arguments.bare, arguments.announce))
+    elif arguments.serve:
         os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp())
         asyncio.run(serve(arguments.serve, arguments.announce))
     else:
