@@ -28,6 +28,7 @@ from forge.config.model import (
     ProjectConfig,
     ServerConfig,
     TerminalConfig,
+    TtsConfig,
 )
 from forge.config.stamp import BuildStamp, build_stamp
 from forge.config.watcher import ConfigWatcher, watch_config
@@ -53,6 +54,7 @@ __all__ = [
     "ReloadClass",
     "ServerConfig",
     "TerminalConfig",
+    "TtsConfig",
     "build_stamp",
     "greeting_settings",
     "key_for",

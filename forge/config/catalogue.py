@@ -177,6 +177,7 @@ SERVER = Area(
 )
 CLIENT = Area("client", "a client's own look, carried in the greeting; unset means the built-in")
 DICTATE = Area("dictate", "the dictation prompt axes a client starts from: a default, not a state")
+TTS = Area("tts", "the speech a seat sends to clients with voice on, rendered on this machine")
 PROJECTS = Area(
     "projects",
     "the projects seats open in: [[projects]] entries named org/name",
@@ -194,6 +195,7 @@ AREAS: tuple[Area, ...] = (
     SERVER,
     CLIENT,
     DICTATE,
+    TTS,
     PROJECTS,
     ORGS,
     TERMINAL,
@@ -367,6 +369,53 @@ KEYS: tuple[Key, ...] = (
         default="general",
         required=True,
         note="the context axis a client starts from",
+    ),
+    Key(
+        DICTATE,
+        "models_dir",
+        kind="string",
+        reload="restart",
+        rule=Text(),
+        default=None,
+        note="where dictation models are looked for; unset is the packaged tiny.en only",
+    ),
+    Key(
+        TTS,
+        "enabled",
+        kind="bool",
+        reload="restart",
+        rule=Flag(),
+        default=False,
+        required=True,
+        note="whether a seat's speech is rendered for clients with voice on",
+    ),
+    Key(
+        TTS,
+        "engine",
+        kind="string",
+        reload="restart",
+        rule=Choice(("espeak-ng", "piper")),
+        default="espeak-ng",
+        required=True,
+        note="the speaking engine; piper needs piper_model",
+    ),
+    Key(
+        TTS,
+        "voice",
+        kind="string",
+        reload="restart",
+        rule=Text(),
+        default=None,
+        note="the espeak-ng voice id (en-us, en-gb...); unset is the engine's default",
+    ),
+    Key(
+        TTS,
+        "piper_model",
+        kind="string",
+        reload="restart",
+        rule=Text(),
+        default=None,
+        note="the Piper .onnx voice (its .onnx.json beside it), for engine = piper",
     ),
     Key(
         PROJECTS,

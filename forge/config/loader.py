@@ -39,6 +39,7 @@ from forge.config.model import (
     ProjectConfig,
     ServerConfig,
     TerminalConfig,
+    TtsConfig,
 )
 from forge.config.stamp import build_stamp
 from forge.errors import UserError
@@ -337,6 +338,7 @@ def _typed(resolved: Mapping[str, Any], base: Path) -> ForgeConfig:
             styling=dictate["styling"],
             structure=dictate["structure"],
             context=dictate["context"],
+            models_dir=_path(dictate["models_dir"], base) if dictate["models_dir"] else None,
         ),
         projects=tuple(
             ProjectConfig(
@@ -361,6 +363,14 @@ def _typed(resolved: Mapping[str, Any], base: Path) -> ForgeConfig:
         ),
         documents=DocumentsConfig(max_size_mib=resolved["documents"]["max_size_mib"]),
         log=LogConfig(level=resolved["log"]["level"]),
+        tts=TtsConfig(
+            enabled=resolved["tts"]["enabled"],
+            engine=resolved["tts"]["engine"],
+            voice=resolved["tts"]["voice"],
+            piper_model=_path(resolved["tts"]["piper_model"], base)
+            if resolved["tts"]["piper_model"]
+            else None,
+        ),
     )
 
 

@@ -48,6 +48,15 @@ class DictateConfig:
     styling: str
     structure: str
     context: str
+    models_dir: Path | None = None
+
+
+@dataclass(frozen=True)
+class TtsConfig:
+    enabled: bool = False
+    engine: str = "espeak-ng"
+    voice: str | None = None
+    piper_model: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -99,6 +108,7 @@ class ForgeConfig:
     browser: BrowserConfig
     documents: DocumentsConfig
     log: LogConfig
+    tts: TtsConfig = TtsConfig()
 
     def project(self, org: str, name: str) -> ProjectConfig | None:
         """The configured project `org/name`, or None (a seat of an unknown project is refused)."""

@@ -1,9 +1,10 @@
 """One running supervisor: the socket's core, the worker manager and every service on them.
 
 `forge supervise` and in-process tests build the same thing here, so what a test drives is what
-a person runs: terminals and browsers served through one `WorkerManager`, its rows on home as
-`workers` (pushed as the keyless `workers_changed` on every change), a worker that can no longer
-restart raised as home's `fatal_error`, and the forge health verdict as `service_status`.
+a person runs: terminals, browsers and dictation served through one `WorkerManager`, its rows
+on home as `workers` (pushed as the keyless `workers_changed` on every change), a worker that can
+no longer restart raised as home's `fatal_error`, and the forge health verdict as
+`service_status`.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from forge.config import LoadedConfig
 from forge.health.service import home_service_status, service_status
 from forge.ipc.manager import WorkerManager, WorkerRow, WorkerState
 from forge.logs import get_logger
-from forge.supervisor import browsers, client_perf, processes, terminals
+from forge.supervisor import browsers, client_perf, dictation, processes, terminals
 from forge.supervisor.core import Supervisor
 
 log = get_logger(__name__)
@@ -40,6 +41,7 @@ async def running_supervisor(
         processes.install(supervisor, manager, shells.shell_pids)
         browsers.install(supervisor, manager)
         client_perf.install(supervisor)
+        dictation.install(supervisor, manager)
         _publish_workers(supervisor, manager)
         await _refresh_service_status(supervisor)
         poller = asyncio.create_task(_poll_service_status(supervisor))

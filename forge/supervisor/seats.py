@@ -45,6 +45,8 @@ class SeatState:
     terminal: dict[str, Any] | None = None
     processes: list[ProcessRow] | None = None
     background_tasks: list[dict[str, Any]] = field(default_factory=list)
+    voice_listeners: int = 0
+    """Connections with voice on for the seat (the dictation area keeps it)."""
 
     @property
     def epoch(self) -> str:

@@ -78,7 +78,6 @@ async def home(
             agents_row(state, work) for state, work in zip(started, seat_works, strict=True)
         ],
         "unseen": list(unseen),
-        **facts,
         "fleet": [],
         "accounts": None,
         "connectors": None,
@@ -87,6 +86,7 @@ async def home(
         "dictate": None,
         "voice": None,
         "cli_version": None,
+        **facts,
     }
 
 
@@ -104,7 +104,11 @@ async def session(state: SeatState) -> Data:
             "turn_in_flight": False,
             "seq": state.window.next_seq,
         },
-        "state": {"cwd": str(state.directory), "queue": [], "voice_listeners": 0},
+        "state": {
+            "cwd": str(state.directory),
+            "queue": [],
+            "voice_listeners": state.voice_listeners,
+        },
         "terminal": state.terminal,
         "processes": state.processes,
         "background_tasks": state.background_tasks,

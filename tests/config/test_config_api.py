@@ -30,6 +30,7 @@ PUBLIC = {
     "ReloadClass",
     "ServerConfig",
     "TerminalConfig",
+    "TtsConfig",
     "build_stamp",
     "greeting_settings",
     "key_for",

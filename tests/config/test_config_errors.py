@@ -45,7 +45,7 @@ REFUSALS = [
     ('server = "x"\n', 1, "server", 'expected a table, got "x"'),
     ("[sever]\nport = 1\n", 1, "sever",
      "unknown key; forge.toml has browser, client, dictate, documents, log, orgs, projects, "
-     "server, terminal"),
+     "server, terminal, tts"),
     ("[server]\nport = 1\nprot = 2\n", 3, "server.prot",
      "unknown key; [server] has allowed_origins, auth, bind, ping_interval_s, ping_timeout_s, "
      "port, tls_cert, tls_key, watchdog_s, write_timeout_s"),

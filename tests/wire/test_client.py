@@ -125,6 +125,7 @@ def test_every_kind_in_the_contract_is_known() -> None:
         "browser_file_answer", "browser_tabs", "browser_open", "browser_navigate",
         "browser_dialog_answer", "more",
         "document_read", "dictate_stream", "file_content", "voice_mode", "client_perf",
-        "settings_edit",
+        "settings_edit", "dictate_stop", "dictate_cancel", "voice_preview", "voice_say",
+        "dictate_bench",
     }  # fmt: skip
     assert contract == KINDS

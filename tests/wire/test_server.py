@@ -6,7 +6,7 @@ import gzip
 import json
 
 from forge.wire import server
-from forge.wire.client import ClientPerf, More, SettingsEdit, VoiceMode
+from forge.wire.client import ClientPerf, More, SettingsEdit
 from forge.wire.seats import Seat, session
 from forge.wire.server import DEFLATE_THRESHOLD, JsonFrame
 from forge.wire.unserved import answer_unserved
@@ -95,6 +95,4 @@ def test_unserved_answers_cannot_loop_a_client() -> None:
     assert refused is not None
     assert refused["kind"] == "settings_refused"
     assert refused["id"] == 7
-    state = answer_unserved(VoiceMode(key=SEAT, on=True))
-    assert state == {"kind": "voice_mode_state", "key": SEAT, "listeners": 0}
     assert answer_unserved(ClientPerf()) is None
