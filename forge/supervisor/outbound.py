@@ -24,6 +24,10 @@ CONTROL_LIMIT = 64 * 1024 * 1024
 TERMINAL_LIMIT = 1024 * 1024
 """~1 MiB of a terminal's unsent chunks, past which a viewer is dropped to a fresh screen."""
 
+AUDIO_LIMIT = 40 * 1024
+"""~200 ms of a tab's unsent kind-2 frames (3854 bytes per 20 ms), past which what waits is
+dropped: sound that arrives late is worth less than a gap, and the picture keeps its pace."""
+
 
 @dataclass(slots=True, eq=False)
 class Entry:
