@@ -7,7 +7,7 @@ the same bytes, to each viewer's newest-wins queue (B06, B07): format 2 (JPEG) o
 connections that declared `formats=webp,jpeg`, which then skip the WebP motion frames; key
 frames (format 1) to everyone (D3). A tab's sound (kind 2, the host's `audio` stream) goes to
 each of its viewers that has not turned it off (`browser_audio`), through a bounded queue that
-drops what waits when a viewer falls ~200 ms behind (newest wins); the sound server and the
+drops the oldest frames past ~200 ms waiting (newest wins); the sound server and the
 profiles' sinks are `sound.SoundService`'s.
 
 `install(supervisor, manager)` registers the verbs; `forge supervise` calls it with its worker
@@ -664,30 +664,34 @@ class BrowserService:
                 made = await self.sound.sink(profile.key)
                 if made is None:
                     continue
-                profile.sound_generation = made
                 try:
                     await call(handle, SoundServer(), within=REQUEST_S)
                 except WorkerError as error:
                     why = str(error)
                     log.warning("browser_sound_reconnect_failed", profile=profile.key, why=why)
                     continue
+                profile.sound_generation = made
                 log.info("browser_sound_reconnected", profile=profile.key, generation=made)
+            self._push_tabs(profile)
 
     def _audio_off(self, profile: _Profile) -> str | None:
         """The one line a profile's row shows while its sound cannot reach viewers."""
-        return self.sound.trouble() or (profile.sound_trouble if profile.up else None)
+        trouble = self.sound.trouble()
+        if trouble is not None or not profile.up:
+            return trouble
+        if profile.sound and profile.sound_generation != self.sound.generation:
+            return "the sound server restarted; this browser is reconnecting to it"
+        return profile.sound_trouble
 
     def _audio(self, profile: _Profile, data: bytes) -> None:
-        """One kind-2 frame to each viewer of its tab that hears it; a viewer ~200 ms behind
-        loses what waits, and this newest frame is queued after (never a growing queue)."""
+        """One kind-2 frame to each viewer of its tab that hears it; a viewer keeps at most
+        ~200 ms waiting, the oldest frames dropped past it (newest wins, never a growing queue)."""
         tab = BROWSER_AUDIO_HEADER.unpack_from(data)[2]
         stream = ("audio", profile.wire_id, tab)
         for viewer in self.table.viewers((profile.key, tab)):
             if viewer.connection in self._warming or viewer.connection in self._muted:
                 continue
-            connection = _connection(viewer)
-            if not connection.send_bounded(stream, data, limit=AUDIO_LIMIT):
-                connection.send_bounded(stream, data, limit=AUDIO_LIMIT)
+            _connection(viewer).send_recent(stream, data, limit=AUDIO_LIMIT)
 
     async def _fit_listening(self, what: str, profile: _Profile, surface: Surface) -> None:
         """Tell the host whether anyone viewing the tab hears it (it reads sound only then)."""
