@@ -12,7 +12,9 @@ CPU is read over windows of the same run, each `--seconds` long, the tone playin
 - floor: the viewer turned its sound off (`browser_audio{on: false}`: the host reads nothing),
   `parec` reads the sink instead. The floor is daemon + parec; forge's is daemon + the host's
   and the supervisor's extra over the floor window (the reader, numbering, IPC, the relay);
-- fan-out: four viewers hear the tab, for the supervisor's share per listening viewer.
+- fan-out: four viewers hear the tab, for the supervisor's share per listening viewer;
+- silent: the tone off (the AudioContext still running, writing zeros), one viewer listening:
+  the sink is read, nothing is sent.
 
     .venv/bin/python -P bench/browser_audio.py [--trials 12] [--seconds 10]
 
@@ -251,8 +253,14 @@ async def run(url: str, page: str, supervisor: psutil.Process, root: Path, args:
         await other.ask({"kind": "browser_view", "seat": SEAT, "tab": tab})
     await asyncio.sleep(1.0)
     fan_cpu = await window(processes, args.seconds)
-    for listener in (lead, *others):
-        await listener.close()
+    for other in others:
+        await other.close()
+    await click(lead, seq)  # off: silence
+    await asyncio.sleep(1.0)
+    sent = len(lead.sound)
+    silent_cpu = await window(processes, args.seconds)
+    silent_frames = len(lead.sound) - sent
+    await lead.close()
 
     extra_host = forge_cpu["host"] - floor_cpu["host"]
     extra_supervisor = forge_cpu["supervisor"] - floor_cpu["supervisor"]
@@ -280,6 +288,11 @@ async def run(url: str, page: str, supervisor: psutil.Process, root: Path, args:
         f"supervisor {floor_cpu['supervisor']:.1f} while muted)"
     )
     print(f"  supervisor per listening viewer (4 viewers): {per_viewer:.2f}")
+    print(
+        f"silent page, one viewer listening: {silent_frames} frames sent; daemon "
+        f"{silent_cpu['daemon']:.1f}, host {silent_cpu['host']:.1f}, "
+        f"supervisor {silent_cpu['supervisor']:.1f}"
+    )
     print(f"  load average: {os.getloadavg()}")  # fmt: skip
 
 

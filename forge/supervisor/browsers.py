@@ -697,7 +697,12 @@ class BrowserService:
         """Tell the host whether anyone viewing the tab hears it (it reads sound only then)."""
         tab = surface[1]
         wanted = any(v.connection not in self._muted for v in self.table.viewers(surface))
-        if not profile.sound or not profile.up or wanted == (tab in profile.listened):
+        if not profile.sound or not profile.up:
+            return
+        generation = self.sound.generation
+        if wanted and generation is not None and profile.sound_generation != generation:
+            self._spawn(self._resync_sound(generation))  # its sink was not made: try again
+        if wanted == (tab in profile.listened):
             return
         if wanted:
             profile.listened.add(tab)

@@ -13,6 +13,7 @@ from forge.workers.browser.sound import (
     SILENT_PEAK,
     Audibility,
     SilenceGate,
+    louder_than,
     peak,
     route,
 )
@@ -31,6 +32,13 @@ def test_a_frame_is_as_loud_as_its_loudest_sample_either_sign() -> None:
     assert peak(frame(1000)) == 1000
     assert peak(struct.pack("<2h", 5, 32767)) == 32767
     assert peak(struct.pack("<h", -32768)) == 32768
+
+
+@pytest.mark.parametrize("level", [0, 1, 15, 16, 17, 100, 255, 256, 257, 1000, 32767, 32768])
+def test_the_cheap_loudness_test_agrees_with_the_peak(level: int) -> None:
+    for threshold in (0, SILENT_PEAK, 200):
+        assert louder_than(frame(level), threshold) == (peak(frame(level)) > threshold)
+        assert louder_than(frame(level)[:64], threshold) == (level > threshold)
 
 
 def test_silence_is_never_sent_and_a_tail_is_held() -> None:

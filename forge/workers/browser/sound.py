@@ -34,6 +34,17 @@ HOLD_FRAMES = 10
 _ZEROS = bytes(FRAME_BYTES)
 
 
+def louder_than(samples: bytes, threshold: int) -> bool:
+    """Whether any sample's magnitude passes `threshold` (< 256), cheaply: a frame with a high
+    byte other than 0x00 or 0xFF has a sample of magnitude 256 or more, found by a C-speed
+    slice and translate (a few µs, where reading every sample as a Python int costs ~50)."""
+    if samples == _ZEROS[: len(samples)]:
+        return False
+    if samples[1::2].translate(None, b"\x00\xff"):
+        return True
+    return peak(samples) > threshold
+
+
 def peak(samples: bytes) -> int:
     """The largest absolute i16 sample (little-endian, interleaved)."""
     if samples == _ZEROS[: len(samples)]:
@@ -54,7 +65,7 @@ class SilenceGate:
         self._left = 0
 
     def passes(self, samples: bytes) -> bool:
-        if peak(samples) > self._threshold:
+        if louder_than(samples, self._threshold):
             self._left = self._hold
             return True
         if self._left > 0:
