@@ -66,7 +66,7 @@ class SoundService:
             except SoundMissing as missing:
                 self.off = str(missing)
         self._directory = paths.sound_dir()
-        if len(str(self._directory / SOCKET_NAME)) > MAX_SOCKET_PATH:
+        if self.off is None and len(str(self._directory / SOCKET_NAME)) > MAX_SOCKET_PATH:
             self._directory = Path(tempfile.mkdtemp(prefix="forge-sound-"))
 
     def route(self, profile_key: str) -> AudioRoute | None:
