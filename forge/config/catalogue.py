@@ -523,6 +523,16 @@ KEYS: tuple[Key, ...] = (
         note="the page a profile's boot tab opens",
     ),
     Key(
+        BROWSER,
+        "audio",
+        kind="bool",
+        reload="restart",
+        rule=Flag(),
+        default=True,
+        required=True,
+        note="whether a tab's sound reaches its viewers (needs PulseAudio)",
+    ),
+    Key(
         DOCUMENTS,
         "max_size_mib",
         kind="number",

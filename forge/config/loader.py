@@ -360,6 +360,7 @@ def _typed(resolved: Mapping[str, Any], base: Path) -> ForgeConfig:
             chromium_path=_path(browser["chromium_path"], base),
             idle_close_s=float(browser["idle_close_s"]),
             home_url=browser["home_url"],
+            audio=bool(browser["audio"]),
         ),
         documents=DocumentsConfig(max_size_mib=resolved["documents"]["max_size_mib"]),
         log=LogConfig(level=resolved["log"]["level"]),

@@ -85,6 +85,7 @@ class BrowserConfig:
     chromium_path: Path
     idle_close_s: float
     home_url: str
+    audio: bool
 
 
 @dataclass(frozen=True)

@@ -245,6 +245,13 @@ class BrowserNavigate(ClientMessage, frozen=True, tag="browser_navigate"):
     url: str
 
 
+class BrowserAudio(ClientMessage, frozen=True, tag="browser_audio"):
+    """Our addition: whether this connection hears the sound (kind 2) of the tabs it views."""
+
+    on: bool
+    reply_to: ReplyTo | None = None
+
+
 DIALOG_TEXT_MAX_BYTES = 64 * 1024
 """A prompt answer is something a person types; past this it is refused, not truncated."""
 
@@ -398,6 +405,7 @@ ANY_CLIENT_MESSAGE = (
     | VoicePreview
     | VoiceSay
     | DictateBench
+    | BrowserAudio
     | More
     | DocumentRead
     | FileContent
