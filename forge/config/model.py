@@ -89,6 +89,12 @@ class LogConfig:
 
 
 @dataclass(frozen=True)
+class LabConfig:
+    dask_no_worker_s: float
+    """How long a Dask run's tasks may wait with no worker on the scheduler before it aborts."""
+
+
+@dataclass(frozen=True)
 class ForgeConfig:
     server: ServerConfig
     client: ClientConfig
@@ -99,6 +105,7 @@ class ForgeConfig:
     browser: BrowserConfig
     documents: DocumentsConfig
     log: LogConfig
+    lab: LabConfig
 
     def project(self, org: str, name: str) -> ProjectConfig | None:
         """The configured project `org/name`, or None (a seat of an unknown project is refused)."""
