@@ -21,12 +21,24 @@ ANY_HTTP_PORT = {"dashboard_address": ":0"}
 (another run on the machine) it warns, and warnings are errors here."""
 
 
+WORKERS = 2
+
+
 @pytest.fixture(scope="module")
-def scheduler() -> Iterator[str]:
+def cluster() -> Iterator[str]:
     with LocalCluster(
-        n_workers=2, processes=True, threads_per_worker=1, **ANY_HTTP_PORT
+        n_workers=WORKERS, processes=True, threads_per_worker=1, **ANY_HTTP_PORT
     ) as cluster:
         yield cluster.scheduler_address
+
+
+@pytest.fixture
+def scheduler(cluster: str) -> str:
+    """The cluster's address once both workers are up: a test that killed one leaves its nanny
+    restarting it, which on a loaded machine can outlast a next test's attempt timeout."""
+    with Client(cluster) as client:
+        client.wait_for_workers(WORKERS, timeout=120)
+    return cluster
 
 
 def test_dask_run_reports_what_a_local_run_reports(kit: Kit, scheduler: str) -> None:
@@ -106,10 +118,8 @@ def test_a_lost_worker_aborts_instead_of_retrying(kit: Kit, scheduler: str) -> N
 
 def test_attempts_stop_on_a_stale_lease_when_the_client_dies(kit: Kit, scheduler: str) -> None:
     """X4: SIGKILL the CLI mid-run; its attempts on the cluster notice the lease going stale
-    (scaled from 5 s / 30 s down to 0.2 s / 10 s), kill their process trees and discard their
-    directories. The harnesses are children of the Dask worker, not of the dead CLI. The stale
-    bound leaves room for a loaded machine: a lease read that times out counts as no refresh, and
-    at 3 s an attempt could give its live client up before the test killed it."""
+    (scaled from 5 s / 30 s down to 0.2 s / 3 s), kill their process trees and discard their
+    directories. The harnesses are children of the Dask worker, not of the dead CLI."""
     kit.cohort(
         a=kit.formula("a", knobs={"FAKE_GATE": "1"}),
         b=kit.formula("b", knobs={"FAKE_GATE": "1"}, model="m2"),
@@ -118,7 +128,7 @@ def test_attempts_stop_on_a_stale_lease_when_the_client_dies(kit: Kit, scheduler
     process = kit.start(
         *("--approve", kit.digest(), "--executor", "dask", "--scheduler", scheduler),
         *("--parallel", "2"),
-        env={"FORGE_LAB_LEASE_MS": "200,10000"},
+        env={"FORGE_LAB_LEASE_MS": "200,3000"},
     )
     wait_for(kit.ctl, "started-*", 2, process)
     harnesses = [psutil.Process(int(p.read_text())) for p in kit.ctl.glob("started-*")]
