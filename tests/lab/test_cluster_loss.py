@@ -23,7 +23,7 @@ from distributed import Client
 from forge.attempt.command import MARKER_ENV
 from forge.lab.deathwatch import sweep
 
-from .kit import Kit, marker_processes, wait_for, wait_until
+from .kit import HELD_MS, Kit, marker_processes, wait_for, wait_until
 
 NO_WORKER_S = 3
 GONE_WITHIN_S = 2.0
@@ -103,8 +103,8 @@ def test_a_killed_workers_attempts_die_with_it_and_the_run_ends_then_resumes(
     kit: Kit, scheduler: str, start_worker: StartWorker, bounded: dict[str, str]
 ) -> None:
     kit.cohort(
-        a=kit.formula("a", knobs={"FAKE_GATE": "1", "FAKE_STRAY": "1"}),
-        b=kit.formula("b", knobs={"FAKE_GATE": "1"}, model="m2"),
+        a=kit.formula("a", knobs={"FAKE_GATE": "1", "FAKE_STRAY": "1"}, timeout_ms=HELD_MS),
+        b=kit.formula("b", knobs={"FAKE_GATE": "1"}, model="m2", timeout_ms=HELD_MS),
         tasks={"t1": kit.plan("t1")},
     )
     worker = start_worker(nthreads=2)
