@@ -190,6 +190,7 @@ TERMINAL = Area("terminal", "the shell a terminal starts when its project names 
 BROWSER = Area("browser", "the Chromium the server hosts, one process per profile")
 DOCUMENTS = Area("documents", "what a client may read as a document")
 LOG = Area("log", "the supervisor's JSON-lines log")
+LAB = Area("lab", "how `forge evaluate` runs a cohort's attempts")
 
 AREAS: tuple[Area, ...] = (
     SERVER,
@@ -202,6 +203,7 @@ AREAS: tuple[Area, ...] = (
     BROWSER,
     DOCUMENTS,
     LOG,
+    LAB,
 )
 
 KEYS: tuple[Key, ...] = (
@@ -551,6 +553,17 @@ KEYS: tuple[Key, ...] = (
         default="info",
         required=True,
         note="the lowest level written to the log (a running worker keeps the one it started with)",
+    ),
+    Key(
+        LAB,
+        "dask_no_worker_s",
+        kind="number",
+        reload="next_session",
+        rule=Seconds(),
+        default=60,
+        required=True,
+        note="seconds a --executor dask run waits while its scheduler has no worker; then it "
+        "aborts (resumable), naming the scheduler and the waiting attempts; read as a run starts",
     ),
 )
 

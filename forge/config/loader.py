@@ -34,6 +34,7 @@ from forge.config.model import (
     DictateConfig,
     DocumentsConfig,
     ForgeConfig,
+    LabConfig,
     LogConfig,
     OrgConfig,
     ProjectConfig,
@@ -364,6 +365,7 @@ def _typed(resolved: Mapping[str, Any], base: Path) -> ForgeConfig:
         ),
         documents=DocumentsConfig(max_size_mib=resolved["documents"]["max_size_mib"]),
         log=LogConfig(level=resolved["log"]["level"]),
+        lab=LabConfig(dask_no_worker_s=float(resolved["lab"]["dask_no_worker_s"])),
         tts=TtsConfig(
             enabled=resolved["tts"]["enabled"],
             engine=resolved["tts"]["engine"],

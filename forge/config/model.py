@@ -99,6 +99,12 @@ class LogConfig:
 
 
 @dataclass(frozen=True)
+class LabConfig:
+    dask_no_worker_s: float
+    """How long a Dask run's tasks may wait with no worker on the scheduler before it aborts."""
+
+
+@dataclass(frozen=True)
 class ForgeConfig:
     server: ServerConfig
     client: ClientConfig
@@ -109,6 +115,7 @@ class ForgeConfig:
     browser: BrowserConfig
     documents: DocumentsConfig
     log: LogConfig
+    lab: LabConfig
     tts: TtsConfig = TtsConfig()
 
     def project(self, org: str, name: str) -> ProjectConfig | None:

@@ -23,6 +23,7 @@ PUBLIC = {
     "DocumentsConfig",
     "ForgeConfig",
     "Key",
+    "LabConfig",
     "LoadedConfig",
     "LogConfig",
     "OrgConfig",
