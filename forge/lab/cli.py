@@ -1,4 +1,6 @@
-"""`forge evaluate --cohort`: the verb's arguments; the work is in `forge.lab.evaluate`.
+"""`forge evaluate --cohort`, `forge evaluate replay`: the verbs' arguments.
+
+The work is in `forge.lab.evaluate` and `forge.lab.replay_cli`.
 
 Only argparse is imported here, so building the `forge` parser stays cheap for every other verb.
 """
@@ -25,9 +27,27 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--scheduler", metavar="ADDRESS")
     parser.add_argument("--recheck", action="store_true", help=argparse.SUPPRESS)
     parser.set_defaults(run=run)
+    modes = parser.add_subparsers(dest="mode", metavar="replay")
+    replay = modes.add_parser(
+        "replay",
+        help="build frozen evaluation tasks from merged pull requests",
+        description="Build frozen evaluation tasks from a project's own merged pull requests.",
+    )
+    replay.add_argument("--repo", metavar="OWNER/REPO")
+    replay.add_argument("--pr", metavar="N", action="append", default=[])
+    replay.add_argument("--source", metavar="CHECKOUT")
+    replay.add_argument("--out", metavar="NEW_DIR")
+    replay.add_argument("--python", metavar="PYTHON", default="python3")
+    replay.set_defaults(run=run_replay)
 
 
 def run(args: argparse.Namespace) -> int:
     from forge.lab.evaluate import evaluate
 
     return asyncio.run(evaluate(args))
+
+
+def run_replay(args: argparse.Namespace) -> int:
+    from forge.lab.replay_cli import replay_command
+
+    return asyncio.run(replay_command(args))
