@@ -148,9 +148,7 @@ def task_markdown(facts: TaskFacts) -> str:
     return "\n".join(parts)
 
 
-def approval_markdown(
-    facts: TaskFacts, pins: Sequence[tuple[str, str]], *, sandbox: str
-) -> str:
+def approval_markdown(facts: TaskFacts, pins: Sequence[tuple[str, str]], *, sandbox: str) -> str:
     """The reviewer's summary: where the task came from, why it is valid, and every pin."""
     lines = [
         f"# Replay approval: {facts.name} ({facts.repo}#{facts.number})",

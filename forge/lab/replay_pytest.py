@@ -76,9 +76,7 @@ def parse_events(text: str) -> RunEvents:
         if kind == "collect":
             events.collect_errors.append(CollectError(str(event["nodeid"]), str(event["text"])))
         elif kind == "test":
-            events.reports.append(
-                (str(event["nodeid"]), str(event["when"]), str(event["outcome"]))
-            )
+            events.reports.append((str(event["nodeid"]), str(event["when"]), str(event["outcome"])))
         elif kind == "finish":
             events.exitstatus = int(event["exitstatus"])
     return events
