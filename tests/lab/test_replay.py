@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,6 +16,7 @@ import pytest
 from .kit import git
 from .replay_kit import CALC, Project
 
+ORACLE = Path(__file__).resolve().parent / "oracle_harness.py"
 TEST_ADD = "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
 TEST_MORE = "from calc import mul\n\n\ndef test_more():\n    assert mul(1, 1)\n"
 CALC_FIXED = CALC.replace("a - b", "a + b")
@@ -330,3 +333,79 @@ def test_the_source_checkout_holds_only_base_commits(built: Built) -> None:
     assert git(source, "config", "remote.origin.fetch") == "+refs/forge-none/*:refs/forge-none/*"
     assert not (source / ".git" / "FETCH_HEAD").exists()
     assert (source / ".git" / "shallow").exists()
+
+
+def test_a_cohort_built_from_the_stub_runs_end_to_end(
+    built: Built, tmp_path: Path, forge_dirs: dict[str, Path]
+) -> None:
+    """Two variants over the replayed tasks: the one that writes the merged code is correct on
+    both, the one that changes nothing on neither; no attempt sees its task's merge commit."""
+    del forge_dirs
+    project = built.project
+    cohort_dir = built.out
+    (tmp_path / "ctl").mkdir()
+    answers = tmp_path / "answers.json"
+    answers.write_text(
+        json.dumps(
+            {
+                "add subtracts": {"calc.py": CALC_FIXED},
+                "Need mul3 and a Meter": {"calc.py": CALC_FIXED + MUL3},
+            }
+        )
+    )
+    variants = []
+    for name, extra in (("oracle", []), ("idle", ["none"])):
+        argv = [sys.executable, str(ORACLE), str(answers), str(tmp_path / "ctl"), *extra]
+        formula = {
+            "schemaVersion": 1,
+            "name": name,
+            "atoms": [
+                {"id": "code", "role": "coding", "command": argv, "timeoutMs": 60000, "model": "m"}
+            ],
+        }
+        (cohort_dir / f"{name}.yaml").write_text(json.dumps(formula))
+        sha = hashlib.sha256((cohort_dir / f"{name}.yaml").read_bytes()).hexdigest()
+        variants.append({"name": name, "formula": f"{name}.yaml", "formulaSha256": sha})
+    stub = json.loads((cohort_dir / "cohort.stub.json").read_text())
+    del stub["source"]
+    stub.update(hypothesis="the oracle solves replayed tasks", variants=variants)
+    (cohort_dir / "cohort.json").write_text(json.dumps(stub))
+    env = {**os.environ, "FORGE_LAB_DIR": str(tmp_path / "lab")}
+    argv = [
+        sys.executable,
+        "-m",
+        "forge.cli",
+        "evaluate",
+        "--cohort",
+        str(cohort_dir / "cohort.json"),
+    ]
+    argv += ["--source", str(cohort_dir / "source"), "--out", str(tmp_path / "run")]
+    preview = subprocess.run(argv, capture_output=True, text=True, env=env, check=False)
+    assert preview.returncode == 0, preview.stderr
+    assert "plan-has-protected-exemptions: tests/test_add.py" in preview.stdout
+    digest = preview.stdout.split("--approve ")[-1].split()[0]
+    run = subprocess.run(
+        [*argv, "--approve", digest],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+        timeout=600,
+    )
+    assert run.returncode == 2, run.stderr
+    report = json.loads((tmp_path / "run" / "report.json").read_text())
+    by_variant = {v["name"]: v for v in report["variants"]}
+    assert by_variant["oracle"]["correct"] == 2
+    assert by_variant["oracle"]["hiddenAcceptancePass"] == 2
+    assert by_variant["idle"]["hiddenAcceptancePass"] == 0
+    probes = [
+        json.loads(line) for line in (tmp_path / "ctl" / "probes.jsonl").read_text().splitlines()
+    ]
+    assert len(probes) == 4
+    merges = {
+        "add subtracts": project.merged[2].merge,
+        "Need mul3 and a Meter": project.merged[4].merge,
+    }
+    for probe in probes:
+        assert merges[probe["title"]] not in probe["revList"]
+        assert len(probe["revList"]) == 1
