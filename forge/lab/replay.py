@@ -67,13 +67,13 @@ from forge.lab.replay_rules import (
     BaseRule,
     HiddenFile,
     allowed_files,
+    defined_tests,
     hidden_test_files,
     merge_base_rule,
     metadata_skip,
     nodeids_too_long,
     project_skip,
     squash_rule,
-    test_nodeids,
 )
 
 RUN_TIMEOUT_MS = 600_000
@@ -281,7 +281,7 @@ class _Builder:
         nodeids: list[str] = []
         for path, data in sorted(hidden_bytes.items()):
             try:
-                nodeids += test_nodeids(path, data)
+                nodeids += defined_tests(path, data)
             except (SyntaxError, ValueError) as error:
                 raise Skip(f"infrastructure: hidden test {path} does not parse: {error}") from None
         if not nodeids:

@@ -124,7 +124,7 @@ def project_skip(test_paths: Iterable[str], merge_files: set[str]) -> str | None
     return None
 
 
-def test_nodeids(path: str, source: bytes) -> list[str]:
+def defined_tests(path: str, source: bytes) -> list[str]:
     """The pytest node ids of the tests `source` defines at top level (raises SyntaxError)."""
     tree = ast.parse(source, filename=path)
     ids = []
