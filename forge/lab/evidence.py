@@ -93,7 +93,9 @@ def snapshot(run: Path, sha: str) -> bytes | None:
 
 def attempts_of(path: Path, variant: str | None) -> list[Path]:
     """The attempt directories a `forge learn` argument names: one attempt, or a run's."""
-    if (path / RECORD_FILE).is_file():
+    absolute = path.absolute()
+    in_run = len(absolute.parents) > 3 and absolute.parents[2].name == ATTEMPTS_DIR
+    if (path / RECORD_FILE).is_file() or (in_run and path.is_dir()):
         return [path]
     if (path / ACTIVATION_FILE).is_file():
         pattern = f"*/{variant}/rep-*" if variant else "*/*/rep-*"
