@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from forge.attempt.plan import decode_issue, decode_plan
+
 from .kit import git
 from .replay_kit import CALC, Project
 
@@ -218,7 +220,6 @@ def test_hidden_material_stays_apart_from_what_a_reviewer_reads(built: Built) ->
 
 
 def test_the_plan_and_issue_are_frozen_inputs_the_cohort_decoders_accept(built: Built) -> None:
-    from forge.attempt.plan import decode_issue, decode_plan
 
     hidden = built.out / "hidden" / "pr-2"
     plan = decode_plan((hidden / "plan.json").read_bytes(), file="plan.json")
