@@ -1,8 +1,9 @@
 """The Formula (YAML, `schemaVersion: 1`): the recipe a variant runs, decoded strictly.
 
 Only what the Lab uses exists here: one coding atom (its argv, timeout and pinned model), an
-optional trailing `role: learn` atom (the command `forge learn` runs; never configured silently),
-optional baseline checks, and `learning.recurrenceThreshold` (the streak that queues a learn request).
+optional trailing `role: learn` atom (the command `forge learn` runs; never configured
+silently), optional baseline checks, and `learning.recurrenceThreshold` (the failure streak that
+queues a learn request).
 """
 
 from __future__ import annotations

@@ -111,7 +111,9 @@ class ReplayResult:
     skipped: list[dict[str, Any]] = field(default_factory=list)
     source_error: str | None = None
     test_run_ms: int = 0
-    """Time spent inside the hidden tests' pytest runs (the rest is forge's own work)."""
+    """Time spent inside the hidden tests' pytest runs."""
+    gh_ms: int = 0
+    """Time spent waiting for `gh api` answers."""
 
 
 def check_options(repo: str, prs: list[str], out: Path) -> tuple[int, ...]:
@@ -160,6 +162,7 @@ async def replay(options: ReplayOptions, *, clock: Clock = SYSTEM_CLOCK) -> Repl
             bases.append((facts.name, facts.base.commit))
         if bases:
             await _write_source(source, out, bases, options.repo, result)
+        result.gh_ms = round(builder.github.elapsed_s * 1000)
     finally:
         await asyncio.to_thread(shutil.rmtree, work, True)
     tasks = result.built if result.source_error is None else []

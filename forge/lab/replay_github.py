@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -132,6 +133,8 @@ class GitHub:
         self.env = dict(env)
         self.cwd = cwd
         self.program = gh_program(env)
+        self.elapsed_s = 0.0
+        """Time spent waiting for gh (the forge's latency, not forge's own work)."""
 
     async def pull_request(self, number: int) -> PullRequest:
         pull = await self._get(f"repos/{self.repo}/pulls/{number}")
@@ -150,6 +153,13 @@ class GitHub:
             raise GhError(endpoint, "other", repr(error)) from None
 
     async def _get(self, endpoint: str) -> Any:
+        started = time.monotonic()
+        try:
+            return await self._call(endpoint)
+        finally:
+            self.elapsed_s += time.monotonic() - started
+
+    async def _call(self, endpoint: str) -> Any:
         try:
             proc = await asyncio.create_subprocess_exec(
                 self.program,
