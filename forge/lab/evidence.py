@@ -59,6 +59,17 @@ def read_finished(attempt_dir: Path, snapshots: dict[tuple[Path, str], bool]) ->
     return Finished(attempt_dir, run, record, _refusal(attempt_dir, run, record, snapshots))
 
 
+def finished_attempt(attempt_dir: Path) -> Finished:
+    """The attempt as learning evidence, refusing one that is pending or cannot be read."""
+    try:
+        item = read_finished(attempt_dir, {})
+    except Unreadable as error:
+        raise LabRefusal(f"damaged evidence: {error}") from None
+    if item is None:
+        raise LabRefusal(f"{attempt_dir}: the attempt is pending (no finished record)")
+    return item
+
+
 def _refusal(
     attempt_dir: Path, run: Path, record: AttemptRecord, snapshots: dict[tuple[Path, str], bool]
 ) -> str | None:

@@ -19,7 +19,7 @@ import msgspec
 from forge.attempt.errors import LabRefusal
 from forge.attempt.run import iso_utc
 from forge.clock import SYSTEM_CLOCK
-from forge.lab.evidence import Finished, Unreadable, attempts_of, read_finished
+from forge.lab.evidence import Finished, attempts_of, finished_attempt
 from forge.lab.labstate import lab_dir, registered_runs
 from forge.lab.learn import LearnJob, check_evidence, learn
 from forge.lab.learn_requests import load_requests, pending_lines, run_pending
@@ -45,16 +45,11 @@ def learn_command(args: argparse.Namespace) -> int:
         return 0 if outcome.ok else 1
     if not args.paths:
         raise LabRefusal("learn needs RUN_OR_ATTEMPT directories, or --pending")
-    attempts = []
-    for text in args.paths:
-        for attempt_dir in attempts_of(Path(text), args.variant):
-            try:
-                item = read_finished(attempt_dir, {})
-            except Unreadable as error:
-                raise LabRefusal(f"damaged evidence: {error}") from None
-            if item is None:
-                raise LabRefusal(f"{attempt_dir}: the attempt is pending (no finished record)")
-            attempts.append(item)
+    attempts = [
+        finished_attempt(attempt_dir)
+        for text in args.paths
+        for attempt_dir in attempts_of(Path(text), args.variant)
+    ]
     sha = check_evidence(attempts)
     formula = Path(args.formula).absolute() if args.formula else _registered(lab, attempts, sha)
     suggestion = asyncio.run(learn(lab, LearnJob(formula_path=formula, attempts=attempts), _now()))

@@ -31,7 +31,7 @@ from forge.attempt.errors import LabRefusal
 from forge.attempt.formula import decode_formula
 from forge.clock import SYSTEM_CLOCK, Clock
 from forge.files import write_atomic
-from forge.lab.evidence import Finished, Unreadable, read_finished, recent_finished
+from forge.lab.evidence import Finished, finished_attempt, recent_finished
 from forge.lab.labstate import RegisteredFormula, lab_dir, locked, register_run
 from forge.lab.learn import LearnJob, learn
 from forge.lab.learnhold import hold
@@ -338,7 +338,7 @@ async def _run_one(
     request.intent = Intent(nonce=nonce, started_at=now)
     _save(lab, request)
     try:
-        attempts = [_finished(Path(a.path)) for a in request.attempts]
+        attempts = [finished_attempt(Path(a.path)) for a in request.attempts]
         suggestion = await learn(
             lab,
             LearnJob(
@@ -364,16 +364,6 @@ async def _run_one(
         f"learn request {request.id}: saved suggestion {suggestion.id}; review it with "
         f"`forge suggestion {suggestion.id}`"
     )
-
-
-def _finished(attempt_dir: Path) -> Finished:
-    try:
-        item = read_finished(attempt_dir, {})
-    except Unreadable as error:
-        raise LabRefusal(f"damaged evidence: {error}") from None
-    if item is None:
-        raise LabRefusal(f"{attempt_dir}: the attempt has no finished record")
-    return item
 
 
 def _saved_by(lab: Path, request: LearnRequest, nonce: str) -> Suggestion | None:

@@ -15,6 +15,7 @@ import pytest
 from forge.attempt.record import dumps_record
 from forge.lab.labstate import RegisteredFormula
 from forge.lab.learn_requests import after_run, run_pending
+from forge.testhooks import LEARN_HOLD
 
 from .kit import Kit
 from .learn_kit import LearnKit, formula_text, record
@@ -29,6 +30,24 @@ def lk(tmp_path: Path) -> LearnKit:
 
 def learn(lk: LearnKit, *paths: Path) -> subprocess.CompletedProcess[str]:
     return lk.forge("learn", *map(str, paths), "--formula", str(lk.formula))
+
+
+def killed_at(lk: LearnKit, phase: str, *argv: str) -> None:
+    """Run `forge argv` held at `phase` (the FORGE_LEARN_HOLD test hook) and SIGKILL it there."""
+    gate = lk.root / f"gate-{phase}"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "forge.cli", *argv],
+        env=lk.env(**{LEARN_HOLD.env: f"{phase}={gate}"}),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 60
+    while not Path(f"{gate}.waiting").exists():
+        assert process.poll() is None
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
 
 
 def saved_id(result: subprocess.CompletedProcess[str]) -> str:
@@ -104,20 +123,7 @@ def test_approving_after_the_formula_changed_is_refused_as_stale(lk: LearnKit) -
 def test_an_approval_killed_mid_way_is_finished_by_the_next_call(lk: LearnKit, phase: str) -> None:
     suggestion_id = saved_id(learn(lk, lk.run(["timeout"] * 3)))
     proposed = lk.suggestions()[0]["proposedYaml"]
-    gate = lk.root / "gate"
-    process = subprocess.Popen(
-        [sys.executable, "-m", "forge.cli", "suggestion", suggestion_id, "--approve"],
-        env=lk.env(FORGE_LEARN_HOLD=f"{phase}={gate}"),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 60
-    while not Path(f"{gate}.waiting").exists():
-        assert process.poll() is None
-        assert time.monotonic() < deadline
-        time.sleep(0.02)
-    process.send_signal(signal.SIGKILL)
-    process.wait()
+    killed_at(lk, phase, "suggestion", suggestion_id, "--approve")
     intent = lk.lab / "suggestions" / f"{suggestion_id}.approving.json"
     assert intent.exists()
     assert (lk.formula.read_text() == proposed) == (phase == "approve-applied")
@@ -286,20 +292,7 @@ def test_learn_pending_runs_each_request_once_and_adopts_what_a_killed_run_saved
     lk: LearnKit,
 ) -> None:
     queue(lk, lk.run(["timeout"] * 3))
-    gate = lk.root / "gate"
-    process = subprocess.Popen(
-        [sys.executable, "-m", "forge.cli", "learn", "--pending"],
-        env=lk.env(FORGE_LEARN_HOLD=f"pending-saved={gate}"),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 60
-    while not Path(f"{gate}.waiting").exists():
-        assert process.poll() is None
-        assert time.monotonic() < deadline
-        time.sleep(0.02)
-    process.send_signal(signal.SIGKILL)
-    process.wait()
+    killed_at(lk, "pending-saved", "learn", "--pending")
     [request] = lk.requests()
     assert request["status"] == "pending"
     assert request["intent"] is not None
