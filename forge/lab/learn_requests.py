@@ -134,7 +134,7 @@ def after_run(lab: Path, out: Path, formulas: list[RegisteredFormula], now: str)
     with locked(lab / LEARN_LOCK):
         finished, problems = recent_finished(lab)
         requests, unreadable = load_requests(lab)
-        lines += problems[:1] + unreadable[:1]
+        lines += problems + unreadable
         for path in sorted({f.path for f in formulas}):
             formula = current_formula(path)
             if isinstance(formula, str):

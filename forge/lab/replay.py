@@ -206,6 +206,9 @@ class _Builder:
             raise Skip(f"infrastructure: {error}") from None
         except OSError as error:
             raise Skip(f"infrastructure: {error}") from None
+        except (ValueError, RecursionError) as error:
+            # A per-PR failure never aborts the run: even a document forge cannot read is a skip.
+            raise Skip(f"infrastructure: internal error: {error!r}") from None
 
     async def _build(self, number: int) -> TaskFacts:
         pull = await self.github.pull_request(number)
