@@ -1,7 +1,9 @@
 """The Formula (YAML, `schemaVersion: 1`): the recipe a variant runs, decoded strictly.
 
-Only what a cohort attempt uses exists here: one coding atom (its argv, timeout and pinned model),
-optional baseline checks, and `learning.recurrenceThreshold` (read so a valid Formula decodes).
+Only what the Lab uses exists here: one coding atom (its argv, timeout and pinned model), an
+optional trailing `role: learn` atom (the command `forge learn` runs; never configured
+silently), optional baseline checks, and `learning.recurrenceThreshold` (the failure streak that
+queues a learn request).
 """
 
 from __future__ import annotations
@@ -24,20 +26,32 @@ class Atom:
 
 
 @dataclass(frozen=True)
+class LearnAtom:
+    """The meta harness: evidence JSON on stdin, one proposal JSON object on stdout."""
+
+    id: str
+    command: tuple[str, ...]
+    timeout_ms: int
+
+
+LEARN_TIMEOUT_MAX_MS = 900_000
+"""The seed's bound on a learn atom's timeout (15 minutes)."""
+DEFAULT_RECURRENCE_THRESHOLD = 3
+
+
+@dataclass(frozen=True)
 class Formula:
     name: str
     coding: Atom
     checks: tuple[Command, ...]
     recurrence_threshold: int
+    learn: LearnAtom | None = None
 
 
 def decode_formula(raw: bytes, *, file: str) -> Formula:
     """Decode Formula bytes or refuse with `<file>: <field>: <problem>`."""
     reader = Reader(file)
-    try:
-        document = yaml.load(raw.decode("utf-8"), Loader=_UniqueKeyLoader)
-    except (UnicodeDecodeError, yaml.YAMLError) as error:
-        raise reader.refuse("", f"not a YAML document: {error}") from None
+    document = load_yaml(raw, file=file)
     top = reader.obj(
         document,
         "",
@@ -47,12 +61,16 @@ def decode_formula(raw: bytes, *, file: str) -> Formula:
     reader.integer(top["schemaVersion"], "schemaVersion", lo=1, hi=1)
     name = reader.nonblank(top["name"], "name", max_chars=200)
     atoms = reader.array(top["atoms"], "atoms", lo=1)
+    learn: LearnAtom | None = None
+    if isinstance(atoms[-1], dict) and atoms[-1].get("role") == "learn":
+        learn = _learn_atom(reader, atoms[-1], f"atoms[{len(atoms) - 1}]")
+        atoms = atoms[:-1]
     coding = [_atom(reader, value, f"atoms[{i}]") for i, value in enumerate(atoms)]
-    reader.unique([atom.id for atom in coding], "atoms", "id")
+    reader.unique([atom.id for atom in coding] + ([learn.id] if learn else []), "atoms", "id")
     if len(coding) != 1:
         raise reader.refuse("atoms", f"must hold exactly one coding atom, got {len(coding)}")
     checks = read_checks(reader, top.get("checks", []), "checks")
-    threshold = 3
+    threshold = DEFAULT_RECURRENCE_THRESHOLD
     if "learning" in top:
         learning = reader.obj(
             top["learning"], "learning", required=(), optional={"recurrenceThreshold"}
@@ -61,11 +79,15 @@ def decode_formula(raw: bytes, *, file: str) -> Formula:
             threshold = reader.integer(
                 learning["recurrenceThreshold"], "learning.recurrenceThreshold", lo=1, hi=50
             )
-    return Formula(name=name, coding=coding[0], checks=checks, recurrence_threshold=threshold)
+    return Formula(
+        name=name, coding=coding[0], checks=checks, recurrence_threshold=threshold, learn=learn
+    )
 
 
 def _atom(reader: Reader, value: object, path: str) -> Atom:
     atom = reader.obj(value, path, required={"id", "role", "command", "timeoutMs", "model"})
+    if atom["role"] == "learn":
+        raise reader.refuse(f"{path}.role", "a learn atom must be the last atom")
     reader.one_of(atom["role"], f"{path}.role", ("coding",))
     return Atom(
         id=reader.nonblank(atom["id"], f"{path}.id", max_chars=64),
@@ -75,6 +97,25 @@ def _atom(reader: Reader, value: object, path: str) -> Atom:
         ),
         model=reader.nonblank(atom["model"], f"{path}.model", max_chars=200),
     )
+
+
+def _learn_atom(reader: Reader, value: object, path: str) -> LearnAtom:
+    atom = reader.obj(value, path, required={"id", "role", "command", "timeoutMs"})
+    return LearnAtom(
+        id=reader.nonblank(atom["id"], f"{path}.id", max_chars=64),
+        command=reader.argv(atom["command"], f"{path}.command"),
+        timeout_ms=reader.integer(
+            atom["timeoutMs"], f"{path}.timeoutMs", lo=1, hi=LEARN_TIMEOUT_MAX_MS
+        ),
+    )
+
+
+def load_yaml(raw: bytes, *, file: str) -> Any:
+    """The YAML document with duplicate keys refused (what `decode_formula` reads)."""
+    try:
+        return yaml.load(raw.decode("utf-8"), Loader=_UniqueKeyLoader)
+    except (UnicodeDecodeError, yaml.YAMLError) as error:
+        raise Reader(file).refuse("", f"not a YAML document: {error}") from None
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):

@@ -28,6 +28,7 @@ from forge.config import ConfigError, LabConfig, load_config, resolve_config_pat
 from forge.ipc.manager import WorkerManager
 from forge.lab.activation import OutState, activate, check_out, read_activation, review_text
 from forge.lab.digest import activation_digest, canonical_out
+from forge.lab.learn_requests import report_after_run
 from forge.lab.progress import ProgressDisplay
 from forge.lab.report import RunState
 from forge.lab.runners import RunnerPool
@@ -147,6 +148,8 @@ async def evaluate(args: argparse.Namespace) -> int:
         async with WorkerManager() as manager:
             cohort_run, final = await _supervised(config, RunnerPool(manager, parallel, out))
     sys.stdout.write(f"{final.status}: report in {out / 'report.md'}\n")
+    for line in report_after_run(cohort, Path(args.cohort), out, iso_utc(SYSTEM_CLOCK.time())):
+        sys.stderr.write(f"forge: {line}\n")
     if final.status == "aborted" and final.abort_reason:
         sys.stderr.write(f"forge: run aborted: {final.abort_reason}\n")
     if cohort_run.interrupted_by is not None:
