@@ -53,14 +53,20 @@ def test_set_add_and_remove_keep_every_comment_blank_line_and_order() -> None:
             edit("set", "projects", "projects.acme.web.shell", "projects[].shell", "/bin/zsh"),
             edit("set", "orgs", "orgs.solo.browser_profile", "orgs[].browser_profile", "solo"),
             edit("set", "documents", "documents.max_size_mib", "documents.max_size_mib", 20),
-            edit("add", "projects", "projects.acme.api", value={"org": "acme", "name": "api",
-                                                                  "path": "/srv/api"}),
+            edit(
+                "add",
+                "projects",
+                "projects.acme.api",
+                value={"org": "acme", "name": "api", "path": "/srv/api"},
+            ),
             edit("add", "orgs", "orgs.beta", value={"browser_profile": "beta"}),
             edit("remove", "server", "server.allowed_origins", "server.allowed_origins"),
             edit("remove", "projects", "projects.acme.notes"),
         ],
     )
-    assert after == """\
+    assert (
+        after
+        == """\
 # forge.toml of a workstation
 
 [server]
@@ -95,6 +101,7 @@ level = "info"  # quiet
 [documents]
 max_size_mib = 20
 """
+    )
     parse_config(after.encode(), Path("/x/forge.toml"))
 
 
@@ -112,14 +119,14 @@ def test_a_null_set_unsets_an_optional_key_and_a_rename_is_a_set_of_a_name() -> 
 
 
 def test_names_with_dots_are_found_by_the_documents_own_path(tmp_path: Path) -> None:
-    text = '[orgs."acme.io"]\nbrowser_profile = "a"\n\n[[projects]]\norg = "acme.io"\n' \
+    text = (
+        '[orgs."acme.io"]\nbrowser_profile = "a"\n\n[[projects]]\norg = "acme.io"\n'
         'name = "web.app"\npath = "/srv"\n'
+    )
     path = tmp_path / "forge.toml"
     path.write_text(text)
     rows = {
-        row["path"]: row
-        for area in load_config(path).document["areas"]
-        for row in area["keys"]
+        row["path"]: row for area in load_config(path).document["areas"] for row in area["keys"]
     }
     key_path = "projects.acme.io.web.app.path"
     assert rows[key_path]["pattern"] == "projects[].path"
@@ -138,13 +145,26 @@ def test_names_with_dots_are_found_by_the_documents_own_path(tmp_path: Path) -> 
         (edit("set", "server", "server.portt", "server.port", 1), "invalid", "key_path must be"),
         (edit("set", "server", "server.port", "server.port", None), "refused", "is required"),
         (edit("remove", "log", "log.level", "log.level"), "refused", "is required"),
-        (edit("set", "projects", "projects.acme.api.path", "projects[].path", "/p"), "invalid",
-         "no [[projects]] entry"),
-        (edit("add", "projects", "projects.acme.web", value={"org": "acme", "name": "web",
-                                                             "path": "/p"}),
-         "invalid", "already configured"),
-        (edit("add", "projects", "projects.acme.x", value={"org": "acme", "name": "y"}),
-         "invalid", "key_path must be projects.<org>.<name>"),
+        (
+            edit("set", "projects", "projects.acme.api.path", "projects[].path", "/p"),
+            "invalid",
+            "no [[projects]] entry",
+        ),
+        (
+            edit(
+                "add",
+                "projects",
+                "projects.acme.web",
+                value={"org": "acme", "name": "web", "path": "/p"},
+            ),
+            "invalid",
+            "already configured",
+        ),
+        (
+            edit("add", "projects", "projects.acme.x", value={"org": "acme", "name": "y"}),
+            "invalid",
+            "key_path must be projects.<org>.<name>",
+        ),
         (edit("add", "server", "server.x", value={}), "invalid", "has no entries"),
         (edit("add", "orgs", "orgs.z", "orgs[].browser_profile", {}), "invalid", "leaves pattern"),
         (edit("remove", "orgs", "orgs.nobody"), "invalid", "no [orgs.<name>] entry"),
