@@ -25,6 +25,10 @@ from forge.wire.git import (
 
 LOG_FORMAT = "%x1e%h%x1f%ct%x1f%s"
 """`git log -z --format=` for `parse_log`: a record mark, then short sha, commit time, subject."""
+REFS_FORMAT = "%(HEAD)%00%(refname)%00%(upstream)%00%(symref)"
+"""`git for-each-ref --format=` for `pick_base` (over `refs/heads`, `refs/remotes/origin/HEAD`)."""
+BASE_FALLBACKS = ("refs/heads/main", "refs/heads/master")
+"""Local branches a branch with no upstream and no `origin/HEAD` is measured against."""
 
 
 @dataclass(frozen=True)
@@ -218,3 +222,25 @@ def ahead(counts: str, log: str, range_numstat: str, *, walked: int = COMMITS_MA
         truncated=count > len(commits),
         stats=stats(parse_changes(range_numstat)),
     )
+
+
+def pick_base(refs: str) -> str | None:
+    """The ref the checked-out branch is measured against, from `git for-each-ref` with
+    `REFS_FORMAT`: its upstream, else what `origin/HEAD` points at, else a local `main` or
+    `master` that is not the branch itself; None when there is none (or HEAD is detached)."""
+    current, upstream, origin = None, "", ""
+    heads = set()
+    for line in refs.splitlines():
+        mark, name, tracked, target = [*line.split("\0"), "", "", ""][:4]
+        if name == "refs/remotes/origin/HEAD":
+            origin = target
+        elif mark == "*":
+            current, upstream = name, tracked
+        heads.add(name)
+    if current is None:
+        return None
+    if upstream:
+        return upstream
+    if origin:
+        return origin
+    return next((ref for ref in BASE_FALLBACKS if ref in heads and ref != current), None)

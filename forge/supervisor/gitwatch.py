@@ -1,11 +1,15 @@
 """`work_changed{key, work, git}`: a held seat's tree is watched, and its movement pushed.
 
 A tree is watched while a connection holds the session of a seat working in it (several seats of
-one project share one watch). The watch is inotify through `watchfiles` (Rust's `notify`, one
-thread per tree, no polling loop), debounced: a burst of writes waits until `STEP_MS` pass quietly
-or `DEBOUNCE_MS` in all, then one scan runs (git in subprocesses, `gitwork.scan`). Inside a git
-folder only what moves the row counts (HEAD, the index, refs, packed-refs, the *_HEAD marks), so
-object writes and lock files wake nothing; a linked worktree's git folders are watched too.
+one project share one watch). The watch is inotify through `watchfiles`' Rust backend (`notify`),
+debounced: a burst of writes waits until `STEP_MS` pass quietly or `DEBOUNCE_MS` in all, then one
+scan runs (git in subprocesses, `gitwork.scan`). Inside a git folder only what moves the row
+counts (HEAD, the index, refs, packed-refs, the *_HEAD marks), so object writes and lock files
+wake nothing; a linked worktree's git folders are watched too. `RustNotify` is driven directly
+rather than through `awatch`, because setting a recursive watch up walks the whole tree and
+`awatch` does that on the event loop (it held a 200-file tree's loop for tens of milliseconds per
+hold, see docs/benchmarks.md); here it is set up, waited on and closed in a thread of the watch's
+own pool, so the default executor is never held by a waiting watch.
 
 A scan is pushed to a seat, on its counter and to home, unless it is the one thing every holder of
 the seat was told (`SeatState.told`: the snapshots taken since the last push, or that push). The
@@ -16,12 +20,13 @@ is caught by that scan and a later one by the watch.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import logging
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from watchfiles import Change, awatch
+from watchfiles import Change
+from watchfiles._rust_notify import RustNotify
 
 from forge.logs import get_logger
 from forge.supervisor.core import Supervisor
@@ -34,6 +39,8 @@ STEP_MS = 50
 """A burst of changes is over once this long passes without another."""
 DEBOUNCE_MS = 300
 """A burst that never goes quiet is scanned this often at most."""
+WATCH_THREADS = 64
+"""Each watched tree holds one of these while it waits; they start as trees are watched."""
 GIT_MARKS = frozenset(
     {"HEAD", "index", "packed-refs", "MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD", "REBASE_HEAD"}
 )
@@ -43,7 +50,6 @@ def install(supervisor: Supervisor) -> GitWatch:
     watch = GitWatch(supervisor)
     supervisor.on_held(watch.held)
     supervisor.on_shutdown(watch.stop)
-    logging.getLogger("watchfiles").setLevel(logging.WARNING)  # it logs every batch at info
     return watch
 
 
@@ -51,7 +57,7 @@ def install(supervisor: Supervisor) -> GitWatch:
 class _Tree:
     directory: Path
     seats: set[Seat] = field(default_factory=set)
-    stopping: asyncio.Event = field(default_factory=asyncio.Event)
+    stopping: threading.Event = field(default_factory=threading.Event)
     task: asyncio.Task[None] | None = None
 
 
@@ -61,6 +67,7 @@ class GitWatch:
     def __init__(self, supervisor: Supervisor) -> None:
         self._supervisor = supervisor
         self._trees: dict[Path, _Tree] = {}
+        self._threads = ThreadPoolExecutor(WATCH_THREADS, thread_name_prefix="forge-git-watch")
 
     @property
     def watched(self) -> set[Path]:
@@ -83,47 +90,47 @@ class GitWatch:
             tree.seats.discard(subject.session)
             if not tree.seats:
                 del self._trees[state.directory]
-                self._end(tree)
+                tree.stopping.set()  # the wait returns within a step; a scan running finishes
 
     async def stop(self) -> None:
         trees, self._trees = list(self._trees.values()), {}
         for tree in trees:
-            self._end(tree)
+            tree.stopping.set()
         for tree in trees:
             if tree.task is not None:
-                with contextlib.suppress(asyncio.CancelledError):
-                    await tree.task
-
-    def _end(self, tree: _Tree) -> None:
-        tree.stopping.set()  # the watch thread returns within a step; then the task is cancelled
-        if tree.task is not None:
-            tree.task.cancel()
+                await tree.task
+        self._threads.shutdown(wait=False)
 
     async def _watch(self, tree: _Tree) -> None:
+        """Set the watch up, scan once, then scan after each relevant burst until stopped."""
+        loop = asyncio.get_running_loop()
+        folders = await _git_folders(tree.directory)
+        paths = [tree.directory, *(f for f in folders if not f.is_relative_to(tree.directory))]
+        relevant = _Relevant(folders or [tree.directory / ".git"])
         try:
-            folders = await _git_folders(tree.directory)
-            changes = awatch(
-                tree.directory,
-                *(folder for folder in folders if not folder.is_relative_to(tree.directory)),
-                watch_filter=_Relevant(folders or [tree.directory / ".git"]),
-                debounce=DEBOUNCE_MS,
-                step=STEP_MS,
-                stop_event=tree.stopping,
-            )
-            batch = asyncio.ensure_future(anext(changes, None))
-            await asyncio.sleep(0)  # `anext`'s first step sets the watch up before it waits
-            while True:
-                await self._rescan(tree)
-                if await batch is None:
-                    return
-                batch = asyncio.ensure_future(anext(changes, None))
-        except asyncio.CancelledError:
-            raise
+            notify = await loop.run_in_executor(self._threads, _notify, paths)
         except Exception:
             log.exception("git_watch_failed", directory=str(tree.directory))
+            return
+        try:
+            await self._rescan(tree)  # after the watch is up: a change before it is seen here
+            while not tree.stopping.is_set():
+                raw = await loop.run_in_executor(
+                    self._threads, notify.watch, DEBOUNCE_MS, STEP_MS, 0, tree.stopping
+                )
+                if isinstance(raw, set) and any(relevant(Change(c), p) for c, p in raw):
+                    await self._rescan(tree)
+        except Exception:
+            log.exception("git_watch_failed", directory=str(tree.directory))
+        finally:
+            await loop.run_in_executor(self._threads, notify.close)
 
     async def _rescan(self, tree: _Tree) -> None:
-        found = await scan(tree.directory)
+        try:
+            found = await scan(tree.directory)
+        except Exception:  # one failed scan must not end the watch; the next change scans again
+            log.exception("git_scan_failed", directory=str(tree.directory))
+            return
         told = found.told
         for seat in list(tree.seats):
             state = self._supervisor.seats.get(seat)
@@ -133,6 +140,11 @@ class GitWatch:
             self._supervisor.publish_seat_update(
                 seat, "work_changed", {"key": seat, "work": found.work, "git": found.git}, home=True
             )
+
+
+def _notify(paths: list[Path]) -> RustNotify:
+    """A recursive inotify watch of `paths` (in a thread: it walks every folder under them)."""
+    return RustNotify([str(path) for path in paths], False, False, 0, True, True)
 
 
 async def _git_folders(directory: Path) -> list[Path]:

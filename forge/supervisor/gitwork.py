@@ -24,12 +24,14 @@ import msgspec
 from forge.supervisor.gitdiff import DiffReader, untracked_file
 from forge.supervisor.gitstatus import (
     LOG_FORMAT,
+    REFS_FORMAT,
     Counted,
     Entry,
     StatusRead,
     ahead,
     parse_numstat,
     parse_status,
+    pick_base,
     worktree,
 )
 from forge.wire.git import (
@@ -165,12 +167,16 @@ class Scan:
 
 
 async def scan(directory: Path) -> Scan:
-    """The work row and the git layer of the tree at `directory` (no layer when git cannot run)."""
-    status = await _status(directory)
+    """The work row and the git layer of the tree at `directory` (no layer when git cannot run
+    there); a part git could not read is left out rather than failing the scan."""
+    status, base = await asyncio.gather(_status(directory), _base(directory))
     if status is None:
         return Scan(NO_GIT, None, [], "HEAD", None)
-    head = "HEAD" if status.born else (await _empty_tree(directory))
-    base = await _base(directory, status.work.branch) if status.born else None
+    try:
+        head = "HEAD" if status.born else (await _empty_tree(directory))
+    except GitFailed:
+        return Scan(status.work, None, status.entries, "HEAD", None)
+    base = base if status.born else None
     counted, (measured, base_error) = await asyncio.gather(
         _counted(directory, head, status.entries),
         _ahead(directory, base[0] if base else None),
@@ -201,22 +207,20 @@ async def _empty_tree(directory: Path) -> str:
     return out.decode().strip()
 
 
-async def _base(directory: Path, branch: str | None) -> tuple[str, Base] | None:
-    """The ref the branch is measured against, and whether it is local or remote-tracking."""
-    candidates: list[tuple[str, ...]] = [
-        ("rev-parse", "--symbolic-full-name", "@{upstream}"),
-        ("symbolic-ref", "-q", "refs/remotes/origin/HEAD"),
-        ("rev-parse", "--symbolic-full-name", "--verify", "-q", "refs/heads/main"),
-        ("rev-parse", "--symbolic-full-name", "--verify", "-q", "refs/heads/master"),
-    ]
-    for args in candidates:
-        try:
-            ref = (await git(directory, *args)).decode("utf-8", "replace").strip()
-        except GitFailed:
-            continue
-        if ref and ref != f"refs/heads/{branch}":
-            return ref, "unverified" if ref.startswith("refs/remotes/") else "local"
-    return None
+async def _base(directory: Path) -> tuple[str, Base] | None:
+    """The ref the branch is measured against (one git), and whether it is local or
+    remote-tracking."""
+    try:
+        refs = await git(
+            directory, "for-each-ref", f"--format={REFS_FORMAT}", "refs/heads",
+            "refs/remotes/origin/HEAD",
+        )  # fmt: skip
+    except GitFailed:
+        return None
+    ref = pick_base(refs.decode("utf-8", "replace"))
+    if ref is None:
+        return None
+    return ref, "unverified" if ref.startswith("refs/remotes/") else "local"
 
 
 def _short(ref: str) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import msgspec
 
 from forge.supervisor.gitdiff import DiffReader, header_paths, unquote, untracked_file
-from forge.supervisor.gitstatus import ahead, parse_changes, parse_status
+from forge.supervisor.gitstatus import ahead, parse_changes, parse_status, pick_base
 from forge.wire.git import (
     DIFF_BYTES_MAX,
     DIFF_FILES_MAX,
@@ -232,3 +232,18 @@ def test_an_untracked_file_is_one_added_hunk_or_a_binary() -> None:
     assert cut.truncated
     binary, _ = untracked_file("x.bin", b"\0\1", whole=True)
     assert (binary.binary, binary.hunks) == (True, [])
+
+
+def test_the_base_is_the_upstream_else_origin_head_else_a_local_main() -> None:
+    def refs(*lines: tuple[str, str, str, str]) -> str:
+        return "".join("\0".join(line) + "\n" for line in lines)
+
+    feat = ("*", "refs/heads/feat", "", "")
+    main = (" ", "refs/heads/main", "", "")
+    origin = (" ", "refs/remotes/origin/HEAD", "", "refs/remotes/origin/trunk")
+    tracked = ("*", "refs/heads/feat", "refs/remotes/origin/feat", "")
+    assert pick_base(refs(tracked, main, origin)) == "refs/remotes/origin/feat"
+    assert pick_base(refs(feat, main, origin)) == "refs/remotes/origin/trunk"
+    assert pick_base(refs(feat, main)) == "refs/heads/main"
+    assert pick_base(refs(("*", "refs/heads/main", "", ""))) is None
+    assert pick_base(refs(main)) is None  # detached: no branch to measure
