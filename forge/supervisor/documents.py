@@ -22,6 +22,7 @@ import msgspec
 from forge.supervisor.confined import Found, Refused, read_confined
 from forge.supervisor.connection import Connection
 from forge.supervisor.core import Supervisor
+from forge.supervisor.gitdiff import BINARY_PROBE
 from forge.supervisor.gitwork import GitFailed, read_blob, resolve_commit
 from forge.wire import client
 from forge.wire.documents import (
@@ -47,8 +48,6 @@ KINDS: dict[str, DocumentKind] = {
 """A document's kind by its extension (lowercased); any other is `{"other": extension}`."""
 TEXT_KINDS = ("markdown", "text")
 """The kinds that must be UTF-8 and that a reviewer can comment on."""
-BINARY_PROBE = 8000
-"""As git decides: a NUL in the first 8000 bytes makes a file binary."""
 
 
 def document_kind(path: Path) -> DocumentKind:

@@ -36,6 +36,8 @@ _KINDS: dict[bytes, Literal["context", "added", "removed"]] = {
     b"+": "added",
 }
 SUBMODULE_MODE = b"160000"
+BINARY_PROBE = 8000
+"""As git decides: a NUL in a file's first 8000 bytes makes it binary."""
 
 
 def unquote(text: str) -> str:
@@ -234,55 +236,38 @@ class DiffReader:
 
 def untracked_file(path: str, data: bytes, *, whole: bool) -> tuple[DiffFile, int]:
     """An untracked file as an all-added hunk, from its first bytes (`whole`: all of them were
-    read); the carried text's size comes back beside it."""
-    if b"\0" in data[:8000]:
-        return (
-            DiffFile(
-                path=path,
-                old_path=None,
-                status="untracked",
-                binary=True,
-                submodule=False,
-                truncated=False,
-                hunks=[],
-            ),
-            0,
-        )
-    text = data.decode("utf-8", "replace")
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
+    read); the carried text's size comes back beside it. A NUL near the start makes it binary."""
+    binary = b"\0" in data[:BINARY_PROBE]
+    carried, size, truncated = ([], 0, False) if binary else _added(data, whole)
+    hunk = Hunk(
+        old_start=0, old_count=0, new_start=1, new_count=len(carried), section="", lines=carried
+    )
+    file = DiffFile(
+        path=path,
+        old_path=None,
+        status="untracked",
+        binary=binary,
+        submodule=False,
+        truncated=truncated,
+        hunks=[hunk] if carried else [],
+    )
+    return file, size
+
+
+def _added(data: bytes, whole: bool) -> tuple[list[Line], int, bool]:
+    """The lines of a new file within a file's caps: the lines, their text's size, and whether
+    the caps (or a read that stopped short) cut it."""
+    lines = data.decode("utf-8", "replace").split("\n")
+    if lines[-1] == "":
         lines.pop()
-    truncated = not whole
     carried: list[Line] = []
     size = 0
     for number, body in enumerate(lines, 1):
         length = len(body.encode("utf-8"))
         if len(carried) >= FILE_LINES_MAX or size + length > FILE_BYTES_MAX:
-            truncated = True
-            break
+            return carried, size, True
         if not whole and number == len(lines):
             break  # the last line read may be cut short
         carried.append(Line(kind="added", text=body, old=None, new=number))
         size += length
-    hunks = [
-        Hunk(
-            old_start=0,
-            old_count=0,
-            new_start=1 if carried else 0,
-            new_count=len(carried),
-            section="",
-            lines=carried,
-        )
-    ]
-    return (
-        DiffFile(
-            path=path,
-            old_path=None,
-            status="untracked",
-            binary=False,
-            submodule=False,
-            truncated=truncated,
-            hunks=hunks if carried else [],
-        ),
-        size,
-    )
+    return carried, size, not whole

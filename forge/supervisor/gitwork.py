@@ -92,7 +92,7 @@ async def _git_process(
         if process.returncode is None:
             with contextlib.suppress(ProcessLookupError):
                 process.kill()
-            await process.wait()
+        await process.communicate()  # reaps it and reads its pipes to their end, closing them
 
 
 def _failed(args: tuple[str, ...], code: int | None, err: bytes) -> GitFailed:

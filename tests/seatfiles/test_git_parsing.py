@@ -6,6 +6,7 @@ import msgspec
 
 from forge.supervisor.gitdiff import DiffReader, header_paths, unquote, untracked_file
 from forge.supervisor.gitstatus import ahead, parse_changes, parse_status, pick_base
+from forge.supervisor.treewatch import relevant
 from forge.wire.git import (
     DIFF_BYTES_MAX,
     DIFF_FILES_MAX,
@@ -247,3 +248,14 @@ def test_the_base_is_the_upstream_else_origin_head_else_a_local_main() -> None:
     assert pick_base(refs(feat, main)) == "refs/heads/main"
     assert pick_base(refs(("*", "refs/heads/main", "", ""))) is None
     assert pick_base(refs(main)) is None  # detached: no branch to measure
+
+
+def test_inside_a_git_folder_only_what_moves_a_row_wakes_the_watch() -> None:
+    folders = ["/r/.git/"]
+    for path in ("/r/a.txt", "/r/src/.gitignore", "/r/.git/HEAD", "/r/.git/index"):
+        assert relevant(path, folders), path
+    for path in ("/r/.git/refs/heads/main", "/r/.git/packed-refs", "/r/.git/MERGE_HEAD"):
+        assert relevant(path, folders), path
+    for path in ("/r/.git/objects/ab/cdef", "/r/.git/index.lock", "/r/.git/logs/HEAD"):
+        assert not relevant(path, folders), path
+    assert not relevant("/r/.git/refs/heads/main.lock", folders)
