@@ -23,7 +23,7 @@ from forge.supervisor.confined import Found, Refused, read_confined
 from forge.supervisor.connection import Connection
 from forge.supervisor.core import Supervisor
 from forge.supervisor.gitdiff import BINARY_PROBE
-from forge.supervisor.gitwork import GitFailed, read_blob, resolve_commit
+from forge.supervisor.gitwork import GitFailed
 from forge.wire import client
 from forge.wire.documents import (
     ContentFailed,
@@ -130,13 +130,13 @@ class _Documents:
             raise _Failed(f"seat {seat} has not been started")
         path = _tree_path(message.path, state.directory)
         revision = _revision(message.sha)
-        try:
-            commit = await resolve_commit(state.directory, revision)
-        except GitFailed:
-            raise _Failed(f"{revision} is not a revision of {seat}'s tree") from None
+        trees = self._supervisor.trees
+        commit = await trees.commit(state.directory, revision)
+        if commit is None:
+            raise _Failed(f"{revision} is not a revision of {seat}'s tree")
         ceiling = self._ceiling()
         try:
-            size, data = await read_blob(state.directory, commit, path, ceiling)
+            size, data = await trees.blob(state.directory, commit, path, ceiling)
         except GitFailed as failed:
             raise _Failed(failed.why) from None
         if b"\0" in data[:BINARY_PROBE]:

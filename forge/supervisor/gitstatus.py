@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+import msgspec
+
 from forge.wire.git import (
     BUSIEST_MAX,
     COMMITS_MAX,
@@ -31,8 +33,7 @@ BASE_FALLBACKS = ("refs/heads/main", "refs/heads/master")
 """Local branches a branch with no upstream and no `origin/HEAD` is measured against."""
 
 
-@dataclass(frozen=True)
-class Entry:
+class Entry(msgspec.Struct, frozen=True, array_like=True):
     """One `git status` entry: where it is, where it came from, and what happened to it."""
 
     path: str

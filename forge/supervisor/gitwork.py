@@ -16,8 +16,8 @@ import contextlib
 import os
 import stat
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import msgspec
 
@@ -149,8 +149,7 @@ async def read_work(directory: Path) -> Work:
     return status.work if status is not None else NO_GIT
 
 
-@dataclass(frozen=True)
-class Scan:
+class Scan(msgspec.Struct, frozen=True):
     """One read of a tree: the rows a client draws, and what its diff is read against."""
 
     work: Work
@@ -166,12 +165,16 @@ class Scan:
         return msgspec.json.encode((self.work, self.git))
 
 
+NO_SCAN = Scan(NO_GIT, None, [], "HEAD", None)
+"""A tree git does not run in."""
+
+
 async def scan(directory: Path) -> Scan:
     """The work row and the git layer of the tree at `directory` (no layer when git cannot run
     there); a part git could not read is left out rather than failing the scan."""
     status, base = await asyncio.gather(_status(directory), _base(directory))
     if status is None:
-        return Scan(NO_GIT, None, [], "HEAD", None)
+        return NO_SCAN
     try:
         head = "HEAD" if status.born else (await _empty_tree(directory))
     except GitFailed:
@@ -331,3 +334,42 @@ async def read_blob(directory: Path, commit: str, path: str, limit: int) -> tupl
             chunks.append(chunk)
             read += len(chunk)
     return int(size), b"".join(chunks)
+
+
+class TreeReads(Protocol):
+    """Every git read the supervisor makes of a seat's tree, wherever the git runs."""
+
+    async def work(self, directory: Path) -> Work: ...
+
+    async def scan(self, directory: Path) -> Scan: ...
+
+    async def record(self, directory: Path) -> tuple[Scan, Diff | None]: ...
+
+    async def commit(self, directory: Path, revision: str) -> str | None: ...
+
+    async def blob(self, directory: Path, commit: str, path: str, limit: int) -> tuple[int, bytes]:
+        """The file's size and its first `limit` bytes, or `GitFailed` in words."""
+        ...
+
+
+class LocalTrees:
+    """The reads run by this process (the tree process runs these; so may a test)."""
+
+    async def work(self, directory: Path) -> Work:
+        return await read_work(directory)
+
+    async def scan(self, directory: Path) -> Scan:
+        return await scan(directory)
+
+    async def record(self, directory: Path) -> tuple[Scan, Diff | None]:
+        found = await scan(directory)
+        return found, await read_diff(directory, found)
+
+    async def commit(self, directory: Path, revision: str) -> str | None:
+        try:
+            return await resolve_commit(directory, revision)
+        except GitFailed:
+            return None
+
+    async def blob(self, directory: Path, commit: str, path: str, limit: int) -> tuple[int, bytes]:
+        return await read_blob(directory, commit, path, limit)

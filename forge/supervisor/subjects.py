@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from forge.config import ForgeConfig, ProjectConfig
-from forge.supervisor.gitwork import read_diff, read_work, scan
+from forge.supervisor.gitwork import TreeReads
 from forge.supervisor.seats import SeatState
 from forge.wire.git import Work
 from forge.wire.seats import Seat
@@ -55,12 +55,13 @@ async def home(
     *,
     unseen: Iterable[Seat],
     facts: Data,
+    trees: TreeReads,
 ) -> Data:
     """The fleet: projects and agents with their git work, plus the run's own facts."""
     started = list(seats)
     works = await asyncio.gather(
-        *(read_work(project.path) for project in config.projects),
-        *(read_work(state.directory) for state in started),
+        *(trees.work(project.path) for project in config.projects),
+        *(trees.work(state.directory) for state in started),
     )
     project_works, seat_works = works[: len(config.projects)], works[len(config.projects) :]
     return {
@@ -92,10 +93,9 @@ async def home(
     }
 
 
-async def session(state: SeatState) -> Data:
+async def session(state: SeatState, trees: TreeReads) -> Data:
     """One seat (H09-H13): slot, header with the next seq and the epoch, state, terminal..."""
-    found = await scan(state.directory)
-    diff = await read_diff(state.directory, found)
+    found, diff = await trees.record(state.directory)
     state.told.add(found.told)
     return {
         "slot": state.seat,

@@ -6,7 +6,7 @@ import msgspec
 
 from forge.supervisor.gitdiff import DiffReader, header_paths, unquote, untracked_file
 from forge.supervisor.gitstatus import ahead, parse_changes, parse_status, pick_base
-from forge.supervisor.treewatch import relevant
+from forge.supervisor.treeside import relevant
 from forge.wire.git import (
     DIFF_BYTES_MAX,
     DIFF_FILES_MAX,
