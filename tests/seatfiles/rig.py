@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from websockets.asyncio.client import ClientConnection, connect
 
+from forge.clock import SYSTEM_CLOCK, Clock
 from forge.config import ConfigWatcher, load_config
 from forge.supervisor import documents, gitwatch, settings
 from forge.supervisor.core import Supervisor
@@ -92,11 +93,13 @@ Start = Callable[..., Awaitable[Rig]]
 async def tree_rig(
     forge_dirs: dict[str, Path], free_port: int, tmp_path: Path
 ) -> AsyncIterator[Start]:
-    """`await tree_rig(toml="", repo=True)`: forge.toml with project acme/proj at tmp/tree (plus
-    `toml`), the seat acme/proj/lead started, served on a free port."""
+    """`await tree_rig(toml="", repo=True, clock=..., linger_s=...)`: forge.toml with project
+    acme/proj at tmp/tree (plus `toml`), the seat acme/proj/lead started, served on a free port."""
     stops: list[Callable[[], Awaitable[None]]] = []
 
-    async def start(toml: str = "", *, repo: bool = True) -> Rig:
+    async def start(
+        toml: str = "", *, repo: bool = True, clock: Clock = SYSTEM_CLOCK, linger_s: float = 30.0
+    ) -> Rig:
         tree = tmp_path / "tree"
         if repo:
             make_repo(tree)
@@ -108,11 +111,11 @@ async def tree_rig(
             encoding="utf-8",
         )
         loaded = load_config(config, overrides={"server.port": free_port})
-        supervisor = Supervisor(loaded)
+        supervisor = Supervisor(loaded, clock=clock)
         watcher = ConfigWatcher(config, loaded, supervisor.apply_config)
         settings.install(supervisor, watcher.check)
         documents.install(supervisor)
-        watch = gitwatch.install(supervisor)
+        watch = gitwatch.install(supervisor, linger_s=linger_s)
         socket = SocketServer(supervisor)
         await socket.start()
         await supervisor.start_seat(SEAT)

@@ -11,6 +11,7 @@ from typing import Any
 
 from websockets.asyncio.client import ClientConnection
 
+from forge.testing.clock import ManualClock
 from forge.wire.git import DIFF_FILES_MAX, WORKTREE_FILES_MAX
 
 from .rig import FRAME_S, WIRE_SEAT, Rig, Start, identify, next_kind, run, send
@@ -133,10 +134,17 @@ async def test_each_change_of_the_tree_pushes_work_changed(tree_rig: Start) -> N
     print("work_changed after each change (s):", [f"{s:.3f}" for s in took])
 
 
-async def test_home_hears_a_watched_seats_work_and_an_unheld_tree_is_not_watched(
+async def unsubscribe(client: ClientConnection) -> None:
+    await send(client, {"kind": "unsubscribe", "what": {"session": WIRE_SEAT}})
+    await send(client, {"kind": "ping"})
+    await next_kind(client, "pong")
+
+
+async def test_home_hears_a_watched_seats_work_and_an_unheld_tree_lingers_then_ends(
     tree_rig: Start,
 ) -> None:
-    rig = await tree_rig()
+    clock = ManualClock()
+    rig = await tree_rig(clock=clock, linger_s=30.0)
     commit(rig.tree, "a.txt", "a\n", "first")
     home, _ = await rig.client()
     await send(home, {"kind": "subscribe", "what": "home"})
@@ -145,10 +153,19 @@ async def test_home_hears_a_watched_seats_work_and_an_unheld_tree_is_not_watched
     (rig.tree / "c.txt").write_text("c\n")
     await wait_for(home, lambda b: b["work"]["changed"] == 1)
     await wait_for(seat, lambda b: b["work"]["changed"] == 1)
-    assert rig.watch.watched == {rig.tree}
-    await send(seat, {"kind": "unsubscribe", "what": {"session": WIRE_SEAT}})
-    await send(seat, {"kind": "ping"})
-    await next_kind(seat, "pong")
+    await unsubscribe(seat)
+    assert rig.watch.watched == {rig.tree}  # it lingers, so a reopened page finds it up
+    (rig.tree / "d.txt").write_text("d\n")
+    await send(seat, {"kind": "subscribe", "what": {"session": WIRE_SEAT}})
+    assert (await next_kind(seat, "snapshot"))["data"]["work"]["changed"] == 2
+    (rig.tree / "e.txt").write_text("e\n")
+    await wait_for(seat, lambda b: b["work"]["changed"] == 3)
+    await unsubscribe(seat)
+    clock.advance(30.0)
+    for _ in range(1000):  # the linger's wake-up runs on this loop's next turns
+        if not rig.watch.watched:
+            break
+        await asyncio.sleep(0)
     assert rig.watch.watched == set()
 
 
