@@ -22,7 +22,7 @@ from forge.errors import InternalError
 from forge.logs import get_logger
 from forge.supervisor import subjects
 from forge.supervisor.connection import Connection
-from forge.supervisor.gitwork import read_work
+from forge.supervisor.gitwork import LocalTrees, TreeReads
 from forge.supervisor.seats import SeatRegistry, SeatState
 from forge.wire import server
 from forge.wire.binary import ClientBinary, Dictation, Dropped, decode_client_binary
@@ -68,6 +68,8 @@ class Supervisor:
         self.fatal_error: dict[str, Any] | None = None
         self.workers: Callable[[], list[dict[str, Any]]] = list
         """The home `workers` rows (D4); the worker manager replaces this with its own reader."""
+        self.trees: TreeReads = LocalTrees()
+        """Git reads of seats' trees; the git service replaces this with its tree process."""
         self._subscribers: defaultdict[Subject, set[Connection]] = defaultdict(set)
         self._unseen: dict[Seat, None] = {}
         self._verbs: dict[type[ClientMessage], VerbHandler[Any]] = {}
@@ -252,7 +254,7 @@ class Supervisor:
 
     async def publish_agents_row(self, state: SeatState) -> int:
         """Announce the seat's agents row (`seat_changed{key,row}`) to the seat and home."""
-        row = subjects.agents_row(state, await read_work(state.directory))
+        row = subjects.agents_row(state, await self.trees.work(state.directory))
         return self.publish_seat_update(
             state.seat, "seat_changed", {"key": state.seat, "row": row}, home=True
         )
@@ -303,10 +305,14 @@ class Supervisor:
             return await self._subject_readers[subject]()
         if isinstance(subject, SessionSubject):
             state = self.require_seat("subscribe", subject.session)
-            return await subjects.session(state)
+            return await subjects.session(state, self.trees)
         if subject == "home":
             return await subjects.home(
-                config, self.seats, unseen=list(self._unseen), facts=self._home_facts()
+                config,
+                self.seats,
+                unseen=list(self._unseen),
+                facts=self._home_facts(),
+                trees=self.trees,
             )
         if subject == "board":
             return subjects.board(config)

@@ -342,6 +342,8 @@ class DictateBench(ClientMessage, frozen=True, tag="dictate_bench"):
 
 
 # Verbs the seed defines that this server does not serve yet; `unserved` answers them (O-S11).
+# Verbs the seed defines that `unserved` answers (O-S11), and three that forge.supervisor's
+# documents and settings services serve: document_read, file_content, settings_edit.
 
 
 class More(ClientMessage, frozen=True, tag="more"):
@@ -353,11 +355,12 @@ class More(ClientMessage, frozen=True, tag="more"):
 class DocumentRead(ClientMessage, frozen=True, tag="document_read"):
     session: Seat
     path: str
+    reviewable: bool = False
 
 
 class FileContent(ClientMessage, frozen=True, tag="file_content"):
     session: Any
-    path: str
+    path: Any
     sha: Any = None
 
 

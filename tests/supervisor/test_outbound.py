@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 
-from forge.supervisor.gitwork import parse_status
 from forge.supervisor.outbound import ControlOverflow, OutboundBacklog
 
 
@@ -67,22 +66,6 @@ def test_written_chunks_no_longer_count_against_the_bound() -> None:
     assert backlog.bounded("term", b"123456", limit=10)
     assert drain(backlog) == [b"123456"]
     assert backlog.bounded("term", b"123456", limit=10)
-
-
-def test_git_status_parsing() -> None:
-    output = "\0".join(
-        [
-            "# branch.oid abc",
-            "# branch.head main",
-            "1 .M N... 100644 100644 100644 a b tracked.txt",
-            "2 R. N... 100644 100644 100644 a b R100 new-name.txt",
-            "old-name.txt",
-            "? untracked.txt",
-            "",
-        ]
-    )
-    assert parse_status(output) == {"branch": "main", "changed": 3, "gate": True}
-    assert parse_status("# branch.head (detached)\0")["branch"] is None
 
 
 def test_a_pong_is_marked_as_keepalive() -> None:
