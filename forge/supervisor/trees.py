@@ -42,8 +42,9 @@ Listener = Callable[[Event], None]
 
 STOP_S = 5.0
 """How long the child may take to end once its stdin closes, before it is killed."""
-LINE_LIMIT = 64 * 1024 * 1024
-"""The longest line read from the child: a file read at the documents ceiling, in base64."""
+LINE_LIMIT = 2 << 30
+"""The longest line read from the child: a file read at the highest documents ceiling (1024 MiB)
+in base64, with room to spare. A limit, not a buffer: memory grows only with what arrives."""
 
 
 class _Child:
