@@ -443,11 +443,11 @@ class TerminalActor:
             started = time.monotonic()
             try:
                 for char in line:
-                    await viewer.conn.send(terminal_input(terminal=terminal, data=char.encode()))
                     await asyncio.sleep(self.rng.uniform(0.03, 0.15))
+                    await viewer.conn.send(terminal_input(terminal=terminal, data=char.encode()))
             except ConnectionClosed:
                 continue
-            started = time.monotonic()  # the echo's wait, from the last key
+            started = time.monotonic()  # the answer's wait, from the Enter key
             wanted = f"<S{n}> typed".encode()
             while wanted not in viewer.output:
                 if viewer.terminal != terminal or viewer.conn.closed.is_set():
@@ -532,6 +532,9 @@ class BrowserActor:
 
     async def session(self) -> None:
         lead = self.viewers[0]
+        for viewer in self.viewers:  # refusals of the last session's taps are not this one's
+            while not viewer.errors.empty():
+                viewer.errors.get_nowait()
         body = await lead.conn.ask(
             {"kind": "browser_open", "seat": self.seat, "url": self.page + "a"}, OPEN_BOUND_S
         )
@@ -549,9 +552,10 @@ class BrowserActor:
         self.run.event(f"{self.name}: tab {tab} open, {len(self.viewers)} viewers")
         page = "a"
         while not self.run.stopping:
-            errors = [v.errors for v in self.viewers if not v.errors.empty()]
+            errors = [v.errors.get_nowait() for v in self.viewers if not v.errors.empty()]
             if errors:
-                raise RuntimeError(f"told: {errors[0].get_nowait()}")
+                await asyncio.sleep(1)  # let the rest of what the crash said arrive
+                raise RuntimeError(f"told: {errors[0]}")
             if any(v.conn.closed.is_set() for v in self.viewers):
                 raise ConnectionError("a viewer's connection closed")
             await asyncio.sleep(self.rng.uniform(1, 4))
