@@ -66,11 +66,14 @@ from forge.wire import client as wire_client
 from forge.wire.binary import BROWSER_FRAME_HEADER, TERMINAL_OUTPUT_HEADER, terminal_input
 
 ROOT = Path(__file__).resolve().parent.parent
+SESSION_ENDS = (TimeoutError, ConnectionError, ConnectionClosed, RuntimeError, OSError)
+"""What ends a client's session (a bound broken, a connection dropped, a refusal): start over."""
 
 
 def _load(name: str, path: Path) -> Any:
     spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
+    assert spec is not None
+    assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     spec.loader.exec_module(module)
@@ -93,7 +96,8 @@ addEventListener('pointerdown', () => { m = m === '#f00' ? '#00f' : '#f00'; });
 (function f() { h = (h + 3) % 360; x.fillStyle = `hsl(${h},70%,50%)`; x.fillRect(0, 0, 640, 360);
 for (let i = 0; i < 60; i++) { x.fillStyle = `hsl(${(h + i * 7) % 360},80%,60%)`;
 x.fillRect((i * 37 + h * 5) % 640, (i * 53) % 360, 30, 30); }
-x.fillStyle = m; x.fillRect(0, 0, 80, 80); x.fillStyle = '#000'; x.fillText(location.pathname, 100, 20);
+x.fillStyle = m; x.fillRect(0, 0, 80, 80);
+x.fillStyle = '#000'; x.fillText(location.pathname, 100, 20);
 requestAnimationFrame(f); })();
 </script>"""
 
@@ -321,13 +325,13 @@ class TerminalActor:
         tasks = []
         for viewer in [self.controller, *self.watchers]:
             try:
-                terminal = await viewer.connect()
-                if viewer is self.controller:
-                    await self.start_controller(terminal)
-            except (TimeoutError, ConnectionError, ConnectionClosed, RuntimeError, OSError) as error:
+                await self.attach(viewer)
+            except SESSION_ENDS as error:
                 self.run.event(f"{viewer.name}: first view failed: {error!r}")
                 viewer.conn.closed.set()
-            loop = self.keep_controller() if viewer is self.controller else self.keep_watcher(viewer)
+            loop = (
+                self.keep_controller() if viewer is self.controller else self.keep_watcher(viewer)
+            )
             tasks.append(asyncio.create_task(loop))
         if self.plan.workload == "shell":
             tasks.append(asyncio.create_task(self.type_like_a_person()))
@@ -361,15 +365,19 @@ class TerminalActor:
             try:
                 await loop(viewer)
                 return
-            except (TimeoutError, ConnectionError, ConnectionClosed, RuntimeError, OSError) as error:
+            except SESSION_ENDS as error:
                 self.run.event(f"{viewer.name}: starting over after {error!r}")
                 await viewer.conn.close()
                 viewer.conn.awake.set()
                 await asyncio.sleep(2)
-                with contextlib.suppress(TimeoutError, ConnectionError, ConnectionClosed, OSError):
-                    terminal = await viewer.connect()
-                    if viewer.role == "controller":
-                        await self.start_controller(terminal)
+                with contextlib.suppress(*SESSION_ENDS):
+                    await self.attach(viewer)
+
+    async def attach(self, viewer: TerminalViewer) -> None:
+        """Connect and view; the controller takes control and types its workload."""
+        terminal = await viewer.connect()
+        if viewer is self.controller:
+            await self.start_controller(terminal)
 
     async def _keep_controller(self, viewer: TerminalViewer) -> None:
         while not self.run.stopping:
@@ -519,7 +527,7 @@ class BrowserActor:
         while not self.run.stopping:
             try:
                 await self.session()
-            except (ConnectionError, ConnectionClosed, RuntimeError, TimeoutError) as error:
+            except SESSION_ENDS as error:
                 self.run.event(f"{self.name}: session ended: {error!r}")
             if self.run.stopping:
                 return
@@ -972,7 +980,7 @@ class Faults:
         text = self.good_config.replace("allowed_origins = []", f"allowed_origins = {origins}")
         self.config.write_text(text)
         deadline = time.monotonic() + 15
-        while self.monitor.settings_pushes == pushes and time.monotonic() < deadline:
+        while self.monitor.settings_pushes == pushes and time.monotonic() < deadline:  # noqa: ASYNC110
             await asyncio.sleep(0.2)
         if self.monitor.settings_pushes == pushes:
             self.run.violate("config", "a good edit after a broken one pushed no settings in 15s")
@@ -989,7 +997,7 @@ class Faults:
 
 
 async def lab_loop(run: Run, root: Path, env: dict[str, str]) -> None:
-    """`forge evaluate --parallel 2` again and again; each report's verdicts must equal the first."""
+    """`forge evaluate --parallel 2` again and again; every report's verdicts equal the first's."""
     kit_module = _load("lab_kit", ROOT / "tests" / "lab" / "kit.py")
     kit = kit_module.Kit(root)
     tasks = {f"t{i}": kit.plan(f"t{i}") for i in range(2)}
@@ -1060,7 +1068,7 @@ async def gh_settle(run: Run, env: Any, sent: list[str]) -> None:
     await asyncio.to_thread(env.gh, "issue", "list")
     breadcrumb = env.state_dir / "replay-pending"
     deadline = time.monotonic() + 120
-    while breadcrumb.exists() and time.monotonic() < deadline:
+    while breadcrumb.exists() and time.monotonic() < deadline:  # noqa: ASYNC110 (a file on disk)
         await asyncio.sleep(0.5)
     await asyncio.to_thread(env.forge, "queue", "replay", "--apply")
     comments = [c["body"] for c in env.fake.issues()["1"]["comments"]]
@@ -1121,7 +1129,7 @@ async def sample(
 async def chaos(minutes: float, seed: int, out: Path, small: bool) -> int:
     rng = random.Random(seed)
     run = Run(seed)
-    out.mkdir(parents=True, exist_ok=True)
+    out.mkdir(parents=True, exist_ok=True)  # noqa: ASYNC240 (once, before any load)
     run.log_file = (out / "events.log").open("w")
     marker = uuid.uuid4().hex
     home = Path(tempfile.mkdtemp(prefix="forge-chaos-"))
@@ -1138,9 +1146,11 @@ async def chaos(minutes: float, seed: int, out: Path, small: bool) -> int:
     config.write_text(good)
     port, echo_port = free_port(), free_port()
     load = os.getloadavg()
+    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     print(f"# chaos: {minutes:g} min, seed {seed}, {platform.node()}, {os.cpu_count()} CPUs, "
-          f"Python {platform.python_version()}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
-          f"load average at start {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}", flush=True)  # fmt: skip
+          f"Python {platform.python_version()}, {when}, "
+          f"load average at start {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}",
+          flush=True)  # fmt: skip
     supervisor_proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "forge.cli", "supervise", "--config", str(config),
         "--port", str(port), "--log-level", "info",
@@ -1299,19 +1309,19 @@ async def chaos(minutes: float, seed: int, out: Path, small: bool) -> int:
             "bare_p50": checks.percentile(samples["bare"], 50),
             "bare_p99": bare_p99,
             "count": len(samples["forge"]),
-        },  # fmt: skip
+        },
         "typed_echo_ms": {"p50": checks.percentile(typed, 50), "p99": checks.percentile(typed, 99)},
         "rss_mb": {
             "first": series["rss_mb"][0][1] if series["rss_mb"] else None,
             "last": series["rss_mb"][-1][1] if series["rss_mb"] else None,
             "max": max((v for _, v in series["rss_mb"]), default=None),
             "slope_after_warmup_mb_per_hour": rss_slope,
-        },  # fmt: skip
+        },
         "fds": {
             "first": series["fds"][0][1] if series["fds"] else None,
             "last": series["fds"][-1][1] if series["fds"] else None,
             "slope_after_warmup_per_hour": fds_slope,
-        },  # fmt: skip
+        },
         "threads_last": series["threads"][-1][1] if series["threads"] else None,
         "warmup_s": warm,
         "processes_left": len(left),
@@ -1324,9 +1334,7 @@ async def chaos(minutes: float, seed: int, out: Path, small: bool) -> int:
     (out / "series.json").write_text(json.dumps(series))
     print(json.dumps(summary, indent=1, default=str))
     if run.violations:
-        print(
-            f"\n{len(run.violations)} invariant violations (seed {seed}; replay with --seed {seed}):"
-        )
+        print(f"\n{len(run.violations)} invariant violations (seed {seed}; replay: --seed {seed}):")
         for at, rule, detail in run.violations[:50]:
             print(f"  {at:8.1f}s {rule}: {detail}")
         print("\nevent log tail:")

@@ -258,7 +258,8 @@ async def test_two_viewers_reopening_together_after_a_crash_share_one_shell(
         second.send({"kind": "terminal_view", "seat": SEAT, "reply_to": 2}),
     )
     replies = [(await c.next_of_kind("reply", after=1))["body"] for c in (first, second)]
-    assert replies[0]["ok"] and replies[1]["ok"], replies
+    assert replies[0]["ok"], replies
+    assert replies[1]["ok"], replies
     assert replies[0]["id"] == replies[1]["id"] != terminal
     await first.wait_screen("$ ")
     await quiet_closes(first, second)
