@@ -62,6 +62,7 @@ from websockets.asyncio.server import ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 
 from forge.client.auth import subprotocols
+from forge.files import write_atomic
 from forge.wire import client as wire_client
 from forge.wire.binary import BROWSER_FRAME_HEADER, TERMINAL_OUTPUT_HEADER, terminal_input
 
@@ -969,7 +970,10 @@ class Faults:
         pushes = self.monitor.settings_pushes
         failures = len(self.records("config_reload_failed"))
         self.run.fault("config", "broken forge.toml, then a good edit")
-        self.config.write_text(self.good_config + "\n[server\nport = \n")
+        # Replaced whole, as editors save: a file rewritten in place can be read empty between
+        # its truncation and its write, and an empty forge.toml is a valid config (found by
+        # seed 2126's hour; docs/benchmarks.md, "Chaos").
+        write_atomic(self.config, (self.good_config + "\n[server\nport = \n").encode())
         await asyncio.sleep(3)
         if self.monitor.settings_pushes != pushes:
             self.run.violate("config", "a broken forge.toml pushed settings")
@@ -978,7 +982,7 @@ class Faults:
         self.origins_toggle = not self.origins_toggle
         origins = '["http://chaos.example:1"]' if self.origins_toggle else "[]"
         text = self.good_config.replace("allowed_origins = []", f"allowed_origins = {origins}")
-        self.config.write_text(text)
+        write_atomic(self.config, text.encode())
         deadline = time.monotonic() + 15
         while self.monitor.settings_pushes == pushes and time.monotonic() < deadline:  # noqa: ASYNC110
             await asyncio.sleep(0.2)
