@@ -100,7 +100,7 @@ class Supervised:
         )  # fmt: skip
         assert self.process.stdout is not None
         line = self.process.stdout.readline()  # printed once the socket listens
-        assert line.startswith("forge: open "), line
+        assert line.startswith("forge supervise: serving "), line
 
     def stop(self, sig: int = signal.SIGTERM) -> None:
         process, self.process = self.process, None
