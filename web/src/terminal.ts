@@ -61,6 +61,8 @@ export class TerminalSurface implements Surface {
   viewers = 0;
   private seq = 0;
   private syncing = true;
+  /** A view is written and not parsed yet: it must be parsed at the size it was drawn at. */
+  private drawingView = false;
   private wantControl = true;
   private sentSize: [number, number] | null = null;
   private remoteSize: [number, number] = [80, 24];
@@ -234,12 +236,18 @@ export class TerminalSurface implements Surface {
     this.remoteSize = [message.cols as number, message.rows as number];
     this.term.reset();
     this.term.resize(...this.remoteSize);
-    this.term.write(message.screen as string);
+    // xterm parses a write later: resized to this page's fit before then, the view (cursor moves
+    // that paint rows without clearing them) landed on rows a narrower grid had wrapped, and
+    // left their tails beside the prompt (a phone attaching after a desktop saw `#nupg`).
+    this.drawingView = true;
+    this.term.write(message.screen as string, () => {
+      this.drawingView = false;
+      this.layout();
+    });
     this.syncing = false;
     this.phase = "live";
     this.why = null;
     if (this.controller === null && this.wantControl) this.takeControl(true);
-    this.layout();
     this.onChange();
   }
 
@@ -357,7 +365,7 @@ export class TerminalSurface implements Surface {
   /** The controller (or, with nobody holding it, any viewer) lays out from its fitted size;
    * a watcher draws the grid the terminal has. */
   layout(): void {
-    if (!this.host.isConnected) return;
+    if (!this.host.isConnected || this.drawingView) return;
     const watching = this.controller !== null && !this.controls;
     if (watching) {
       const [cols, rows] = this.remoteSize;
