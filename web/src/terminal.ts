@@ -78,11 +78,11 @@ export class TerminalSurface implements Surface {
     readonly seat: Seat,
     private readonly host: HTMLElement,
   ) {
-    const look = app.greeting?.settings;
+    const look = app.look;
     this.term = new Terminal({
       fontSize: fontSize(),
-      fontFamily: look?.font ?? DEFAULT_FONT,
-      theme: THEMES[look?.theme ?? "dark"] ?? THEMES.dark,
+      fontFamily: look.font ?? DEFAULT_FONT,
+      theme: THEMES[look.theme ?? "dark"] ?? THEMES.dark,
       scrollback: 5000,
       allowProposedApi: true,
       cursorBlink: false,
@@ -128,7 +128,7 @@ export class TerminalSurface implements Surface {
     app.addSurface(this);
   }
 
-  /** The greeting's theme and font (null: the built-in), re-applied when a reload changes them. */
+  /** The look's theme and font (null: the built-in), re-applied when a reload changes them. */
   applyLook(theme: string | null, font: string | null): void {
     this.term.options.theme = THEMES[theme ?? "dark"] ?? THEMES.dark;
     this.term.options.fontFamily = font ?? DEFAULT_FONT;
