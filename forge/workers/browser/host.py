@@ -678,14 +678,18 @@ class BrowserHost:
 
     def _navigated(self, params: JsonObject, tab: _Tab | None) -> None:
         assert tab is not None
-        frame = params.get("frame", params)
-        main = (
-            frame.get("parentId") is None and frame.get("id", params.get("frameId")) == tab.target
-        )
-        if main and tab.pump is not None:
+        if not _main_frame(params, tab):
+            return
+        if tab.pump is not None:
             self._spawn(self._push_nav_state(tab))
-        if main:
-            self._spawn(self._refresh_info(tab))
+        self._spawn(self._refresh_info(tab))
+
+    def _committed(self, params: JsonObject, tab: _Tab | None) -> None:
+        """A frame committed a document; the main frame's loses any key frame capture."""
+        assert tab is not None
+        self._navigated(params, tab)
+        if _main_frame(params, tab) and tab.pump is not None:
+            tab.pump.navigated()
 
     def _download_begins(self, params: JsonObject, _: _Tab | None) -> None:
         self._downloads[params["guid"]] = _Download(
@@ -713,6 +717,14 @@ class BrowserHost:
         self._on_event(Download(download.tab, download.name, data, refusal))
 
 
+def _main_frame(params: JsonObject, tab: _Tab) -> bool:
+    """A navigation event about the tab's own (top) frame, not one of its iframes."""
+    frame = params.get("frame", params)
+    return bool(
+        frame.get("parentId") is None and frame.get("id", params.get("frameId")) == tab.target
+    )
+
+
 def _quietly(future: asyncio.Future[JsonObject]) -> None:
     """Fire-and-forget sends: a refusal (a closed tab under a move) is logged, not raised."""
     if not future.cancelled() and (error := future.exception()) is not None:
@@ -728,7 +740,7 @@ _HANDLERS: dict[str, _Handler] = {
     "Page.javascriptDialogOpening": BrowserHost._dialog_opening,
     "Page.javascriptDialogClosed": BrowserHost._dialog_closed,
     "Page.fileChooserOpened": BrowserHost._file_chooser,
-    "Page.frameNavigated": BrowserHost._navigated,
+    "Page.frameNavigated": BrowserHost._committed,
     "Page.loadEventFired": BrowserHost._loaded,
     "Page.navigatedWithinDocument": BrowserHost._navigated,
     "Browser.downloadWillBegin": BrowserHost._download_begins,
