@@ -16,11 +16,11 @@ import pytest_asyncio
 
 from forge.supervisor.browsers import BrowserService
 from forge.supervisor.outbound import AUDIO_LIMIT
+from forge.testing.raw_client import RawClient
 from forge.workers.audio import protocol as audio_protocol
 from forge.workers.audio.protocol import SoundMissing, find_binaries
 from forge.workers.browser.sound import FRAME_BYTES, SILENT_PEAK
 
-from ..supervisor.rawclient import RawClient
 from .harness import AudioFrame
 from .socket_harness import SEAT, Client, client, serving
 
