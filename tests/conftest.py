@@ -3,6 +3,7 @@ real `forge supervise` processes (`supervise`)."""
 
 from __future__ import annotations
 
+import signal
 import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -10,6 +11,13 @@ from pathlib import Path
 import pytest
 
 from forge.testing.supervised import Start, Supervisors
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Children get SIGINT's default action even when the suite itself was started with it
+    ignored (a background job of a non-interactive shell is), as Ctrl-C tests need."""
+    del config
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture

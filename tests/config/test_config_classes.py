@@ -88,6 +88,42 @@ CONSUMERS: dict[tuple[str, str], ReloadClass] = {
     ("supervisor/browsers.py", "browser.idle_close_s"): "next_session",
     # `forge supervise` applies the level at start and on every reload.
     ("supervisor/cli.py", "log.level"): "live",
+    # Access: the socket takes its auth mode and TLS files when it starts listening (the files'
+    # contents are reloaded when they change, their paths are not); `forge supervise` prints
+    # the pairing line once. `forge token` and a client's TLS pin read the file at each run.
+    ("supervisor/server.py", "server.auth"): "restart",
+    ("supervisor/server.py", "server.tls_cert"): "restart",
+    ("supervisor/server.py", "server.tls_key"): "restart",
+    ("supervisor/core.py", "server.tls_cert"): "restart",
+    ("config/address.py", "server.tls_cert"): "restart",
+    ("access/pairing.py", "server.auth"): "restart",
+    ("access/pairing.py", "server.bind"): "restart",
+    ("access/pairing.py", "server.port"): "restart",
+    ("access/pairing.py", "server.tls_cert"): "restart",
+    ("access/cli.py", "server.auth"): "live",
+    ("client/auth.py", "server.tls_cert"): "live",
+    # Dictation: whether to take a take and its default axes are read per take; the worker is
+    # started (or not) with its models and voice when the supervisor starts.
+    ("supervisor/dictation.py", "dictate.enabled"): "live",
+    ("supervisor/dictation.py", "dictate.styling"): "live",
+    ("supervisor/dictation.py", "dictate.structure"): "live",
+    ("supervisor/dictation.py", "dictate.context"): "live",
+    ("supervisor/dictation.py", "dictate.models_dir"): "restart",
+    ("supervisor/dictation.py", "tts.enabled"): "restart",
+    ("supervisor/dictation.py", "tts.engine"): "restart",
+    ("supervisor/dictation.py", "tts.voice"): "restart",
+    ("supervisor/dictation.py", "tts.piper_model"): "restart",
+    # The models page describes the configuration as loaded, at every request.
+    ("supervisor/dictate_models.py", "dictate.enabled"): "live",
+    ("supervisor/dictate_models.py", "dictate.models_dir"): "live",
+    ("supervisor/dictate_models.py", "tts.enabled"): "live",
+    ("supervisor/dictate_models.py", "tts.engine"): "live",
+    ("supervisor/dictate_models.py", "tts.voice"): "live",
+    ("supervisor/dictate_models.py", "tts.piper_model"): "live",
+    # A tab's sound server is set up with the browser host.
+    ("supervisor/browsers.py", "browser.audio"): "restart",
+    # `forge evaluate --executor dask` reads the bound when the run starts.
+    ("lab/evaluate.py", "lab.dask_no_worker_s"): "next_session",
 }
 
 ORDER: dict[ReloadClass, int] = {"live": 0, "next_session": 1, "restart": 2}
@@ -102,6 +138,8 @@ AREA_TYPES = {
     "BrowserConfig": "browser",
     "DocumentsConfig": "documents",
     "LogConfig": "log",
+    "TtsConfig": "tts",
+    "LabConfig": "lab",
 }
 CONFIG_MODULES = {"forge.config", "forge.config.model", "forge.config.loader"}
 METHOD_READS = {

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from websockets.asyncio.client import ClientConnection, connect
 
+from forge.client.auth import subprotocols
 from forge.clock import SYSTEM_CLOCK, Clock
 from forge.config import ConfigWatcher, load_config
 from forge.supervisor import documents, gitwatch, settings
@@ -45,7 +46,7 @@ class Rig:
 
     async def client(self) -> tuple[ClientConnection, dict[str, Any]]:
         """A connected client and the settings document its second frame carried."""
-        client = await connect(self.url, max_size=None)
+        client = await connect(self.url, max_size=None, subprotocols=subprotocols())
         self.clients.append(client)
         assert json.loads(await client.recv())["kind"] == "greeting"
         frame = json.loads(await client.recv())

@@ -252,7 +252,14 @@ def worker_process(name: str) -> psutil.Process:
 
 
 def pulseaudio() -> psutil.Process:
-    (daemon,) = [p for p in worker_process("audio").children() if p.name() == "pulseaudio"]
+    """The sound-server kind's running daemon (one just killed may linger, unreaped, or vanish
+    while it is looked at: neither counts)."""
+    running = []
+    for child in worker_process("audio").children():
+        with contextlib.suppress(psutil.Error):
+            if child.name() == "pulseaudio" and child.status() != psutil.STATUS_ZOMBIE:
+                running.append(child)
+    (daemon,) = running
     return daemon
 
 
