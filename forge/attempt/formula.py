@@ -1,7 +1,8 @@
 """The Formula (YAML, `schemaVersion: 1`): the recipe a variant runs, decoded strictly.
 
-Only what a cohort attempt uses exists here: one coding atom (its argv, timeout and pinned model),
-optional baseline checks, and `learning.recurrenceThreshold` (read so a valid Formula decodes).
+Only what a cohort attempt uses exists here: one coding atom (its argv, timeout, pinned model,
+whether its sandbox has the network, what hidden folders it mounts), optional baseline checks,
+and `learning.recurrenceThreshold` (read so a valid Formula decodes).
 """
 
 from __future__ import annotations
@@ -21,6 +22,11 @@ class Atom:
     command: tuple[str, ...]
     timeout_ms: int
     model: str
+    network: bool = False
+    """Whether the sandboxed recipe (and its checks) may reach the network; off unless asked."""
+    mounts: tuple[str, ...] = ()
+    """Absolute folders the sandbox mounts read-only although it hides them (an interpreter
+    under the home directory, say); never `--out`, `--source` or the cohort's folder."""
 
 
 @dataclass(frozen=True)
@@ -49,8 +55,8 @@ def decode_formula(raw: bytes, *, file: str) -> Formula:
     atoms = reader.array(top["atoms"], "atoms", lo=1)
     coding = [_atom(reader, value, f"atoms[{i}]") for i, value in enumerate(atoms)]
     reader.unique([atom.id for atom in coding], "atoms", "id")
-    if len(coding) != 1:
-        raise reader.refuse("atoms", f"must hold exactly one coding atom, got {len(coding)}")
+    if len(coding) > 1:
+        reader.note("atoms", f"must hold exactly one coding atom, got {len(coding)}")
     checks = read_checks(reader, top.get("checks", []), "checks")
     threshold = 3
     if "learning" in top:
@@ -61,11 +67,17 @@ def decode_formula(raw: bytes, *, file: str) -> Formula:
             threshold = reader.integer(
                 learning["recurrenceThreshold"], "learning.recurrenceThreshold", lo=1, hi=50
             )
+    reader.check()
     return Formula(name=name, coding=coding[0], checks=checks, recurrence_threshold=threshold)
 
 
 def _atom(reader: Reader, value: object, path: str) -> Atom:
-    atom = reader.obj(value, path, required={"id", "role", "command", "timeoutMs", "model"})
+    atom = reader.obj(
+        value,
+        path,
+        required={"id", "role", "command", "timeoutMs", "model"},
+        optional={"network", "mounts"},
+    )
     reader.one_of(atom["role"], f"{path}.role", ("coding",))
     return Atom(
         id=reader.nonblank(atom["id"], f"{path}.id", max_chars=64),
@@ -74,6 +86,11 @@ def _atom(reader: Reader, value: object, path: str) -> Atom:
             atom["timeoutMs"], f"{path}.timeoutMs", lo=1, hi=MAX_COMMAND_TIMEOUT_MS
         ),
         model=reader.nonblank(atom["model"], f"{path}.model", max_chars=200),
+        network=reader.boolean(atom["network"], f"{path}.network") if "network" in atom else False,
+        mounts=tuple(
+            reader.absolute_path(item, f"{path}.mounts[{i}]")
+            for i, item in enumerate(reader.array(atom.get("mounts", []), f"{path}.mounts"))
+        ),
     )
 
 

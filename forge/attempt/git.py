@@ -2,7 +2,8 @@
 
 Every git call runs with the caller's git configuration switched off (no system or global config,
 `LC_ALL=C`, hooks disabled), so the captured diff depends only on the pinned bytes. `--source` is
-only ever read: fetched from, never written.
+only ever read: fetched from, never written. An attempt source names neither `--source` nor a
+local origin: its `origin` is a network URL or absent, and no FETCH_HEAD records the fetch.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import asyncio
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import unquote, urlparse
 
 from forge.attempt.errors import LabRefusal
 from forge.errors import InternalError
@@ -77,10 +79,49 @@ async def git(
 class SourceFacts:
     toplevel: str
     origin: str | None
+    """The URL an attempt source's `origin` gets: never a local path (see `public_origin`)."""
+    local_origins: tuple[str, ...] = ()
+    """Local repositories on the way to `origin`: the sandbox hides them."""
+
+
+MAX_ORIGIN_HOPS = 8
+
+
+def local_path(url: str, base: Path) -> Path | None:
+    """The local repository a remote URL names; None for a network one (`https:`, `host:path`)."""
+    if url.startswith("file://"):
+        return Path(unquote(urlparse(url).path))
+    if "://" in url:
+        return None
+    colon, slash = url.find(":"), url.find("/")
+    if colon > 0 and (slash == -1 or colon < slash):
+        return None
+    return Path(os.path.normpath(base / os.path.expanduser(url)))
+
+
+async def public_origin(toplevel: Path, origin: str | None) -> tuple[str | None, tuple[str, ...]]:
+    """The first network URL on `--source`'s chain of origins, and the local repositories before it.
+
+    A source cloned from a local clone has that clone's path as its origin, and the clone holds the
+    full history (the answer): an attempt gets the clone's own origin URL instead, or none.
+    """
+    passed: list[str] = []
+    base, url = toplevel, origin
+    while url is not None and len(passed) < MAX_ORIGIN_HOPS:
+        path = local_path(url, base)
+        if path is None:
+            return url, tuple(passed)
+        passed.append(await asyncio.to_thread(os.path.realpath, path))
+        try:
+            url = (await git(path, "remote", "get-url", "origin")).decode().strip()
+        except (GitError, OSError):
+            url = None
+        base = path
+    return None, tuple(passed)
 
 
 async def inspect_source(source: Path) -> SourceFacts:
-    """Refuse a bare or non-git `--source`; return its top level and origin URL."""
+    """Refuse a bare or non-git `--source`; return its top level and public origin URL."""
     bare_message = "--source must be a non-bare git checkout (replay writes <out>/source)"
     try:
         bare = (await git(source, "rev-parse", "--is-bare-repository")).strip()
@@ -94,7 +135,8 @@ async def inspect_source(source: Path) -> SourceFacts:
     except GitError:
         origin = None
     # git prints the top level with symbolic links resolved, so the digest sees one spelling.
-    return SourceFacts(toplevel=toplevel, origin=origin)
+    public, local = await public_origin(Path(toplevel), origin)
+    return SourceFacts(toplevel=toplevel, origin=public, local_origins=local)
 
 
 async def has_commit(source: Path, commit: str) -> bool:

@@ -65,7 +65,7 @@ def decode_plan(raw: bytes, *, file: str) -> Plan:
     setup_items = reader.array(top.get("setup", []), "setup")
     setup = tuple(_setup(reader, item, f"setup[{i}]") for i, item in enumerate(setup_items))
     reader.unique([command.id for command in setup], "setup", "id")
-    return Plan(
+    plan = Plan(
         task=reader.clean_path(top["task"], "task"),
         acceptance=reader.clean_path(top["acceptance"], "acceptance"),
         base_commit=reader.matching(top["baseCommit"], "baseCommit", _COMMIT_RE),
@@ -79,15 +79,19 @@ def decode_plan(raw: bytes, *, file: str) -> Plan:
             reader, top.get("originalCheckFiles", []), "originalCheckFiles"
         ),
     )
+    reader.check()
+    return plan
 
 
 def decode_issue(raw: bytes, *, file: str) -> Issue:
     reader = Reader(file)
     top = reader.obj(loads_object(raw, file=file, limit=PLAN_LIMIT), "", required={"title", "body"})
-    return Issue(
+    issue = Issue(
         title=reader.nonblank(top["title"], "title", max_chars=1000),
         body=reader.string(top["body"], "body"),
     )
+    reader.check()
+    return issue
 
 
 def read_checks(reader: Reader, value: object, path: str) -> tuple[Command, ...]:
@@ -128,6 +132,14 @@ def _timeout(reader: Reader, value: object, path: str) -> int:
 def _paths(reader: Reader, value: object, path: str, *, lo: int = 0) -> tuple[str, ...]:
     items = reader.array(value, path, lo=lo)
     return tuple(reader.clean_path(item, f"{path}[{i}]") for i, item in enumerate(items))
+
+
+def is_test_file(path: str) -> bool:
+    """`test_*.py`, `*_test.py` or `conftest.py`: the existing tests a protected view restores."""
+    name = path.rsplit("/", 1)[-1]
+    return name == "conftest.py" or (
+        name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py"))
+    )
 
 
 MANIFESTS = ("pyproject.toml", "setup.py", "setup.cfg", "package.json", "go.mod")

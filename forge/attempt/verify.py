@@ -17,6 +17,7 @@ from typing import Any
 from forge.attempt.command import CommandResult, run_command
 from forge.attempt.git import GitError, git, git_env
 from forge.attempt.plan import Command
+from forge.attempt.sandbox import Sandbox
 from forge.clock import Clock
 
 CHECK_OUTPUT_CAP = 8 * 1024 * 1024
@@ -131,6 +132,7 @@ async def run_view(
     env: Mapping[str, str],
     clock: Clock,
     acceptance_script: AcceptanceScript,
+    sandbox: Sandbox | None = None,
 ) -> ViewResult:
     result = ViewResult(name=name, steps=steps)
     view_env = {**env, "FORGE_EVAL_WORKSPACE": str(view)}
@@ -147,6 +149,7 @@ async def run_view(
             timeout_s=step.timeout_ms / 1000,
             clock=clock,
             output_cap=CHECK_OUTPUT_CAP,
+            sandbox=sandbox,
         )
         observation = Observation(step, outcome)
         result.observations.append(observation)

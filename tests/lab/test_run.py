@@ -200,7 +200,7 @@ def test_a_model_mismatch_on_a_later_repetition_is_recorded_and_the_run_goes_on(
 
 
 def test_transient_errors_resume_then_exhaust_and_a_resume_reruns(kit: Kit) -> None:
-    switch = kit.root / "transient"
+    switch = kit.ctl / "transient"
     switch.write_text("9:connect ETIMEDOUT 1.2.3.4:443")
     kit.cohort(
         a=kit.formula("a", knobs={"FAKE_TRANSIENT": "1:read ECONNRESET", "FAKE_COST": "0.1"}),
