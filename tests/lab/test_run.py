@@ -261,7 +261,7 @@ async def test_an_unresolvable_provider_host_uses_checks_not_resumes(kit: Kit) -
         source=kit.repo,
         origin=None,
         caller_env={"PATH": os.environ["PATH"]},
-        settings=LabSettings(transient_waits_s=(0.01, 0.02)),
+        settings=LabSettings(transient_waits_s=(0.01, 0.02), sandbox_binds=(str(kit.ctl),)),
     )
     (kit.root / "direct").mkdir()
     record = await run_attempt(spec, clock=SYSTEM_CLOCK, resolver=resolver)
