@@ -200,23 +200,30 @@ def real_sized(root: Path, attempts: int) -> None:
     print(
         f"real-sized repository: {files} files, suite {suite_s:.2f} s (exit {suite_run.returncode})"
     )
-    for label, env in (("sandboxed", None), ("no sandbox", NO_SANDBOX)):
-        out = root / f"real-{label[:2]}"
-        evaluate(kit, out=out, env=env)
-        own = [own_ms(p) / 1000 for p in sorted((out / "attempts").glob("*/*/rep-*"))]
-        clone = root / f"clone-{label[:2]}"
-        KIT.git(root, "clone", "-q", str(kit.repo), str(clone))
-        scratch = Path(tempfile.mkdtemp(prefix="forge-bench-floor-"))
-        try:
-            floor = [floor_s(clone, kit.base, scratch / f"f{i}") for i in range(len(own))]
-        finally:
-            shutil.rmtree(scratch)
-        mine, bare = statistics.median(own), statistics.median(floor)
-        print(
-            f"real-sized, {label}: forge's own time per attempt median {mine:.3f} s "
-            f"(p90 {sorted(own)[int(0.9 * len(own))]:.3f} s, n={len(own)}); floor median "
-            f"{bare:.3f} s; ratio {mine / bare:.2f}x"
-        )
+    clone = root / "clone"
+    KIT.git(root, "clone", "-q", str(kit.repo), str(clone))
+    scratch = Path(tempfile.mkdtemp(prefix="forge-bench-floor-"))
+    try:
+        for label, env in (("sandboxed", None), ("no sandbox", NO_SANDBOX)):
+            # The floor before and after the run: the load on a shared machine drifts.
+            floor = [floor_s(clone, kit.base, scratch / f"{label[:2]}-{i}") for i in range(3)]
+            out = root / f"real-{label[:2]}"
+            evaluate(kit, out=out, env=env)
+            own = [own_ms(p) / 1000 for p in sorted((out / "attempts").glob("*/*/rep-*"))]
+            floor += [floor_s(clone, kit.base, scratch / f"{label[:2]}+{i}") for i in range(3)]
+            report(label, own, floor)
+    finally:
+        shutil.rmtree(scratch)
+
+
+def report(label: str, own: list[float], floor: list[float]) -> None:
+    mine, bare = statistics.median(own), statistics.median(floor)
+    print(
+        f"real-sized, {label}: forge's own time per attempt median {mine:.3f} s "
+        f"(p90 {sorted(own)[int(0.9 * len(own))]:.3f} s, n={len(own)}); floor median "
+        f"{bare:.3f} s (n={len(floor)}); ratio {mine / bare:.2f}x "
+        f"(load {os.getloadavg()[0]:.1f})"
+    )
 
 
 def main() -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlparse
@@ -181,12 +182,49 @@ class Capture:
     """(status, path) sorted by path; status A, M, D or T; a rename is D plus A."""
 
 
-async def capture_tree(workspace: Path, base: str, index_file: Path) -> Capture:
-    """Snapshot the workspace's content (a private index, so the harness's index is irrelevant)."""
+async def content_tree(
+    tree: Path, start: str, index_file: Path, *, untracked: bool, stat_index: Path | None
+) -> str:
+    """The tree of `tree`'s files on disk, tracked as in `start` (untracked files added too when
+    `untracked`), through a private index, so the tree's own index is irrelevant.
+
+    With `stat_index` (forge's copy of the tree's index, taken when forge made the tree, so no
+    command run since could have changed it) the private index starts from it and `read-tree -m`
+    resets it to `start` keeping the stat data of entries whose content matches: `add` then
+    hashes only the files whose stat changed, not the whole tree."""
     env = git_env({"GIT_INDEX_FILE": str(index_file)})
-    await git(workspace, "read-tree", base, env=env)
-    await git(workspace, "-c", "core.excludesFile=/dev/null", "add", "-A", "--", ".", env=env)
-    tree = (await git(workspace, "write-tree", env=env)).decode().strip()
+    try:
+        if stat_index is None:
+            raise FileNotFoundError("no stat index")
+        await asyncio.to_thread(shutil.copy2, stat_index, index_file)
+        await git(tree, "read-tree", "-m", start, env=env)
+    except (OSError, GitError):
+        await git(tree, "read-tree", start, env=env)
+    scope = ("-A", "--", ".") if untracked else ("-u", "--", ".")
+    await git(tree, "-c", "core.excludesFile=/dev/null", "add", *scope, env=env)
+    return (await git(tree, "write-tree", env=env)).decode().strip()
+
+
+async def save_index(tree: Path, dest: Path) -> None:
+    """Keep a copy of a tree's own index as forge wrote it (its mtime too, by which git tells
+    racily clean entries: a same-size change in the second the index was written is hashed)."""
+    await asyncio.to_thread(shutil.copy2, _own_index(tree), dest)
+
+
+def _own_index(tree: Path) -> Path:
+    """A worktree's index: `<gitdir>/index`, its `.git` file naming the gitdir."""
+    dot_git = tree / ".git"
+    if dot_git.is_file():
+        gitdir = dot_git.read_text().removeprefix("gitdir:").strip()
+        return (tree / gitdir).resolve() / "index"
+    return dot_git / "index"
+
+
+async def capture_tree(
+    workspace: Path, base: str, index_file: Path, stat_index: Path | None = None
+) -> Capture:
+    """Snapshot the workspace's content (a private index, so the harness's index is irrelevant)."""
+    tree = await content_tree(workspace, base, index_file, untracked=True, stat_index=stat_index)
     commit = (
         (await git(workspace, "commit-tree", tree, "-p", base, "-m", "forge capture"))
         .decode()

@@ -46,6 +46,7 @@ from forge.attempt.git import (
     list_files,
     make_attempt_source,
     restore_from,
+    save_index,
     unified_diff,
 )
 from forge.attempt.harness import (
@@ -183,6 +184,11 @@ class _Attempt:
     def workspace(self) -> Path:
         return self.work / "workspace"
 
+    @property
+    def stat_index(self) -> Path:
+        """The workspace's index as forge wrote it, before the recipe could touch it."""
+        return self.work / "workspace.stat-index"
+
     async def run(self) -> AttemptRecord:
         started = self.clock.monotonic()
         record = self.record
@@ -193,7 +199,8 @@ class _Attempt:
                 self.spec.source, self.spec.origin, self.plan.base_commit, self.source
             )
             await add_worktree(self.source, self.workspace, self.plan.base_commit)
-        except GitError as error:
+            await save_index(self.workspace, self.stat_index)
+        except (GitError, OSError) as error:
             record.outcome, record.error = "error", f"workspace preparation failed: {error}"
         else:
             await self._setup_and_code()
@@ -234,8 +241,12 @@ class _Attempt:
             return Seal(sandbox=None, reason=probe.reason, network=True)
         # The private directories' parent too: other attempts' trees live beside this one.
         hidden = sandbox.realpaths([*self.spec.hidden, str(self.work.parent)])
-        writable = sandbox.realpaths([str(self.work), *self.spec.settings.sandbox_binds])
-        readonly = sandbox.realpaths(self.atom.mounts)
+        # Only the trees a command works in; forge's own files beside them (the indexes it
+        # captures with) stay out of reach. Views and the acceptance appear at verification.
+        work = [str(self.work / name) for name in ("source", "workspace", "home", "views")]
+        writable = sandbox.realpaths([*work, *self.spec.settings.sandbox_binds])
+        private = [str(self.work / "task"), str(self.work / "acceptance")]
+        readonly = sandbox.realpaths([*private, *self.atom.mounts])
         self.sandbox = Sandbox(probe.program, hidden, writable, network, readonly)
         return Seal(sandbox=sandbox.NAME, reason=None, network=network)
 
@@ -443,7 +454,7 @@ class _Attempt:
     async def _wrote_out_of_scope(self) -> bool:
         try:
             capture = await capture_tree(
-                self.workspace, self.plan.base_commit, self.work / "scope-index"
+                self.workspace, self.plan.base_commit, self.work / "scope-index", self.stat_index
             )
         except GitError:
             return False
@@ -481,7 +492,7 @@ class _Attempt:
         try:
             self._forced("capture")
             capture = await capture_tree(
-                self.workspace, self.plan.base_commit, self.work / "capture-index"
+                self.workspace, self.plan.base_commit, self.work / "capture-index", self.stat_index
             )
             diff, truncated = cap_diff(
                 await unified_diff(self.source, self.plan.base_commit, capture.commit)

@@ -3,7 +3,8 @@
 A sandboxed command sees the machine's files read-only, except what could hold the answer or
 point at it: `--out`, `--source` and its local origins, the cohort's folder, the caller's home
 and forge's own directories are not mounted at all, `/tmp` is private, and only the attempt's
-private directory (its workspace, throwaway source, home and task file) is writable. It runs in
+trees (throwaway source, workspace, verification views) and home are writable; its task file
+and acceptance script are read-only, and forge's own files beside them are not mounted. It runs in
 its own user, PID, IPC and UTS namespaces with every capability dropped, and in its own network
 namespace (loopback only) unless the Formula's atom asks for `network: true`.
 
@@ -213,10 +214,11 @@ class Sandbox:
     program: str
     hidden: tuple[str, ...]
     writable: tuple[str, ...]
-    """The attempt's private directory, and any test-hook binds."""
+    """The attempt's trees and home, and any test-hook binds (mounted when they exist)."""
     network: bool
     readonly: tuple[str, ...] = ()
-    """The Formula's `mounts`: hidden folders it asked to see, read-only."""
+    """The attempt's task file and acceptance folders, and the Formula's `mounts` (hidden folders
+    it asked to see), read-only, when they exist."""
     _layout: list[str] | None = field(default=None, repr=False)
 
     def layout(self) -> list[str]:
@@ -226,7 +228,7 @@ class Sandbox:
             for path in self.readonly:
                 layout += ["--ro-bind-try", path, path]
             for path in self.writable:
-                layout += ["--bind", path, path]
+                layout += ["--bind-try", path, path]
             self._layout = layout
         return self._layout
 

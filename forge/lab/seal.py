@@ -85,7 +85,7 @@ def review_lines(
         )
         lines.append(
             f"Sandbox: {sandbox.NAME} ({probe.program}) for the recipe and the checks: system "
-            "read-only, private /tmp and /run, only the attempt's directory writable; "
+            "read-only, private /tmp and /run, only the attempt's trees and home writable; "
             f"network: {network}"
         )
         outermost = [p for p in hidden if not any(p != h and _inside(p, h) for h in hidden)]

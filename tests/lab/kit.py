@@ -287,6 +287,19 @@ class Kit:
     ) -> subprocess.CompletedProcess[str]:
         return self.cli("--approve", self.digest(), *extra, env=env)
 
+    def harnesses(self) -> list[psutil.Process]:
+        """The fake harness processes of this kit's attempts, as the host sees them (the pid a
+        sandboxed harness knows is its PID namespace's)."""
+        found = []
+        for proc in psutil.process_iter(["cmdline"]):
+            argv = proc.info["cmdline"] or []
+            if not argv or argv[-1] != str(FAKE_HARNESS) or "--args" in argv:
+                continue  # not the harness, or the sandbox around it
+            with contextlib.suppress(psutil.Error):
+                if proc.environ().get("FAKE_CTL") == str(self.ctl):
+                    found.append(proc)
+        return found
+
     def probes(self) -> list[dict[str, Any]]:
         path = self.ctl / "probes.jsonl"
         if not path.exists():
