@@ -133,7 +133,7 @@ def parallel_speedup(root: Path, attempts: int) -> None:
 
 
 REAL_MODULES = 600
-REAL_TESTS = 100
+REAL_TESTS = 40
 
 
 def real_repo(kit: Any) -> None:
@@ -204,13 +204,15 @@ def real_sized(root: Path, attempts: int) -> None:
     KIT.git(root, "clone", "-q", str(kit.repo), str(clone))
     scratch = Path(tempfile.mkdtemp(prefix="forge-bench-floor-"))
     try:
-        for label, env in (("sandboxed", None), ("no sandbox", NO_SANDBOX)):
-            # The floor before and after the run: the load on a shared machine drifts.
-            floor = [floor_s(clone, kit.base, scratch / f"{label[:2]}-{i}") for i in range(3)]
+        # The floor before, between and after the runs: the load on a shared machine drifts.
+        floor = [floor_s(clone, kit.base, scratch / f"0-{i}") for i in range(4)]
+        owns = {}
+        for step, (label, env) in enumerate((("sandboxed", None), ("no sandbox", NO_SANDBOX))):
             out = root / f"real-{label[:2]}"
             evaluate(kit, out=out, env=env)
-            own = [own_ms(p) / 1000 for p in sorted((out / "attempts").glob("*/*/rep-*"))]
-            floor += [floor_s(clone, kit.base, scratch / f"{label[:2]}+{i}") for i in range(3)]
+            owns[label] = [own_ms(p) / 1000 for p in sorted((out / "attempts").glob("*/*/rep-*"))]
+            floor += [floor_s(clone, kit.base, scratch / f"{step + 1}-{i}") for i in range(4)]
+        for label, own in owns.items():
             report(label, own, floor)
     finally:
         shutil.rmtree(scratch)

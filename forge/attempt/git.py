@@ -163,11 +163,29 @@ async def make_attempt_source(source: Path, origin: str | None, commit: str, des
         f"file://{source}",
         commit,
     )
-    await git(dest, "update-ref", "--no-deref", "HEAD", commit)
+    # HEAD and the config are written directly: four git processes fewer per attempt.
+    await asyncio.to_thread(_detach_and_configure, dest / ".git", commit, origin)
+
+
+def _detach_and_configure(git_dir: Path, commit: str, origin: str | None) -> None:
+    """A detached HEAD at `commit`, hooks off, and `origin` with the fetch refspec that matches
+    nothing (values quoted as git-config(1) reads them)."""
+    (git_dir / "HEAD").write_text(commit + "\n")
+    lines = ["[core]", "\thooksPath = /dev/null"]
     if origin is not None:
-        await git(dest, "remote", "add", "origin", origin)
-        await git(dest, "config", "remote.origin.fetch", NO_FETCH_REFSPEC)
-    await git(dest, "config", "core.hooksPath", "/dev/null")
+        if "\n" in origin:
+            raise GitError(f"an origin URL holds a newline: {origin!r}")
+        lines += [
+            '[remote "origin"]',
+            f"\turl = {_quoted(origin)}",
+            f"\tfetch = {NO_FETCH_REFSPEC}",
+        ]
+    with open(git_dir / "config", "a", encoding="utf-8") as config:
+        config.write("\n".join(lines) + "\n")
+
+
+def _quoted(value: str) -> str:
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 async def add_worktree(repo: Path, path: Path, commit: str) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from forge.attempt.git import local_path, public_origin
+from forge.attempt.git import local_path, make_attempt_source, public_origin
 from forge.attempt.sandbox import Entry, Sandbox, args_fd, filesystem_args, probe
 
 from .kit import NO_USERNS_BWRAP, git
@@ -152,3 +152,25 @@ def test_a_real_sandbox_hides_and_protects(tmp_path: Path) -> None:
     assert (work / "written").exists()
     assert done.stdout.startswith(f"{found.program}\0--args\0")
     assert str(hidden) not in done.stdout
+
+
+async def test_an_attempt_source_reads_back_its_origin_refspec_and_head(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    (repo / "f").write_text("x")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "base")
+    base = git(repo, "rev-parse", "HEAD")
+    dest = tmp_path / "attempt-source"
+    url = 'https://example.com/a "quoted" \\ repo.git'
+    await make_attempt_source(repo, url, base, dest)
+    assert git(dest, "remote", "get-url", "origin") == url
+    assert git(dest, "config", "remote.origin.fetch") == "+refs/forge-none/*:refs/forge-none/*"
+    assert git(dest, "config", "core.hooksPath") == "/dev/null"
+    assert git(dest, "rev-parse", "HEAD") == base
+    assert git(dest, "rev-list", "--all") == base
+    assert not (dest / ".git" / "FETCH_HEAD").exists()
+    assert str(repo) not in "".join(
+        p.read_bytes().decode("latin-1") for p in (dest / ".git").rglob("*") if p.is_file()
+    )
