@@ -28,10 +28,16 @@ PYTHON = sys.executable
 ORIGIN = "https://github.com/owner/repo.git"
 PYTEST = ["/usr/bin/env", "PYTEST_DISABLE_PLUGIN_AUTOLOAD=1", PYTHON, "-m", "pytest"]
 """Without the dev plugins a fixture pytest run starts in 0.3 s instead of 2 s."""
-INTERPRETER_MOUNTS: dict[str, Any] = (
-    {"mounts": [sys.base_prefix]} if sys.base_prefix.startswith(str(Path.home()) + "/") else {}
+_UNDER_HOME = sorted(
+    {
+        path
+        for path in (sys.base_prefix, sys.prefix, str(HERE.parents[1]))
+        if path.startswith(str(Path.home()) + "/")
+    }
 )
-"""The sandbox hides the home directory; an interpreter installed there (pyenv) is mounted back."""
+INTERPRETER_MOUNTS: dict[str, Any] = {"mounts": _UNDER_HOME} if _UNDER_HOME else {}
+"""The sandbox hides the home directory: an interpreter installed there (pyenv), the venv and
+this checkout (the fake harness) are mounted back when they live in it."""
 NO_USERNS_BWRAP = HERE / "no_userns_bwrap.sh"
 """A bubblewrap that fails as it does on a kernel without unprivileged user namespaces."""
 ACCEPTANCE = "#!/bin/sh\ngrep -q 'return a + b' calc.py\n"
