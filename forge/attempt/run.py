@@ -771,3 +771,12 @@ def _write_executable(path: Path, data: bytes) -> None:
 def iso_utc(epoch: float) -> str:
     """`2026-11-29T20:00:00Z`: the form of every timestamp a Lab file records."""
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))
+
+
+def discard_attempt_dir(attempt_dir: Path) -> None:
+    """Remove an attempt whose process died: its private trees (the `work` link's target) and
+    its directory under `--out`."""
+    link = attempt_dir / WORK_LINK
+    if link.is_symlink():
+        shutil.rmtree(link.resolve(), ignore_errors=True)
+    shutil.rmtree(attempt_dir, ignore_errors=True)
