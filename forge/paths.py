@@ -32,3 +32,8 @@ def browser_profile_dir(profile_key: str) -> Path:
     """Where a browser profile `<org>/<name>` keeps its Chromium data, uploads and downloads."""
     org, _, name = profile_key.partition("/")
     return state_dir() / "browser" / (org or "default") / (name or "default")
+
+
+def sound_dir() -> Path:
+    """The sound server's private directory: its socket, `daemon.conf`, its runtime files."""
+    return runtime_dir() / "sound"

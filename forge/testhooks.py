@@ -13,6 +13,9 @@ doors a test has into production code:
                               force a capture/cleanup/report-save failure
     FORGE_NOW_MS              pins forge health's wall clock (ms since the   forge.health.settings,
                               epoch) in the processes a test starts          the gh shim (gh.sh)
+    FORGE_LEARN_HOLD          `<phase>=<path>`: `forge suggestion --approve` forge.lab.learnhold
+                              or `forge learn --pending` parks at the phase
+                              until the path exists (a test kills it there)
 
 A test names a hook by its constant (`{SUPERVISOR_DRILLS.env: "1"}`), never by a literal. Knobs
 that scale a real duration (`FORGE_LAB_TRANSIENT_WAITS_MS`, the socket's `*_s` keys) are
@@ -64,4 +67,10 @@ NOW_MS = Hook(
     ("forge.health.settings", "forge/health/shim/gh.sh"),
 )
 
-HOOKS = (SUPERVISOR_DRILLS, LAB_TEST_HOOKS, NOW_MS)
+LEARN_HOLD = Hook(
+    "FORGE_LEARN_HOLD",
+    "<phase>=<path>: park an approval or a pending learn run at a phase until the path exists",
+    ("forge.lab.learnhold",),
+)
+
+HOOKS = (SUPERVISOR_DRILLS, LAB_TEST_HOOKS, NOW_MS, LEARN_HOLD)

@@ -111,14 +111,12 @@ def print_pairing(out: TextIO, server: ServerConfig, *, page: str | None = None)
 
 
 def announce(out: TextIO, server: ServerConfig, *, terminal: bool) -> None:
-    """What `forge supervise` prints as it starts: the pairing URL to a terminal only (a
-    service's output goes to a journal, where a token must not end up), QR and all when a phone
-    can reach the bind."""
-    if server.auth == "none":
+    """What `forge supervise` prints after its listening line: the pairing URL to a terminal only
+    (a service's output goes to a journal, where a token must not end up; there the one listening
+    line is all), QR and all when a phone can reach the bind."""
+    if server.auth == "none" or not terminal:
         return
-    if not terminal:
-        out.write("Pair a phone or a browser with `forge pair` (prints the URL with the token).\n")
-    elif is_loopback_host(server.bind):
+    if is_loopback_host(server.bind):
         url = pairing_url(page_url(reach_of(server)), ensure_token())
         out.write(f"Open in a browser on this machine:\n  {url}\n")
     else:

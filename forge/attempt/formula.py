@@ -1,8 +1,9 @@
 """The Formula (YAML, `schemaVersion: 1`): the recipe a variant runs, decoded strictly.
 
-Only what a cohort attempt uses exists here: one coding atom (its argv, timeout, pinned model,
-whether its sandbox has the network, what hidden folders it mounts), optional baseline checks,
-and `learning.recurrenceThreshold` (read so a valid Formula decodes).
+Only what the Lab uses exists here: one coding atom (its argv, timeout, pinned model, whether
+its sandbox has the network, what hidden folders it mounts), an optional trailing `role: learn`
+atom (the command `forge learn` runs; never configured silently), optional baseline checks, and
+`learning.recurrenceThreshold` (the failure streak that queues a learn request).
 """
 
 from __future__ import annotations
@@ -30,20 +31,32 @@ class Atom:
 
 
 @dataclass(frozen=True)
+class LearnAtom:
+    """The meta harness: evidence JSON on stdin, one proposal JSON object on stdout."""
+
+    id: str
+    command: tuple[str, ...]
+    timeout_ms: int
+
+
+LEARN_TIMEOUT_MAX_MS = 900_000
+"""The seed's bound on a learn atom's timeout (15 minutes)."""
+DEFAULT_RECURRENCE_THRESHOLD = 3
+
+
+@dataclass(frozen=True)
 class Formula:
     name: str
     coding: Atom
     checks: tuple[Command, ...]
     recurrence_threshold: int
+    learn: LearnAtom | None = None
 
 
 def decode_formula(raw: bytes, *, file: str) -> Formula:
     """Decode Formula bytes or refuse with `<file>: <field>: <problem>`."""
     reader = Reader(file)
-    try:
-        document = yaml.load(raw.decode("utf-8"), Loader=_UniqueKeyLoader)
-    except (UnicodeDecodeError, yaml.YAMLError) as error:
-        raise reader.refuse("", f"not a YAML document: {error}") from None
+    document = load_yaml(raw, file=file)
     top = reader.obj(
         document,
         "",
@@ -53,12 +66,16 @@ def decode_formula(raw: bytes, *, file: str) -> Formula:
     reader.integer(top["schemaVersion"], "schemaVersion", lo=1, hi=1)
     name = reader.nonblank(top["name"], "name", max_chars=200)
     atoms = reader.array(top["atoms"], "atoms", lo=1)
+    learn: LearnAtom | None = None
+    if atoms and isinstance(atoms[-1], dict) and atoms[-1].get("role") == "learn":
+        learn = _learn_atom(reader, atoms[-1], f"atoms[{len(atoms) - 1}]")
+        atoms = atoms[:-1]
     coding = [_atom(reader, value, f"atoms[{i}]") for i, value in enumerate(atoms)]
-    reader.unique([atom.id for atom in coding], "atoms", "id")
-    if len(coding) > 1:
+    reader.unique([atom.id for atom in coding] + ([learn.id] if learn else []), "atoms", "id")
+    if len(coding) != 1 and not reader.failed("atoms"):
         reader.note("atoms", f"must hold exactly one coding atom, got {len(coding)}")
     checks = read_checks(reader, top.get("checks", []), "checks")
-    threshold = 3
+    threshold = DEFAULT_RECURRENCE_THRESHOLD
     if "learning" in top:
         learning = reader.obj(
             top["learning"], "learning", required=(), optional={"recurrenceThreshold"}
@@ -68,7 +85,9 @@ def decode_formula(raw: bytes, *, file: str) -> Formula:
                 learning["recurrenceThreshold"], "learning.recurrenceThreshold", lo=1, hi=50
             )
     reader.check()
-    return Formula(name=name, coding=coding[0], checks=checks, recurrence_threshold=threshold)
+    return Formula(
+        name=name, coding=coding[0], checks=checks, recurrence_threshold=threshold, learn=learn
+    )
 
 
 def _atom(reader: Reader, value: object, path: str) -> Atom:
@@ -78,7 +97,10 @@ def _atom(reader: Reader, value: object, path: str) -> Atom:
         required={"id", "role", "command", "timeoutMs", "model"},
         optional={"network", "mounts"},
     )
-    reader.one_of(atom["role"], f"{path}.role", ("coding",))
+    if atom["role"] == "learn":
+        reader.note(f"{path}.role", "a learn atom must be the last atom")
+    else:
+        reader.one_of(atom["role"], f"{path}.role", ("coding",))
     return Atom(
         id=reader.nonblank(atom["id"], f"{path}.id", max_chars=64),
         command=reader.argv(atom["command"], f"{path}.command"),
@@ -92,6 +114,25 @@ def _atom(reader: Reader, value: object, path: str) -> Atom:
             for i, item in enumerate(reader.array(atom.get("mounts", []), f"{path}.mounts"))
         ),
     )
+
+
+def _learn_atom(reader: Reader, value: object, path: str) -> LearnAtom:
+    atom = reader.obj(value, path, required={"id", "role", "command", "timeoutMs"})
+    return LearnAtom(
+        id=reader.nonblank(atom["id"], f"{path}.id", max_chars=64),
+        command=reader.argv(atom["command"], f"{path}.command"),
+        timeout_ms=reader.integer(
+            atom["timeoutMs"], f"{path}.timeoutMs", lo=1, hi=LEARN_TIMEOUT_MAX_MS
+        ),
+    )
+
+
+def load_yaml(raw: bytes, *, file: str) -> Any:
+    """The YAML document with duplicate keys refused (what `decode_formula` reads)."""
+    try:
+        return yaml.load(raw.decode("utf-8"), Loader=_UniqueKeyLoader)
+    except (UnicodeDecodeError, yaml.YAMLError) as error:
+        raise Reader(file).refuse("", f"not a YAML document: {error}") from None
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):

@@ -43,11 +43,17 @@ class Plan:
     checks: tuple[Command, ...]
     candidate_test_files: tuple[str, ...]
     original_check_files: tuple[str, ...]
+    require_initial_failure: bool = False
+    """Replay proved the hidden acceptance fails at base; recorded, not re-checked by an attempt."""
 
 
 @dataclass(frozen=True)
 class Issue:
-    """What the harness is told: the issue's title and body (untrusted text)."""
+    """What the harness is told: the issue's title and body (untrusted text).
+
+    `state`, when present, is frozen `OPEN`: a task models the issue as it was when work began
+    (replay writes it even for an issue closed since).
+    """
 
     title: str
     body: str
@@ -59,8 +65,17 @@ def decode_plan(raw: bytes, *, file: str) -> Plan:
         loads_object(raw, file=file, limit=PLAN_LIMIT),
         "",
         required={"schemaVersion", "task", "acceptance", "baseCommit", "allowedFiles"},
-        optional={"setup", "checks", "candidateTestFiles", "originalCheckFiles"},
+        optional={
+            "setup",
+            "checks",
+            "candidateTestFiles",
+            "originalCheckFiles",
+            "requireInitialFailure",
+        },
     )
+    require_initial_failure = top.get("requireInitialFailure", False)
+    if not isinstance(require_initial_failure, bool):
+        raise reader.refuse("requireInitialFailure", "must be true or false")
     reader.integer(top["schemaVersion"], "schemaVersion", lo=1, hi=1)
     setup_items = reader.array(top.get("setup", []), "setup")
     setup = tuple(_setup(reader, item, f"setup[{i}]") for i, item in enumerate(setup_items))
@@ -78,6 +93,7 @@ def decode_plan(raw: bytes, *, file: str) -> Plan:
         original_check_files=_paths(
             reader, top.get("originalCheckFiles", []), "originalCheckFiles"
         ),
+        require_initial_failure=require_initial_failure,
     )
     reader.check()
     return plan
@@ -85,7 +101,14 @@ def decode_plan(raw: bytes, *, file: str) -> Plan:
 
 def decode_issue(raw: bytes, *, file: str) -> Issue:
     reader = Reader(file)
-    top = reader.obj(loads_object(raw, file=file, limit=PLAN_LIMIT), "", required={"title", "body"})
+    top = reader.obj(
+        loads_object(raw, file=file, limit=PLAN_LIMIT),
+        "",
+        required={"title", "body"},
+        optional={"state"},
+    )
+    if "state" in top:
+        reader.one_of(top["state"], "state", ("OPEN",))
     issue = Issue(
         title=reader.nonblank(top["title"], "title", max_chars=1000),
         body=reader.string(top["body"], "body"),

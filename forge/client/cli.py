@@ -1,4 +1,5 @@
-"""`forge status` and `forge attach`: the CLI verbs that are clients of the running supervisor.
+"""`forge status`, `forge attach`, `forge say` and `forge dictate bench`: the CLI verbs that are
+clients of the running supervisor.
 
 Both find the supervisor at `--url`, else at `ws://<bind>:<port>/socket` (`wss://` with
 `[server] tls_cert`, trusting that certificate) from the same forge.toml `forge supervise` reads
@@ -49,6 +50,38 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     attach.add_argument("seat", metavar="ORG/PROJECT/LABEL", help="the seat whose terminal to use")
     _add_location(attach)
     attach.set_defaults(run=run_attach)
+
+    say = subparsers.add_parser(
+        "say",
+        help="speak a line on a seat's voice stream (to the clients with voice on)",
+        description="Ask the running supervisor to render TEXT as speech on seat "
+        "ORG/PROJECT/LABEL and send it to every client of the seat; clients play it while their "
+        "voice is on. Nothing is played on this machine.",
+        epilog=f"exit status: 0 said; 1 nothing was said (nobody has voice on for the seat, "
+        f"[tts] is off, or the engine failed; the reason is printed); 2 a bad seat, flag or "
+        f"forge.toml; {NO_SUPERVISOR_EXIT} no supervisor answered at the URL.",
+    )
+    say.add_argument("seat", metavar="ORG/PROJECT/LABEL", help="the seat whose voice speaks")
+    say.add_argument("text", help="what to say")
+    say.add_argument("--voice", help="an engine voice id (espeak-ng: en-us, en-gb...)")
+    _add_location(say)
+    say.set_defaults(run=run_say)
+
+    dictate = subparsers.add_parser("dictate", help="dictation: the models' bench")
+    verbs = dictate.add_subparsers(dest="dictate_verb", required=True, metavar="VERB")
+    bench = verbs.add_parser(
+        "bench",
+        help="run the local corpus through the models in use",
+        description="Ask the running supervisor to run the committed corpus through the "
+        "dictation model in use (and the speaking loop when [tts] is on); the run lands in the "
+        "dictate_models subject's results and is printed here.",
+        epilog=f"exit status: 0 the bench ran; 1 it failed; {NO_SUPERVISOR_EXIT} no supervisor.",
+    )
+    bench.add_argument(
+        "--clip", action="append", metavar="NAME", help="run only this corpus clip (repeatable)"
+    )
+    _add_location(bench)
+    bench.set_defaults(run=run_dictate_bench)
 
 
 def _add_location(parser: argparse.ArgumentParser) -> None:
@@ -106,6 +139,36 @@ def run_status(args: argparse.Namespace) -> int:
     status = asyncio.run(fetch_status(url, tls=tls))
     print(render_json(status) if args.json else render_table(status))
     return exit_code(status)
+
+
+def run_say(args: argparse.Namespace) -> int:
+    import asyncio
+    import sys
+
+    from forge.client.attach import parse_seat
+    from forge.client.speech import NOT_SAID, SAID, say
+
+    seat = parse_seat(args.seat)
+    url, tls = _where(args)
+    _quiet_logs("say")
+    answer = asyncio.run(say(url, seat, args.text, args.voice, tls=tls))
+    if not answer.get("ok"):
+        print(f"forge say: nothing was said: {answer.get('why')}", file=sys.stderr)
+        return NOT_SAID
+    print(f"said on {seat} (clip {answer['seq']}, {answer['seconds']} s)")
+    return SAID
+
+
+def run_dictate_bench(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from forge.client.speech import bench, render_bench
+
+    url, tls = _where(args)
+    _quiet_logs("dictate-bench")
+    answer = asyncio.run(bench(url, args.clip, tls=tls))
+    print(render_bench(answer))
+    return 0 if answer.get("ok") else 1
 
 
 def run_attach(args: argparse.Namespace) -> int:

@@ -23,11 +23,13 @@ from forge.config.model import (
     DictateConfig,
     DocumentsConfig,
     ForgeConfig,
+    LabConfig,
     LogConfig,
     OrgConfig,
     ProjectConfig,
     ServerConfig,
     TerminalConfig,
+    TtsConfig,
 )
 from forge.config.stamp import BuildStamp, build_stamp
 from forge.config.watcher import ConfigWatcher, watch_config
@@ -46,6 +48,7 @@ __all__ = [
     "DocumentsConfig",
     "ForgeConfig",
     "Key",
+    "LabConfig",
     "LoadedConfig",
     "LogConfig",
     "OrgConfig",
@@ -53,6 +56,7 @@ __all__ = [
     "ReloadClass",
     "ServerConfig",
     "TerminalConfig",
+    "TtsConfig",
     "build_stamp",
     "greeting_settings",
     "key_for",

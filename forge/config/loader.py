@@ -34,11 +34,13 @@ from forge.config.model import (
     DictateConfig,
     DocumentsConfig,
     ForgeConfig,
+    LabConfig,
     LogConfig,
     OrgConfig,
     ProjectConfig,
     ServerConfig,
     TerminalConfig,
+    TtsConfig,
 )
 from forge.config.stamp import build_stamp
 from forge.errors import UserError
@@ -337,6 +339,7 @@ def _typed(resolved: Mapping[str, Any], base: Path) -> ForgeConfig:
             styling=dictate["styling"],
             structure=dictate["structure"],
             context=dictate["context"],
+            models_dir=_path(dictate["models_dir"], base) if dictate["models_dir"] else None,
         ),
         projects=tuple(
             ProjectConfig(
@@ -358,9 +361,19 @@ def _typed(resolved: Mapping[str, Any], base: Path) -> ForgeConfig:
             chromium_path=_path(browser["chromium_path"], base),
             idle_close_s=float(browser["idle_close_s"]),
             home_url=browser["home_url"],
+            audio=bool(browser["audio"]),
         ),
         documents=DocumentsConfig(max_size_mib=resolved["documents"]["max_size_mib"]),
         log=LogConfig(level=resolved["log"]["level"]),
+        lab=LabConfig(dask_no_worker_s=float(resolved["lab"]["dask_no_worker_s"])),
+        tts=TtsConfig(
+            enabled=resolved["tts"]["enabled"],
+            engine=resolved["tts"]["engine"],
+            voice=resolved["tts"]["voice"],
+            piper_model=_path(resolved["tts"]["piper_model"], base)
+            if resolved["tts"]["piper_model"]
+            else None,
+        ),
     )
 
 

@@ -48,6 +48,15 @@ class DictateConfig:
     styling: str
     structure: str
     context: str
+    models_dir: Path | None = None
+
+
+@dataclass(frozen=True)
+class TtsConfig:
+    enabled: bool = False
+    engine: str = "espeak-ng"
+    voice: str | None = None
+    piper_model: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -76,6 +85,7 @@ class BrowserConfig:
     chromium_path: Path
     idle_close_s: float
     home_url: str
+    audio: bool
 
 
 @dataclass(frozen=True)
@@ -89,6 +99,12 @@ class LogConfig:
 
 
 @dataclass(frozen=True)
+class LabConfig:
+    dask_no_worker_s: float
+    """How long a Dask run's tasks may wait with no worker on the scheduler before it aborts."""
+
+
+@dataclass(frozen=True)
 class ForgeConfig:
     server: ServerConfig
     client: ClientConfig
@@ -99,6 +115,8 @@ class ForgeConfig:
     browser: BrowserConfig
     documents: DocumentsConfig
     log: LogConfig
+    lab: LabConfig
+    tts: TtsConfig = TtsConfig()
 
     def project(self, org: str, name: str) -> ProjectConfig | None:
         """The configured project `org/name`, or None (a seat of an unknown project is refused)."""

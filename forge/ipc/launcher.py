@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import signal
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from forge.children import ExitWatch, signal_group
@@ -48,8 +48,12 @@ def launch(
     *,
     cwd: Path | None = None,
     loop: asyncio.AbstractEventLoop | None = None,
+    preexec_fn: Callable[[], None] | None = None,
 ) -> WorkerProcess:
-    """Start `argv` in a new session (its own process group) and watch it through a pidfd."""
+    """Start `argv` in a new session (its own process group) and watch it through a pidfd.
+
+    `preexec_fn` runs in the child before exec (a worker's own child passes
+    `forge.ipc.orphans.die_with_parent`, so it dies with the worker)."""
     popen = subprocess.Popen(
         list(argv),
         env=dict(env),
@@ -57,5 +61,6 @@ def launch(
         stdin=subprocess.DEVNULL,
         start_new_session=True,
         close_fds=True,
+        preexec_fn=preexec_fn,
     )
     return WorkerProcess(popen, loop or asyncio.get_running_loop())

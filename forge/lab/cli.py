@@ -1,5 +1,6 @@
-"""`forge evaluate`: the verb's arguments and help; the work is in `forge.lab.evaluate` and
-`forge.lab.scaffold`.
+"""`forge evaluate` (with `init`, `pin` and `replay`), `forge learn`, `forge suggestion`: the
+verbs' arguments and help. The work is in `forge.lab.evaluate`, `scaffold`, `replay_cli` and
+`learn_cli`.
 
 Only argparse is imported here, so building the `forge` parser stays cheap for every other verb.
 A usage error exits 1, not argparse's 2: for this verb 2 means "the run finished and some attempt
@@ -109,7 +110,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument("--recheck", action="store_true", help=argparse.SUPPRESS)
     parser.set_defaults(run=run, action=None)
-    actions = parser.add_subparsers(dest="action", metavar="[init | pin]")
+    actions = parser.add_subparsers(dest="action", metavar="[init | pin | replay]")
 
     init = actions.add_parser(
         "init",
@@ -157,6 +158,46 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     _usage_exits_1(pin)
     pin.add_argument("pin_cohort", metavar="COHORT.json", help="the cohort file to re-pin")
 
+    replay = actions.add_parser(
+        "replay",
+        help="build frozen evaluation tasks from merged pull requests",
+        description="Build frozen evaluation tasks from a project's own merged pull requests.",
+    )
+    replay.add_argument("--repo", metavar="OWNER/REPO")
+    replay.add_argument("--pr", metavar="N", action="append", default=[])
+    replay.add_argument("--source", metavar="CHECKOUT")
+    replay.add_argument("--out", metavar="NEW_DIR")
+    replay.add_argument("--python", metavar="PYTHON", default="python3")
+    replay.set_defaults(run=run_replay)
+    _register_learning(subparsers)
+
+
+def _register_learning(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    learn = subparsers.add_parser(
+        "learn",
+        help="propose a Formula change from finished attempts (saved for review)",
+        description="Run the Formula's learn atom over finished attempts and save a pending "
+        "suggestion; --pending runs the queued learn requests. Never approves anything.",
+    )
+    learn.add_argument("paths", nargs="*", metavar="RUN_OR_ATTEMPT")
+    learn.add_argument("--pending", action="store_true")
+    learn.add_argument("--variant", metavar="NAME")
+    learn.add_argument("--formula", metavar="PATH")
+    learn.add_argument("--lab", metavar="DIR")
+    learn.add_argument("--json", action="store_true")
+    learn.set_defaults(run=run_learn)
+    suggestion = subparsers.add_parser(
+        "suggestion",
+        help="review a learning suggestion: show, --approve or --dismiss",
+        description="List suggestions, show one, or record a decision on it.",
+    )
+    suggestion.add_argument("id", nargs="?", metavar="ID")
+    suggestion.add_argument("--approve", action="store_true")
+    suggestion.add_argument("--dismiss", action="store_true")
+    suggestion.add_argument("--lab", metavar="DIR")
+    suggestion.add_argument("--json", action="store_true")
+    suggestion.set_defaults(run=run_suggestion)
+
 
 def run(args: argparse.Namespace) -> int:
     if args.action == "init":
@@ -170,3 +211,21 @@ def run(args: argparse.Namespace) -> int:
     from forge.lab.evaluate import evaluate
 
     return asyncio.run(evaluate(args))
+
+
+def run_replay(args: argparse.Namespace) -> int:
+    from forge.lab.replay_cli import replay_command
+
+    return asyncio.run(replay_command(args))
+
+
+def run_learn(args: argparse.Namespace) -> int:
+    from forge.lab.learn_cli import learn_command
+
+    return learn_command(args)
+
+
+def run_suggestion(args: argparse.Namespace) -> int:
+    from forge.lab.learn_cli import suggestion_command
+
+    return suggestion_command(args)

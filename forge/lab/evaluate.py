@@ -25,9 +25,11 @@ from forge.attempt.plan import MANIFESTS, unanchored_paths
 from forge.attempt.run import iso_utc
 from forge.attempt.settings import settings_from_env
 from forge.clock import SYSTEM_CLOCK
+from forge.config import ConfigError, LabConfig, load_config, resolve_config_path
 from forge.ipc.manager import WorkerManager
 from forge.lab.activation import OutState, activate, check_out, read_activation, review_text
 from forge.lab.digest import activation_digest, canonical_out
+from forge.lab.learn_requests import report_after_run
 from forge.lab.progress import ProgressDisplay
 from forge.lab.report import RunState
 from forge.lab.runners import RunnerPool
@@ -143,6 +145,7 @@ async def evaluate(args: argparse.Namespace) -> int:
     state = check_out(out, digest)
     if args.executor == "dask":
         _require_distributed()
+    dask_config = _lab_config() if args.executor == "dask" else None
     if state is OutState.FRESH:
         approval = activate(
             cohort,
@@ -168,12 +171,14 @@ async def evaluate(args: argparse.Namespace) -> int:
         runs_note={"resume": state is OutState.RESUME, "executor": args.executor},
         hidden=hidden,
     )
-    if args.executor == "dask":
-        cohort_run, final = await _on_dask(config, args.scheduler)
+    if dask_config is not None:
+        cohort_run, final = await _on_dask(config, args.scheduler, dask_config)
     else:
         async with WorkerManager() as manager:
             cohort_run, final = await _supervised(config, RunnerPool(manager, parallel, out))
     sys.stdout.write(f"{final.status}: report in {out / 'report.md'}\n")
+    for line in report_after_run(cohort, Path(args.cohort), out, iso_utc(SYSTEM_CLOCK.time())):
+        sys.stderr.write(f"forge: {line}\n")
     if final.status == "aborted" and final.abort_reason:
         sys.stderr.write(f"forge: run aborted: {final.abort_reason}\n")
     if cohort_run.interrupted_by is not None:
@@ -181,9 +186,15 @@ async def evaluate(args: argparse.Namespace) -> int:
     return exit_code(final, cohort_run.ordered_records())
 
 
-async def _supervised(config: RunConfig, executor: Executor) -> tuple[CohortRun, RunState]:
+def _display() -> ProgressDisplay:
+    return ProgressDisplay(sys.stderr, SYSTEM_CLOCK, live=sys.stderr.isatty())
+
+
+async def _supervised(
+    config: RunConfig, executor: Executor, display: ProgressDisplay | None = None
+) -> tuple[CohortRun, RunState]:
     """Run the cohort with SIGINT/SIGTERM routed to `interrupt` and progress on stderr."""
-    display = ProgressDisplay(sys.stderr, SYSTEM_CLOCK, live=sys.stderr.isatty())
+    display = display or _display()
     cohort_run = CohortRun(config, executor, SYSTEM_CLOCK, progress=display)
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
@@ -205,7 +216,15 @@ def _require_distributed() -> None:
         )
 
 
-async def _on_dask(config: RunConfig, scheduler: str) -> tuple[CohortRun, RunState]:
+def _lab_config() -> LabConfig:
+    """forge.toml's [lab] (FORGE_CONFIG, else the default place); a bad file refuses the run."""
+    try:
+        return load_config(resolve_config_path(None, os.environ)).config.lab
+    except ConfigError as error:
+        raise LabRefusal(str(error)) from None
+
+
+async def _on_dask(config: RunConfig, scheduler: str, lab: LabConfig) -> tuple[CohortRun, RunState]:
     from distributed import Client
 
     from forge.lab.cluster import DaskExecutor
@@ -217,11 +236,18 @@ async def _on_dask(config: RunConfig, scheduler: str) -> tuple[CohortRun, RunSta
             f"--scheduler {scheduler}: cannot reach the Dask scheduler ({error})"
         ) from None
     try:
-        executor = DaskExecutor(client, config.out, config.settings.lease_s[0])
-        await executor.probe(config.source)
+        display = _display()
+        executor = DaskExecutor(
+            client,
+            config.out,
+            config.settings.lease_s[0],
+            no_worker_s=lab.dask_no_worker_s,
+            on_wait=display.note,
+        )
         await executor.start()
         try:
-            return await _supervised(config, executor)
+            await executor.probe(config.source)
+            return await _supervised(config, executor, display)
         finally:
             await executor.close()
     finally:

@@ -2,6 +2,8 @@
 
 The line shows done/total, accepted so far per variant and each in-flight attempt with its
 elapsed time; plain mode prints one line per started and recorded attempt, so logs stay greppable.
+An executor may add a note while the run cannot progress (a Dask cluster without a worker): the
+live line ends with it, plain mode prints it when it appears and then every `PLAIN_NOTE_S`.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from forge.lab.report import outcome_class
 from forge.lab.scheduler import ProgressEvent
 
 REFRESH_S = 1.0
+PLAIN_NOTE_S = 10.0
+"""How often plain mode repeats a standing note."""
 
 
 class ProgressDisplay:
@@ -24,6 +28,8 @@ class ProgressDisplay:
         self.clock = clock
         self.live = live
         self.last: ProgressEvent | None = None
+        self._note: str | None = None
+        self._noted_at: float | None = None
         self._ticker: asyncio.Task[None] | None = None
 
     def __call__(self, event: ProgressEvent) -> None:
@@ -49,6 +55,19 @@ class ProgressDisplay:
         elif event.kind == "status":
             self._line(f"run {event.status}: {event.done}/{event.total} recorded")
 
+    def note(self, text: str | None) -> None:
+        """Show `text` after the status until it is replaced or cleared (None)."""
+        self._note = text
+        if self.live:
+            self._status()
+            return
+        now = self.clock.monotonic()
+        if text is None:
+            self._noted_at = None
+        elif self._noted_at is None or now - self._noted_at >= PLAIN_NOTE_S:
+            self._noted_at = now
+            self._line(text)
+
     def start(self) -> None:
         if self.live:
             self._ticker = asyncio.create_task(self._tick())
@@ -68,14 +87,19 @@ class ProgressDisplay:
 
     def _status(self) -> None:
         event = self.last
-        if event is None:
+        parts = []
+        if event is not None:
+            now = self.clock.monotonic()
+            accepted = " ".join(f"{name}:{n}" for name, n in event.accepted.items())
+            flying = " ".join(
+                f"{label} {now - start:.0f}s" for label, start in event.in_flight.items()
+            )
+            parts.append(f"{event.done}/{event.total} done | accepted {accepted} | {flying}")
+        if self._note is not None:
+            parts.append(self._note)
+        if not parts:
             return
-        now = self.clock.monotonic()
-        accepted = " ".join(f"{name}:{n}" for name, n in event.accepted.items())
-        flying = " ".join(f"{label} {now - start:.0f}s" for label, start in event.in_flight.items())
-        self.stream.write(
-            f"\r\x1b[K{event.done}/{event.total} done | accepted {accepted} | {flying}"
-        )
+        self.stream.write("\r\x1b[K" + " | ".join(parts))
         self.stream.flush()
 
     def _line(self, text: str) -> None:

@@ -4,7 +4,10 @@ Modules: `server` (websockets at /socket, refusals before the handshake), `conne
 client: reader, dispatcher, writer, monitor, one teardown), `outbound` (the backlog's drop
 policies, pure), `liveness` (the write-bound and watchdog rule, pure),
 `core` (`Supervisor`: seats, subscriptions, numbering, verb dispatch), `seats`, `subjects`,
-`gitwork`, `drills` (test and bench verbs, off in production) and `cli` (`forge supervise`).
+`settings` (`settings_edit`), `documents` and `confined` (`document_read`, `file_content`),
+`gitwork`, `gitstatus`, `gitdiff` (git reads and their parsing), `trees`, `treeproto` and
+`treeside` (the tree process that runs them and the watches), `gitwatch` (`work_changed`),
+`drills` (test and bench verbs, off in production) and `cli` (`forge supervise`).
 
 The API the terminal, browser, dictate and worker areas build on
 -----------------------------------------------------------------

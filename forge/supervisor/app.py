@@ -1,9 +1,10 @@
 """One running supervisor: the socket's core, the worker manager and every service on them.
 
 `forge supervise` and in-process tests build the same thing here, so what a test drives is what
-a person runs: terminals and browsers served through one `WorkerManager`, its rows on home as
-`workers` (pushed as the keyless `workers_changed` on every change), a worker that can no longer
-restart raised as home's `fatal_error`, and the forge health verdict as `service_status`.
+a person runs: terminals, browsers and dictation served through one `WorkerManager`, its rows
+on home as `workers` (pushed as the keyless `workers_changed` on every change), a worker that can
+no longer restart raised as home's `fatal_error`, and the forge health verdict as
+`service_status`.
 """
 
 from __future__ import annotations
@@ -12,11 +13,21 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 
-from forge.config import LoadedConfig
+from forge.config import ConfigWatcher, LoadedConfig
+from forge.config.watcher import OnChange
 from forge.health.service import home_service_status, service_status
 from forge.ipc.manager import WorkerManager, WorkerRow, WorkerState
 from forge.logs import get_logger
-from forge.supervisor import browsers, client_perf, processes, terminals
+from forge.supervisor import (
+    browsers,
+    client_perf,
+    dictation,
+    documents,
+    gitwatch,
+    processes,
+    settings,
+    terminals,
+)
 from forge.supervisor.core import Supervisor
 
 log = get_logger(__name__)
@@ -28,22 +39,41 @@ gh shim recorded), so a poll costs a few file reads; 5 s keeps home within one g
 
 @contextlib.asynccontextmanager
 async def running_supervisor(
-    loaded: LoadedConfig, manager: WorkerManager | None = None
+    loaded: LoadedConfig,
+    manager: WorkerManager | None = None,
+    *,
+    on_reload: OnChange | None = None,
 ) -> AsyncIterator[Supervisor]:
-    """A supervisor with its services, stopped (workers included) when the block ends."""
+    """A supervisor with its services, stopped (workers included) when the block ends.
+
+    forge.toml is watched from here (`on_reload` runs before each applied reload is pushed), so a
+    client's settings save and an editor's change reach clients through the same reload."""
     async with contextlib.AsyncExitStack() as stack:
         if manager is None:
             manager = await stack.enter_async_context(WorkerManager())
         supervisor = Supervisor(loaded)
         stack.push_async_callback(supervisor.shutdown)
+
+        def reloaded(new: LoadedConfig) -> None:
+            if on_reload is not None:
+                on_reload(new)
+            supervisor.apply_config(new)
+
+        watcher = ConfigWatcher(loaded.source, loaded, reloaded)
         shells = terminals.install(supervisor, manager)
         processes.install(supervisor, manager, shells.shell_pids)
         browsers.install(supervisor, manager)
+        settings.install(supervisor, watcher.check)
+        documents.install(supervisor)
+        gitwatch.install(supervisor)
         client_perf.install(supervisor)
+        dictation.install(supervisor, manager)
         _publish_workers(supervisor, manager)
         await _refresh_service_status(supervisor)
         poller = asyncio.create_task(_poll_service_status(supervisor))
         stack.callback(poller.cancel)
+        watching = asyncio.create_task(watcher.run(clock=supervisor.clock))
+        stack.callback(watching.cancel)
         yield supervisor
 
 

@@ -5,7 +5,10 @@ asks, download offers) in `RoleTable` and here; hosts are restartable executors 
 not viewers. A tab's frames arrive ready-made on the host's `tab:<n>` stream and are handed,
 the same bytes, to each viewer's newest-wins queue (B06, B07): format 2 (JPEG) only to
 connections that declared `formats=webp,jpeg`, which then skip the WebP motion frames; key
-frames (format 1) to everyone (D3).
+frames (format 1) to everyone (D3). A tab's sound (kind 2, the host's `audio` stream) goes to
+each of its viewers that has not turned it off (`browser_audio`), through a bounded queue that
+drops the oldest frames past ~200 ms waiting (newest wins); the sound server and the
+profiles' sinks are `sound.SoundService`'s.
 
 `install(supervisor, manager)` registers the verbs; `forge supervise` calls it with its worker
 manager. Profiles come from forge.toml (project, else org, else `default`), keyed `<org>/<name>`.
@@ -34,10 +37,13 @@ from forge.logs import get_logger
 from forge.supervisor.browser_roles import RoleTable, Size, Surface, Verdict, Viewer, check_size
 from forge.supervisor.connection import Connection
 from forge.supervisor.core import Supervisor
+from forge.supervisor.outbound import AUDIO_LIMIT
 from forge.supervisor.seats import UnknownProject
+from forge.supervisor.sound import SoundService
 from forge.wire import browser, server
-from forge.wire.binary import BROWSER_FRAME_HEADER, FORMAT_JPEG
+from forge.wire.binary import BROWSER_AUDIO_HEADER, BROWSER_FRAME_HEADER, FORMAT_JPEG
 from forge.wire.client import (
+    BrowserAudio,
     BrowserControl,
     BrowserDetach,
     BrowserDialogAnswer,
@@ -58,6 +64,7 @@ from forge.wire.errors import ClientRefusal
 from forge.wire.files import FileAnswerRefused, decode_file_answer
 from forge.wire.seats import Seat
 from forge.workers.browser.protocol import (
+    AUDIO_STREAM,
     BROWSER,
     BrowserConfig,
     BrowserMissing,
@@ -67,6 +74,7 @@ from forge.workers.browser.protocol import (
     FileDialog,
     FileDialogGone,
     Input,
+    Listen,
     Nav,
     Navigate,
     NavMoved,
@@ -74,6 +82,8 @@ from forge.workers.browser.protocol import (
     Open,
     Page,
     Resize,
+    SoundServer,
+    SoundTrouble,
     SurfaceFailed,
     TabRow,
     Tabs,
@@ -127,6 +137,15 @@ class _Profile:
     starting: asyncio.Lock = field(default_factory=asyncio.Lock)
     failed_pid: int | None = None
     """The pid of a host whose Chromium failed: the next attach waits for its successor."""
+    sound: bool = False
+    """The running host was given a sink (sound is on here)."""
+    sound_generation: int | None = None
+    """The sound server run whose sink the host's Chromium plays into."""
+    sound_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    sound_trouble: str | None = None
+    """What the host said is wrong with its sound (the server went away), or None."""
+    listened: set[int] = field(default_factory=set)
+    """Tabs the host was told some viewer hears."""
 
     @property
     def up(self) -> bool:
@@ -149,7 +168,14 @@ class BrowserService:
         self._warming: set[Hashable] = set()
         """Connections attached whose browser_view and nav state are not sent yet: no frames."""
         self._refused_move_at: dict[Hashable, float] = {}
+        self._muted: set[Hashable] = set()
+        """Connections that turned the sound off (`browser_audio{on: false}`)."""
         self._tasks: set[asyncio.Task[Any]] = set()
+        self.sound = SoundService(
+            manager,
+            enabled=supervisor.loaded.config.browser.audio,
+            on_change=self._sound_changed,
+        )
 
     def install(self) -> None:
         verbs: list[tuple[type[Any], Callable[[Connection, Any], Awaitable[None]]]] = [
@@ -165,6 +191,7 @@ class BrowserService:
             (BrowserFileAnswer, self._file_answer),
             (BrowserTabs, self._tabs),
             (BrowserOpen, self._open),
+            (BrowserAudio, self._audio_toggle),
         ]
         for message_type, handler in verbs:
             self.supervisor.register_verb(message_type, handler)
@@ -196,6 +223,7 @@ class BrowserService:
                 WorkerState.FAILED,
             }
             if started:
+                await self._make_sink(profile)
                 self._start_host(what, seat, profile)
             assert profile.handle is not None
             failed_pid = profile.failed_pid
@@ -227,7 +255,11 @@ class BrowserService:
             profile_dir=str(paths.browser_profile_dir(profile.key)),
             executable=str(settings.chromium_path),
             home_url=settings.home_url,
+            audio=self.sound.route(profile.key),
         )
+        profile.sound = config.audio is not None
+        profile.sound_trouble = None
+        profile.listened.clear()
         spec = BROWSER.spec(
             f"browser-{org}-{name}-{profile.generation}", config=msgspec.to_builtins(config)
         )
@@ -285,6 +317,9 @@ class BrowserService:
     # --- frames and events from hosts -----------------------------------------------------
 
     def _frame(self, profile: _Profile, frame: StreamFrame) -> None:
+        if frame.stream_id == AUDIO_STREAM:
+            self._audio(profile, bytes(frame.payload))
+            return
         data = bytes(frame.payload)
         _, wire_id, tab, _, _, _, image_format, key, _, _ = BROWSER_FRAME_HEADER.unpack_from(data)
         profile.kept[tab] = data
@@ -301,6 +336,8 @@ class BrowserService:
 
     def _end(self, profile: _Profile, stream: str, reason: str) -> None:
         """A tab stream ended: its host stopped, crashed, or its Chromium died (its words)."""
+        if stream == AUDIO_STREAM:
+            return  # the tabs' own streams say what happened to them
         tab = stream_tab(stream)
         if reason == "worker_stopped":
             self._surface_failed(profile, [tab], reason)
@@ -331,6 +368,9 @@ class BrowserService:
                         del self._asks[ask_id]
             case DownloadDone() as done:
                 self._download(profile, done, event.payloads)
+            case SoundTrouble(why=why):
+                profile.sound_trouble = why
+                self._push_tabs(profile)
             case SurfaceFailed(reason=reason, tabs=tabs):
                 self._host_failing(profile)
                 self._surface_failed(profile, tabs, reason)
@@ -359,6 +399,7 @@ class BrowserService:
     def _host_gone(self, profile: _Profile) -> None:
         """The host restarts (or closed): numbers and asks of its tabs mean nothing any more."""
         profile.rows, profile.owners = [], {}
+        profile.listened.clear()
         profile.kept.clear()
         profile.kept_webp.clear()
         profile.layout.clear()
@@ -397,6 +438,7 @@ class BrowserService:
             id=profile.wire_id,
             up=profile.up,
             closing_at_ms=self._closing_at_ms(profile),
+            audio_off=self._audio_off(profile),
             rows=self._tab_rows(profile),
         )
 
@@ -485,6 +527,7 @@ class BrowserService:
             webp, jpeg = self.table.formats(surface)
             nav = await self._ask(what, profile, View(tab=asked, webp=webp, jpeg=jpeg))
             await self._apply_layout(profile, surface)
+            await self._fit_listening(what, profile, surface)
         except ClientRefusal as refusal:
             self._warming.discard(connection)
             self.table.detach(connection)
@@ -542,6 +585,7 @@ class BrowserService:
         for profile in self.profiles.values():
             profile.followers.discard(connection)
         self._refused_move_at.pop(connection, None)
+        self._muted.discard(connection)
         viewer = self.table.viewer_of(connection)
         if viewer is not None:
             released = self.table.detach(connection)
@@ -561,6 +605,7 @@ class BrowserService:
         try:
             await self._ask("browser_detach", profile, View(tab=surface[1], webp=webp, jpeg=jpeg))
             await self._apply_layout(profile, surface)
+            await self._fit_listening("browser_detach", profile, surface)
         except ClientRefusal as refusal:
             log.debug("browser_view_update_failed", profile=surface[0], why=refusal.why)
 
@@ -590,6 +635,102 @@ class BrowserService:
         profile.layout[surface[1]] = size
         resize = Resize(tab=surface[1], width=size.width, height=size.height, scale=size.scale)
         await self._ask("browser_resize", profile, resize)
+
+    # --- sound (kind 2) -------------------------------------------------------------------
+
+    async def _make_sink(self, profile: _Profile) -> None:
+        """Before a host starts: its sink on the sound server, so Chromium finds it at once."""
+        async with profile.sound_lock:
+            profile.sound_generation = await self.sound.sink(profile.key)
+
+    def _sound_changed(self) -> None:
+        """The sound server's row moved: rows say so; a new run gets every live sink again."""
+        for profile in self.profiles.values():
+            self._push_tabs(profile)
+        generation = self.sound.generation
+        if generation is not None:
+            self._spawn(self._resync_sound(generation))
+
+    async def _resync_sound(self, generation: int) -> None:
+        """A new server run has no sinks: make each running host's and let its Chromium
+        reconnect (it does not on its own)."""
+        for profile in list(self.profiles.values()):
+            async with profile.sound_lock:
+                handle = profile.handle
+                if not profile.sound or profile.sound_generation == generation or handle is None:
+                    continue
+                if handle.row.state in {WorkerState.STOPPED, WorkerState.FAILED}:
+                    continue
+                made = await self.sound.sink(profile.key)
+                if made is None:
+                    continue
+                try:
+                    await call(handle, SoundServer(), within=REQUEST_S)
+                except WorkerError as error:
+                    why = str(error)
+                    log.warning("browser_sound_reconnect_failed", profile=profile.key, why=why)
+                    continue
+                profile.sound_generation = made
+                log.info("browser_sound_reconnected", profile=profile.key, generation=made)
+            self._push_tabs(profile)
+
+    def _audio_off(self, profile: _Profile) -> str | None:
+        """The one line a profile's row shows while its sound cannot reach viewers."""
+        trouble = self.sound.trouble()
+        if trouble is not None or not profile.up:
+            return trouble
+        if profile.sound and profile.sound_generation != self.sound.generation:
+            return "the sound server restarted; this browser is reconnecting to it"
+        return profile.sound_trouble
+
+    def _audio(self, profile: _Profile, data: bytes) -> None:
+        """One kind-2 frame to each viewer of its tab that hears it; a viewer keeps at most
+        ~200 ms waiting, the oldest frames dropped past it (newest wins, never a growing queue)."""
+        tab = BROWSER_AUDIO_HEADER.unpack_from(data)[2]
+        stream = ("audio", profile.wire_id, tab)
+        for viewer in self.table.viewers((profile.key, tab)):
+            if viewer.connection in self._warming or viewer.connection in self._muted:
+                continue
+            _connection(viewer).send_recent(stream, data, limit=AUDIO_LIMIT)
+
+    async def _fit_listening(self, what: str, profile: _Profile, surface: Surface) -> None:
+        """Tell the host whether anyone viewing the tab hears it (it reads sound only then)."""
+        tab = surface[1]
+        wanted = any(v.connection not in self._muted for v in self.table.viewers(surface))
+        if not profile.sound or not profile.up:
+            return
+        generation = self.sound.generation
+        if wanted and generation is not None and profile.sound_generation != generation:
+            self._spawn(self._resync_sound(generation))  # its sink was not made: try again
+        if wanted == (tab in profile.listened):
+            return
+        if wanted:
+            profile.listened.add(tab)
+        else:
+            profile.listened.discard(tab)
+        try:
+            await self._ask(what, profile, Listen(tab=tab, on=wanted))
+        except ClientRefusal as refusal:
+            log.debug("browser_listen_failed", profile=profile.key, tab=tab, why=refusal.why)
+
+    async def _audio_toggle(self, connection: Connection, message: BrowserAudio) -> None:
+        """Our addition: this connection hears the tabs it views (the default), or not."""
+        if message.on:
+            self._muted.discard(connection)
+        else:
+            self._muted.add(connection)
+        viewer = self.table.viewer_of(connection)
+        surface = viewer.surface if viewer is not None else None
+        log.info(
+            "browser_audio",
+            on=message.on,
+            profile=surface[0] if surface else None,
+            tab=surface[1] if surface else None,
+        )
+        if surface is not None:
+            await self._fit_listening("browser_audio", self.profiles[surface[0]], surface)
+        if message.reply_to is not None:
+            connection.send(server.reply(message.reply_to, browser.Done()))
 
     # --- input, control, history (BR09-BR16) ----------------------------------------------
 

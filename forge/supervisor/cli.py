@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
 async def serve(loaded: LoadedConfig, *, log_file: Path, drills: bool = False) -> None:
     """Serve until SIGINT or SIGTERM; then close the socket and run the shutdown hooks."""
     from forge.access.pairing import announce
-    from forge.config import page_url, record_listening, socket_url, watch_config
+    from forge.config import page_url, record_listening, socket_url
     from forge.logs import get_logger, set_level
     from forge.supervisor import drills as drill_verbs
     from forge.supervisor.app import running_supervisor
@@ -89,7 +89,11 @@ async def serve(loaded: LoadedConfig, *, log_file: Path, drills: bool = False) -
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
-    async with running_supervisor(loaded) as supervisor:
+
+    def reloaded(new: LoadedConfig) -> None:
+        set_level(new.config.log.level)
+
+    async with running_supervisor(loaded, on_reload=reloaded) as supervisor:
         if drills:
             drill_verbs.install(supervisor)
         socket = SocketServer(supervisor)
@@ -106,17 +110,8 @@ async def serve(loaded: LoadedConfig, *, log_file: Path, drills: bool = False) -
             flush=True,
         )
         announce(sys.stdout, server, terminal=sys.stdout.isatty())
-
-        def reloaded(new: LoadedConfig) -> None:
-            set_level(new.config.log.level)
-            supervisor.apply_config(new)
-
-        watcher = asyncio.create_task(
-            watch_config(loaded.source, loaded, reloaded, clock=supervisor.clock)
-        )
         await stop.wait()
         log.info("supervisor_stopping")
-        watcher.cancel()
         await socket.close()
     log.info("supervisor_stopped")
 

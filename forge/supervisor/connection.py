@@ -137,6 +137,15 @@ class Connection:
             self._wake_writers()  # the cut freed bytes a producer may be waiting on
         return queued
 
+    def send_recent(self, stream: Hashable, data: bytes, *, limit: int) -> int:
+        """Send a frame of a stream that keeps its newest `limit` bytes waiting (a tab's sound):
+        older waiting frames are dropped to make room; how many."""
+        if self._closed:
+            return 0
+        dropped = self._backlog.recent(stream, data, limit=limit)
+        self._wake()
+        return dropped
+
     @property
     def pending_bytes(self) -> int:
         """Bytes queued and not yet written, across every stream."""

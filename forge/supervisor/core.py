@@ -22,7 +22,7 @@ from forge.errors import InternalError
 from forge.logs import get_logger
 from forge.supervisor import subjects
 from forge.supervisor.connection import Connection
-from forge.supervisor.gitwork import read_work
+from forge.supervisor.gitwork import LocalTrees, TreeReads
 from forge.supervisor.seats import SeatRegistry, SeatState
 from forge.wire import server
 from forge.wire.binary import ClientBinary, Dictation, Dropped, decode_client_binary
@@ -39,7 +39,7 @@ from forge.wire.client import (
 from forge.wire.commands import CommandCall, decode_command, reply_channel
 from forge.wire.errors import ClientRefusal
 from forge.wire.origin import OriginPolicy
-from forge.wire.seats import HOME, Seat, SessionSubject, Subject, session
+from forge.wire.seats import HOME, Seat, SessionSubject, Subject, UnitSubject, session
 from forge.wire.server import JsonFrame
 from forge.wire.unserved import UNSERVED, answer_unserved, seat_of, unserved_command
 
@@ -52,6 +52,7 @@ CommandHandler = Callable[[Connection, CommandCall], Awaitable[None]]
 BinaryHandler = Callable[[Connection, B], Awaitable[None]]
 ShutdownHook = Callable[[], Awaitable[None]]
 HeldHook = Callable[[Subject, bool], None]
+SubjectReader = Callable[[], Awaitable[dict[str, Any]]]
 
 
 class Supervisor:
@@ -67,6 +68,8 @@ class Supervisor:
         self.fatal_error: dict[str, Any] | None = None
         self.workers: Callable[[], list[dict[str, Any]]] = list
         """The home `workers` rows (D4); the worker manager replaces this with its own reader."""
+        self.trees: TreeReads = LocalTrees()
+        """Git reads of seats' trees; the git service replaces this with its tree process."""
         self._subscribers: defaultdict[Subject, set[Connection]] = defaultdict(set)
         self._unseen: dict[Seat, None] = {}
         self._verbs: dict[type[ClientMessage], VerbHandler[Any]] = {}
@@ -75,6 +78,9 @@ class Supervisor:
         self._disconnect_hooks: list[Callable[[Connection], None]] = []
         self._held_hooks: list[HeldHook] = []
         self._shutdown_hooks: list[ShutdownHook] = []
+        self._subject_readers: dict[str, SubjectReader] = {}
+        self.home_fields: dict[str, Callable[[], Any]] = {}
+        """Home fields an area owns (`dictate`, `voice`), read at each home snapshot."""
         self._decoder = ClientDecoder()
         self._background: set[asyncio.Task[None]] = set()
         server = loaded.config.server
@@ -124,6 +130,10 @@ class Supervisor:
     def register_binary(self, frame_type: type[B], handler: BinaryHandler[B]) -> None:
         """Serve client binary frames of `frame_type` (`Dictation`, `TerminalInput`)."""
         self._binary[frame_type] = handler
+
+    def register_subject(self, subject: UnitSubject, reader: SubjectReader) -> None:
+        """Answer a unit subject's snapshot with `await reader()` (the area that owns its facts)."""
+        self._subject_readers[subject] = reader
 
     def on_disconnect(self, hook: Callable[[Connection], None]) -> None:
         """Run `hook(connection)` in every connection's one teardown (T16)."""
@@ -244,7 +254,7 @@ class Supervisor:
 
     async def publish_agents_row(self, state: SeatState) -> int:
         """Announce the seat's agents row (`seat_changed{key,row}`) to the seat and home."""
-        row = subjects.agents_row(state, await read_work(state.directory))
+        row = subjects.agents_row(state, await self.trees.work(state.directory))
         return self.publish_seat_update(
             state.seat, "seat_changed", {"key": state.seat, "row": row}, home=True
         )
@@ -291,12 +301,18 @@ class Supervisor:
 
     async def snapshot_of(self, subject: Subject) -> dict[str, Any]:
         config = self.loaded.config
+        if isinstance(subject, str) and subject in self._subject_readers:
+            return await self._subject_readers[subject]()
         if isinstance(subject, SessionSubject):
             state = self.require_seat("subscribe", subject.session)
-            return await subjects.session(state)
+            return await subjects.session(state, self.trees)
         if subject == "home":
             return await subjects.home(
-                config, self.seats, unseen=list(self._unseen), facts=self._home_facts()
+                config,
+                self.seats,
+                unseen=list(self._unseen),
+                facts=self._home_facts(),
+                trees=self.trees,
             )
         if subject == "board":
             return subjects.board(config)
@@ -315,7 +331,12 @@ class Supervisor:
             "service_status": self.service_status,
             "fatal_error": self.fatal_error,
             "workers": self.workers(),
+            **{name: read() for name, read in self.home_fields.items()},
         }
+
+    def subscribers(self, subject: Subject) -> set[Connection]:
+        """The connections holding `subject` now (a copy)."""
+        return set(self._subscribers.get(subject, ()))
 
     def _holders(self, subjects_: Iterable[Subject]) -> set[Connection]:
         holders: set[Connection] = set()

@@ -7,9 +7,12 @@ of an entry's stream decides what happens when the peer reads slower than we pro
   `control_limit` bytes the backlog reports overflow and the connection must be closed;
 - latest (a browser tab's frames): a newer frame replaces the one still waiting, in its place,
   so a slow viewer gets the newest frame rather than a queue;
-- bounded (a terminal's chunks, audio): past the stream's byte limit every waiting entry of that
+- bounded (a terminal's chunks): past the stream's byte limit every waiting entry of that
   stream is removed and its overflow callback runs once (the terminal host then sends the viewer
-  a fresh screen).
+  a fresh screen);
+- recent (a tab's sound): the stream keeps its newest `limit` bytes waiting; past it the oldest
+  waiting entries are dropped, as many as the new one needs, so a viewer that falls behind loses
+  the sound's oldest frames, never a growing queue, and a burst loses only its excess.
 """
 
 from __future__ import annotations
@@ -25,6 +28,10 @@ CONTROL_LIMIT = 64 * 1024 * 1024
 
 TERMINAL_LIMIT = 1024 * 1024
 """~1 MiB of a terminal's unsent chunks, past which a viewer is dropped to a fresh screen."""
+
+AUDIO_LIMIT = 40 * 1024
+"""~200 ms of a tab's unsent kind-2 frames (3854 bytes per 20 ms), past which what waits is
+dropped: sound that arrives late is worth less than a gap, and the picture keeps its pace."""
 
 
 @dataclass(slots=True, eq=False)
@@ -109,6 +116,25 @@ class OutboundBacklog:
         state.pending += len(data)
         self._push(entry)
         return True
+
+    def recent(self, stream: Hashable, data: bytes, *, limit: int) -> int:
+        """Queue a frame of a stream that keeps only its newest `limit` bytes waiting; the
+        number of older frames dropped to make room."""
+        state = self._streams.get(stream)
+        if state is None:
+            state = self._streams[stream] = _Stream(limit, None)
+        dropped = 0
+        while state.entries and state.pending + len(data) > limit:
+            oldest = state.entries.popleft()
+            oldest.dropped = True
+            state.pending -= len(oldest.data)
+            self.pending_bytes -= len(oldest.data)
+            dropped += 1
+        entry = Entry(data, False, stream)
+        state.entries.append(entry)
+        state.pending += len(data)
+        self._push(entry)
+        return dropped
 
     def stream_pending(self, stream: Hashable) -> int:
         """Bytes of `stream` still waiting (a bounded or latest stream)."""

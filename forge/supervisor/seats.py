@@ -45,6 +45,12 @@ class SeatState:
     terminal: dict[str, Any] | None = None
     processes: list[ProcessRow] | None = None
     background_tasks: list[dict[str, Any]] = field(default_factory=list)
+    voice_listeners: int = 0
+    """Connections with voice on for the seat (the dictation area keeps it)."""
+    told: set[bytes] = field(default_factory=set)
+    """The work rows and git layers (encoded) this seat's holders may believe: each snapshot adds
+    the one it carried, each `work_changed` replaces them with its own, so a tree scan is news
+    unless it is the one thing every holder was told."""
 
     @property
     def epoch(self) -> str:

@@ -1,7 +1,8 @@
 """What each subject's snapshot carries (H01-H13, D1), built from the supervisor's state.
 
 Keys this server has nothing for yet are present with the document's "nothing" values (O-H1),
-so a client that reads them finds what it expects. The `work` rows are read with real git.
+so a client that reads them finds what it expects. The `work` rows, a seat's `git` layer and its
+`diff` are read with real git (`gitwork`).
 """
 
 from __future__ import annotations
@@ -11,14 +12,15 @@ from collections.abc import Iterable
 from typing import Any
 
 from forge.config import ForgeConfig, ProjectConfig
-from forge.supervisor.gitwork import read_work
+from forge.supervisor.gitwork import TreeReads
 from forge.supervisor.seats import SeatState
+from forge.wire.git import Work
 from forge.wire.seats import Seat
 
 Data = dict[str, Any]
 
 
-def agents_row(state: SeatState, work: Data) -> Data:
+def agents_row(state: SeatState, work: Work) -> Data:
     """A home `agents` row (O-H3); `tree` only appears for a seat working outside its project."""
     return {
         "slot": state.seat,
@@ -32,7 +34,7 @@ def agents_row(state: SeatState, work: Data) -> Data:
     }
 
 
-def project_row(project: ProjectConfig, sessions: int, work: Data) -> Data:
+def project_row(project: ProjectConfig, sessions: int, work: Work) -> Data:
     return {
         "project": {
             "name": project.name,
@@ -53,12 +55,13 @@ async def home(
     *,
     unseen: Iterable[Seat],
     facts: Data,
+    trees: TreeReads,
 ) -> Data:
     """The fleet: projects and agents with their git work, plus the run's own facts."""
     started = list(seats)
     works = await asyncio.gather(
-        *(read_work(project.path) for project in config.projects),
-        *(read_work(state.directory) for state in started),
+        *(trees.work(project.path) for project in config.projects),
+        *(trees.work(state.directory) for state in started),
     )
     project_works, seat_works = works[: len(config.projects)], works[len(config.projects) :]
     return {
@@ -78,7 +81,6 @@ async def home(
             agents_row(state, work) for state, work in zip(started, seat_works, strict=True)
         ],
         "unseen": list(unseen),
-        **facts,
         "fleet": [],
         "accounts": None,
         "connectors": None,
@@ -87,11 +89,14 @@ async def home(
         "dictate": None,
         "voice": None,
         "cli_version": None,
+        **facts,
     }
 
 
-async def session(state: SeatState) -> Data:
+async def session(state: SeatState, trees: TreeReads) -> Data:
     """One seat (H09-H13): slot, header with the next seq and the epoch, state, terminal..."""
+    found, diff = await trees.record(state.directory)
+    state.told.add(found.told)
     return {
         "slot": state.seat,
         "header": {
@@ -104,16 +109,20 @@ async def session(state: SeatState) -> Data:
             "turn_in_flight": False,
             "seq": state.window.next_seq,
         },
-        "state": {"cwd": str(state.directory), "queue": [], "voice_listeners": 0},
+        "state": {
+            "cwd": str(state.directory),
+            "queue": [],
+            "voice_listeners": state.voice_listeners,
+        },
         "terminal": state.terminal,
         "processes": state.processes,
         "background_tasks": state.background_tasks,
-        "work": await read_work(state.directory),
+        "work": found.work,
         "conversation": {"turns": [], "cursor": None, "compactions": 0},
-        "git": None,
+        "git": found.git,
         "pr": None,
         "closes": [],
-        "diff": None,
+        "diff": diff,
         "mcp": None,
         "file_index": None,
         "composer": None,

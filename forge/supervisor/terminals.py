@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+from collections import defaultdict
 from collections.abc import Coroutine, Mapping
 from dataclasses import dataclass, field
 from functools import partial
@@ -93,6 +94,8 @@ class _Terminal:
     gone: str | None = None
     """Why the host is gone (it crashed): no view can be drawn any more."""
     closing: bool = False
+    closed: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set once `_close` has finished: a second close waits for the first, never repeats it."""
     control_moved: asyncio.Event = field(default_factory=asyncio.Event)
     """Set on each change of controller, so a throttle held for the old one ends."""
     key: tuple[str, int] = ("terminal", 0)
@@ -117,6 +120,10 @@ class TerminalService:
         self._current: dict[Seat, int] = {}
         """The seat's terminal: what an id-less view opens and the session's `terminal` shows."""
         self._attached: dict[Connection, _Terminal] = {}
+        self._opening: defaultdict[Seat, asyncio.Lock] = defaultdict(asyncio.Lock)
+        """Id-less views of one seat, one at a time: two viewers arriving together (a phone and
+        a desktop, or both after a host crash) share one new shell instead of each closing the
+        other's while it starts."""
         self._ids = itertools.count(1)
         self._viewer_numbers = itertools.count(1)
 
@@ -194,12 +201,13 @@ class TerminalService:
             if terminal.gone is not None:
                 raise _Refused(f"terminal {wanted} is gone ({terminal.gone}); open a new one")
             return terminal
-        current = self._terminals.get(self._current.get(seat, 0))
-        if current is not None and current.gone is None and _alive(current.summary):
-            return current
-        if current is not None:
-            await self._close(current, notify=True)
-        return await self._open(state)
+        async with self._opening[seat]:
+            current = self._terminals.get(self._current.get(seat, 0))
+            if current is not None and current.gone is None and _alive(current.summary):
+                return current
+            if current is not None:
+                await self._close(current, notify=True)
+            return await self._open(state)
 
     async def _open(self, state: SeatState) -> _Terminal:
         config = self._supervisor.loaded.config
@@ -483,6 +491,15 @@ class TerminalService:
 
     async def _close(self, terminal: _Terminal, *, notify: bool) -> None:
         """Kill the shell's session, stop the host, detach every viewer (O-TM10)."""
+        if terminal.closing:
+            await terminal.closed.wait()
+            return
+        try:
+            await self._close_once(terminal, notify=notify)
+        finally:
+            terminal.closed.set()
+
+    async def _close_once(self, terminal: _Terminal, *, notify: bool) -> None:
         terminal.closing = True
         terminal.flow.stopped = True
         room = terminal.room

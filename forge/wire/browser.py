@@ -47,6 +47,9 @@ class TabsState(msgspec.Struct, frozen=True, kw_only=True):
     """Always false: no agent driver in wave 1."""
     closing_at_ms: int | None
     """When the idle clock closes the host (O-BR13); null while it is down."""
+    audio_off: str | None = None
+    """Why the profile's sound does not reach its viewers now, in one line; null when it does
+    (or nothing plays)."""
     rows: list[TabRow]
 
 

@@ -245,6 +245,13 @@ class BrowserNavigate(ClientMessage, frozen=True, tag="browser_navigate"):
     url: str
 
 
+class BrowserAudio(ClientMessage, frozen=True, tag="browser_audio"):
+    """Our addition: whether this connection hears the sound (kind 2) of the tabs it views."""
+
+    on: bool
+    reply_to: ReplyTo | None = None
+
+
 DIALOG_TEXT_MAX_BYTES = 64 * 1024
 """A prompt answer is something a person types; past this it is refused, not truncated."""
 
@@ -272,7 +279,71 @@ class BrowserDialogAnswer(ClientMessage, frozen=True, tag="browser_dialog_answer
         return self.text
 
 
+# Dictation and voice verbs (served by the dictation area). `dictate_stop`, `dictate_cancel`,
+# `voice_say` and `dictate_bench` are our additions: the seed names no end of a take.
+
+
+class DictateOptions(msgspec.Struct, frozen=True):
+    """The axes the client's panel shows; an axis left out is forge.toml's `[dictate]` value."""
+
+    styling: str | None = None
+    structure: str | None = None
+    context: str | None = None
+
+
+class DictateStream(ClientMessage, frozen=True, tag="dictate_stream"):
+    key: Seat
+    options: DictateOptions | None = None
+    surface: str | None = None
+
+
+class DictateStop(ClientMessage, frozen=True, tag="dictate_stop"):
+    """Capture ended: the open segment is decoded and the take's words land."""
+
+    key: Seat
+
+
+class DictateCancel(ClientMessage, frozen=True, tag="dictate_cancel"):
+    """Drop the take: nothing lands."""
+
+    key: Seat
+
+
+class VoiceMode(ClientMessage, frozen=True, tag="voice_mode"):
+    key: Seat
+    on: bool
+    explicit: bool = True
+
+
+class VoicePreview(ClientMessage, frozen=True, tag="voice_preview"):
+    key: Seat
+    voice: str | None = None
+
+
+VOICE_SAY_MAX_CHARS = 4000
+"""A line to speak is a sentence or a short paragraph; past this it is refused, not cut."""
+
+
+class VoiceSay(ClientMessage, frozen=True, tag="voice_say"):
+    """Speak `text` on the seat's voice stream (`forge say`)."""
+
+    key: Seat
+    text: str
+    voice: str | None = None
+    reply_to: ReplyTo | None = None
+
+
+class DictateBench(ClientMessage, frozen=True, tag="dictate_bench"):
+    """Run the local corpus through the models in use (`forge dictate bench`)."""
+
+    clips: list[str] | None = None
+    """Corpus clips by name; null runs them all."""
+    reply_to: ReplyTo | None = None
+
+
 # Verbs the seed defines that this server does not serve yet; `unserved` answers them (O-S11).
+# Verbs the seed defines that `unserved` answers (O-S11), and three that forge.supervisor's
+# documents and settings services serve: document_read, file_content, settings_edit.
 
 
 class More(ClientMessage, frozen=True, tag="more"):
@@ -284,24 +355,13 @@ class More(ClientMessage, frozen=True, tag="more"):
 class DocumentRead(ClientMessage, frozen=True, tag="document_read"):
     session: Seat
     path: str
-
-
-class DictateStream(ClientMessage, frozen=True, tag="dictate_stream"):
-    key: Seat
-    options: Any = None
-    surface: str | None = None
+    reviewable: bool = False
 
 
 class FileContent(ClientMessage, frozen=True, tag="file_content"):
     session: Any
-    path: str
+    path: Any
     sha: Any = None
-
-
-class VoiceMode(ClientMessage, frozen=True, tag="voice_mode"):
-    key: Seat
-    on: bool
-    explicit: bool = True
 
 
 class ClientPerf(ClientMessage, frozen=True, tag="client_perf"):
@@ -341,11 +401,17 @@ ANY_CLIENT_MESSAGE = (
     | BrowserOpen
     | BrowserNavigate
     | BrowserDialogAnswer
+    | DictateStream
+    | DictateStop
+    | DictateCancel
+    | VoiceMode
+    | VoicePreview
+    | VoiceSay
+    | DictateBench
+    | BrowserAudio
     | More
     | DocumentRead
-    | DictateStream
     | FileContent
-    | VoiceMode
     | ClientPerf
     | SettingsEdit
 )

@@ -2,13 +2,11 @@
 O-G4, O-S10).
 
 Each answer is chosen so a client cannot loop on it: `more` gets an empty page with a null
-cursor (an error would mean "ask again"), `file_content` a failed read (it has no error arm),
-`voice_mode` a state with no listeners, `settings_edit` a refusal that echoes the page's `id`,
-and `client_perf` nothing at all. `document_read` and `dictate_stream` are refused by name.
-`more` and `voice_mode` answer only for a started seat (`seat_of`): for a seat that is not there
-the seed's refusal by name stands (S04), because an empty page would tell a client the seat's
-history ended and `listeners: 0` that the seat exists. A command the seed names and nothing serves
-is refused by name (`unserved_command`), never as unknown.
+cursor (an error would mean "ask again"), and `client_perf` nothing at all. `more` answers only
+for a started seat (`seat_of`): for a seat that is not there the seed's refusal by name stands
+(S04), because an empty page would tell a client the seat's history ended. A command the seed
+names and nothing serves is refused by name (`unserved_command`), never as unknown. (Dictation
+and voice, settings edits, documents and file contents are served by their areas.)
 """
 
 from __future__ import annotations
@@ -17,18 +15,13 @@ from forge.wire import server
 from forge.wire.client import (
     ClientMessage,
     ClientPerf,
-    DictateStream,
-    DocumentRead,
-    FileContent,
     More,
-    SettingsEdit,
-    VoiceMode,
 )
 from forge.wire.commands import CommandCall
 from forge.wire.errors import ClientRefusal
 from forge.wire.seats import Seat
 
-UNSERVED = (More, DocumentRead, DictateStream, FileContent, VoiceMode, ClientPerf, SettingsEdit)
+UNSERVED = (More, ClientPerf)
 
 
 def seat_of(message: ClientMessage) -> Seat | None:
@@ -36,8 +29,6 @@ def seat_of(message: ClientMessage) -> Seat | None:
     match message:
         case More():
             return message.conversation
-        case VoiceMode():
-            return message.key
         case _:
             return None
 
@@ -57,31 +48,5 @@ def answer_unserved(message: ClientMessage) -> server.Message | None:
                 "turns": [],
                 "cursor": None,
             }
-        case FileContent():
-            return {
-                "kind": "file_content",
-                "session": message.session,
-                "path": message.path,
-                "sha": message.sha,
-                "content": {"state": "failed", "why": "this server does not read files yet"},
-            }
-        case VoiceMode():
-            return {"kind": "voice_mode_state", "key": message.key, "listeners": 0}
-        case SettingsEdit():
-            return {
-                "kind": "settings_refused",
-                "reason": "refused",
-                "id": message.id,
-                "message": "this server does not edit forge.toml yet",
-                "key_path": None,
-            }
-        case DocumentRead():
-            raise ClientRefusal(
-                "document_read", "this server does not read documents yet", message.session
-            )
-        case DictateStream():
-            raise ClientRefusal(
-                "dictate_stream", "this server does not take dictation yet", message.key
-            )
         case _:
             return None

@@ -1,5 +1,5 @@
-"""A real Chromium on the TLS port: a secure context, the (fake) microphone, and the page's own
-upgrade with the token it read from the URL's fragment."""
+"""A real Chromium on the TLS port: the web client in a secure context, the (fake) microphone,
+and an upgrade from the page with the token `forge pair`'s URL carried."""
 
 from __future__ import annotations
 
@@ -22,8 +22,7 @@ NAME = "forge.test"
 the secure context is earned by TLS, not granted to localhost."""
 
 OPEN_SOCKET = """
-async ([url, offer]) => {
-  const token = new URLSearchParams(location.hash.slice(1)).get("token");
+async ([url, offer, token]) => {
   const protocols = offer ? ["forge.v1", "forge.token." + token] : ["forge.v1"];
   const ws = new WebSocket(url, protocols);
   return await new Promise((resolve) => {
@@ -80,16 +79,16 @@ async def test_a_phone_page_over_tls_is_secure_and_reaches_the_microphone_and_so
     page = await browser.new_page()  # type: ignore[attr-defined]
     for host in ("127.0.0.2", NAME):
         response = await page.goto(f"https://{host}:{served.port}/#token={token}")
-        assert response.status == 404  # no page is served yet: any page is a context
+        assert response.status == 200  # the web client, served over TLS
         assert await page.evaluate("window.isSecureContext") is True
         assert await page.evaluate(MICROPHONE) == ["audio"]
     await page.goto(f"https://127.0.0.2:{served.port}/#token={token}")
     socket = f"wss://127.0.0.2:{served.port}/socket"
-    assert await page.evaluate(OPEN_SOCKET, [socket, True]) == {
+    assert await page.evaluate(OPEN_SOCKET, [socket, True, token]) == {
         "first": "greeting",
         "protocol": "forge.v1",
     }
-    assert await page.evaluate(OPEN_SOCKET, [socket, False]) == {"closed": 1006}
+    assert await page.evaluate(OPEN_SOCKET, [socket, False, token]) == {"closed": 1006}
     (refused,) = served.records("socket_auth_refused")
     assert refused["origin"] == f"https://127.0.0.2:{served.port}"
     assert token not in served.log.read_text(encoding="utf-8")

@@ -30,25 +30,37 @@ coordinate = "/".join(env.get("FORGE_ATTEMPT_ID", "").split(".")[:3])
 ctl = Path(env["FAKE_CTL"]) if env.get("FAKE_CTL") else None
 
 
+def publish(name: str, text: str) -> None:
+    """Write a control file whole (temp, then rename): a test polling it never reads it empty."""
+    assert ctl is not None
+    temp = ctl / f".{name}.{os.getpid()}"
+    temp.write_text(text)
+    os.replace(temp, ctl / name)
+
+
 def git(*args: str) -> str:
     result = subprocess.run(["git", *args], capture_output=True, text=True)
     return result.stdout.strip() if result.returncode == 0 else f"<exit {result.returncode}>"
 
 
-if ctl is not None and env.get("FAKE_GATE") == "1":
-    (ctl / f"started-{coordinate.replace('/', '_')}").write_text(str(os.getpid()))
-    while not (ctl / "go").exists():
-        time.sleep(0.02)
-
 if env.get("FAKE_STRAY") == "1":
-    # Double fork into a session of its own: the classic escape from a process group.
+    # Double fork into a session of its own: the classic escape from a process group. Before the
+    # gate, so a test that holds the attempt there finds the stray running (`stray-*` names it).
     os.environ.update(env)
     if os.fork() == 0:
         os.setsid()
-        if os.fork() == 0:
+        stray = os.fork()
+        if stray == 0:
             os.execvp("sleep", ["sleep", "300"])
+        if ctl is not None:
+            publish(f"stray-{coordinate.replace('/', '_')}", str(stray))
         os._exit(0)
     os.wait()
+
+if ctl is not None and env.get("FAKE_GATE") == "1":
+    publish(f"started-{coordinate.replace('/', '_')}", str(os.getpid()))
+    while not (ctl / "go").exists():
+        time.sleep(0.02)
 
 action = env.get("FAKE_ACTION", "fix")
 calc = cwd / "calc.py"

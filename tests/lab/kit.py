@@ -43,6 +43,10 @@ NO_USERNS_BWRAP = HERE / "no_userns_bwrap.sh"
 ACCEPTANCE = "#!/bin/sh\ngrep -q 'return a + b' calc.py\n"
 """The hidden acceptance: add must add. A grep, so the suite starts fewer interpreters."""
 
+HELD_MS = 600_000
+"""The atom timeout of a harness a test holds at its gate while a second one starts: on a loaded
+machine that start can come later than the default 30 s, and the test, not a timeout, ends both."""
+
 CALC = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n"
 TEST_CALC = (
     "from calc import mul\n\n\ndef test_mul():\n    assert mul(2, 3) == 6\n\n\n"

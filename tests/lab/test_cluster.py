@@ -13,19 +13,31 @@ from pathlib import Path
 import pytest
 from distributed import Client, LocalCluster
 
-from .kit import Kit, marker_processes, normalised, wait_for, wait_until
+from .kit import HELD_MS, Kit, marker_processes, normalised, wait_for, wait_until
 
 ANY_HTTP_PORT = {"dashboard_address": ":0"}
 """The scheduler serves HTTP even without a dashboard, by default on 8787: with that port taken
 (another run on the machine) it warns, and warnings are errors here."""
 
 
+WORKERS = 2
+
+
 @pytest.fixture(scope="module")
-def scheduler() -> Iterator[str]:
+def cluster() -> Iterator[str]:
     with LocalCluster(
-        n_workers=2, processes=True, threads_per_worker=1, **ANY_HTTP_PORT
+        n_workers=WORKERS, processes=True, threads_per_worker=1, **ANY_HTTP_PORT
     ) as cluster:
         yield cluster.scheduler_address
+
+
+@pytest.fixture
+def scheduler(cluster: str) -> str:
+    """The cluster's address once both workers are up: a test that killed one leaves its nanny
+    restarting it, which on a loaded machine can outlast a next test's attempt timeout."""
+    with Client(cluster) as client:
+        client.wait_for_workers(WORKERS, timeout=120)
+    return cluster
 
 
 def test_dask_run_reports_what_a_local_run_reports(kit: Kit, scheduler: str) -> None:
@@ -53,8 +65,8 @@ def test_dask_run_reports_what_a_local_run_reports(kit: Kit, scheduler: str) -> 
 
 def test_sigint_cancels_running_attempts_on_the_cluster(kit: Kit, scheduler: str) -> None:
     kit.cohort(
-        a=kit.formula("a", knobs={"FAKE_GATE": "1", "FAKE_STRAY": "1"}),
-        b=kit.formula("b", knobs={"FAKE_GATE": "1"}, model="m2"),
+        a=kit.formula("a", knobs={"FAKE_GATE": "1", "FAKE_STRAY": "1"}, timeout_ms=HELD_MS),
+        b=kit.formula("b", knobs={"FAKE_GATE": "1"}, model="m2", timeout_ms=HELD_MS),
         tasks={"t1": kit.plan("t1")},
     )
     process = kit.start(
@@ -82,7 +94,7 @@ def test_an_unreachable_scheduler_is_refused(kit: Kit) -> None:
 
 def test_a_lost_worker_aborts_instead_of_retrying(kit: Kit, scheduler: str) -> None:
     kit.cohort(
-        a=kit.formula("a", knobs={"FAKE_GATE": "1"}),
+        a=kit.formula("a", knobs={"FAKE_GATE": "1"}, timeout_ms=HELD_MS),
         b=kit.formula("b", model="m2"),
         tasks={"t1": kit.plan("t1")},
     )
@@ -108,8 +120,8 @@ def test_attempts_stop_on_a_stale_lease_when_the_client_dies(kit: Kit, scheduler
     (scaled from 5 s / 30 s down to 0.2 s / 3 s), kill their process trees and discard their
     directories. The harnesses are children of the Dask worker, not of the dead CLI."""
     kit.cohort(
-        a=kit.formula("a", knobs={"FAKE_GATE": "1"}),
-        b=kit.formula("b", knobs={"FAKE_GATE": "1"}, model="m2"),
+        a=kit.formula("a", knobs={"FAKE_GATE": "1"}, timeout_ms=HELD_MS),
+        b=kit.formula("b", knobs={"FAKE_GATE": "1"}, model="m2", timeout_ms=HELD_MS),
         tasks={"t1": kit.plan("t1")},
     )
     process = kit.start(

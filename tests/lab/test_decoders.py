@@ -10,7 +10,7 @@ import pytest
 from forge.attempt.cohort import decode_cohort, load_cohort
 from forge.attempt.errors import LabRefusal
 from forge.attempt.formula import decode_formula
-from forge.attempt.plan import decode_plan
+from forge.attempt.plan import decode_issue, decode_plan
 
 from .kit import Kit
 
@@ -195,13 +195,37 @@ FORMULA = {
 }
 
 
+LEARN = {"id": "learn", "role": "learn", "command": ["meta", "--json"], "timeoutMs": 900_000}
+
+
+def test_a_formula_binds_one_trailing_learn_atom() -> None:
+    document = {**FORMULA, "atoms": [*FORMULA["atoms"], LEARN]}
+    formula = decode_formula(json.dumps(document).encode(), file="a.yaml")
+    assert formula.learn is not None
+    assert formula.learn.command == ("meta", "--json")
+    assert formula.coding.id == "code"
+    assert decode_formula(json.dumps(FORMULA).encode(), file="a.yaml").learn is None
+
+
 @pytest.mark.parametrize(
     ("change", "field"),
     [
         ({"extra": 1}, "extra: unknown field"),
         (
-            {"atoms": [{**FORMULA["atoms"][0], "role": "learn"}]},
+            {"atoms": [{**FORMULA["atoms"][0], "role": "review"}]},
             "atoms[0].role: must be one of coding",
+        ),
+        (
+            {"atoms": [{**FORMULA["atoms"][0], "role": "learn"}, FORMULA["atoms"][0]]},
+            "atoms[0].role: a learn atom must be the last atom",
+        ),
+        (
+            {"atoms": [{"id": "l", "role": "learn", "command": ["m"], "timeoutMs": 1}]},
+            "atoms: must hold exactly one coding atom, got 0",
+        ),
+        (
+            {"atoms": [*FORMULA["atoms"], {**LEARN, "timeoutMs": 900_001}]},
+            "atoms[1].timeoutMs: must be an integer from 1 to 900000",
         ),
         (
             {"atoms": [{**FORMULA["atoms"][0], "command": []}]},
@@ -252,7 +276,8 @@ PLAN = {
             {"setup": [{"id": "s", "argv": ["x"], "dir": "../up", "timeoutMs": 1}]},
             "setup[0].dir: must be clean",
         ),
-        ({"requireInitialFailure": True}, "requireInitialFailure: unknown field"),
+        ({"requireInitialFailure": "yes"}, "requireInitialFailure: must be true or false"),
+        ({"protectedExemptPaths": []}, "protectedExemptPaths: unknown field"),
     ],
 )
 def test_plan_refusals(change: dict[str, Any], field: str) -> None:
@@ -339,3 +364,11 @@ def test_problems_in_several_files_are_listed_together(kit: Kit) -> None:
     message = str(caught.value)
     assert "a.yaml: atoms[0].timeoutMs: must be an integer from 1" in message
     assert "t1/plan.json: allowedFiles[0]: must be clean" in message
+
+
+def test_an_issue_may_freeze_its_state_as_open_only() -> None:
+    issue = {"title": "t", "body": "b"}
+    assert decode_issue(json.dumps(issue).encode(), file="i.json").title == "t"
+    assert decode_issue(json.dumps({**issue, "state": "OPEN"}).encode(), file="i.json").body == "b"
+    with pytest.raises(LabRefusal, match=r"i\.json: state: must be one of OPEN"):
+        decode_issue(json.dumps({**issue, "state": "CLOSED"}).encode(), file="i.json")

@@ -71,3 +71,34 @@ async def test_live_line_shows_in_flight_elapsed_and_refreshes() -> None:
     assert stream.getvalue().endswith("t1/b/rep-1 6s")
     await display.stop()
     assert stream.getvalue().endswith("\r\x1b[K")
+
+
+def test_plain_mode_prints_a_standing_note_when_it_appears_and_every_ten_seconds() -> None:
+    stream = io.StringIO()
+    clock = ManualClock(start=1000.0)
+    display = ProgressDisplay(stream, clock, live=False)
+    for second in range(0, 21):
+        display.note(f"waiting for a Dask worker ({second} s)")
+        clock.advance(1.0)
+    display.note(None)
+    display.note("waiting for a Dask worker (0 s)")
+    assert stream.getvalue().splitlines() == [
+        "waiting for a Dask worker (0 s)",
+        "waiting for a Dask worker (10 s)",
+        "waiting for a Dask worker (20 s)",
+        "waiting for a Dask worker (0 s)",
+    ]
+
+
+def test_the_live_line_ends_with_the_note_until_it_is_cleared() -> None:
+    stream = io.StringIO()
+    display = ProgressDisplay(stream, ManualClock(start=1000.0), live=True)
+    display.note("waiting for a Dask worker (0 s)")
+    assert stream.getvalue().endswith("\r\x1b[Kwaiting for a Dask worker (0 s)")
+    display(event("started", 0))
+    display.note("waiting for a Dask worker (3 s)")
+    assert stream.getvalue().endswith(
+        "0/4 done | accepted a:0 b:0 | t1/b/rep-1 5s | waiting for a Dask worker (3 s)"
+    )
+    display.note(None)
+    assert stream.getvalue().endswith("0/4 done | accepted a:0 b:0 | t1/b/rep-1 5s")

@@ -1,10 +1,10 @@
-"""The outbound backlog's policies, without a socket: control, latest-wins and bounded streams."""
+"""The outbound backlog's policies, without a socket: control, latest-wins, bounded and recent
+streams."""
 
 from __future__ import annotations
 
 import pytest
 
-from forge.supervisor.gitwork import parse_status
 from forge.supervisor.outbound import ControlOverflow, OutboundBacklog
 
 
@@ -68,22 +68,6 @@ def test_written_chunks_no_longer_count_against_the_bound() -> None:
     assert backlog.bounded("term", b"123456", limit=10)
 
 
-def test_git_status_parsing() -> None:
-    output = "\0".join(
-        [
-            "# branch.oid abc",
-            "# branch.head main",
-            "1 .M N... 100644 100644 100644 a b tracked.txt",
-            "2 R. N... 100644 100644 100644 a b R100 new-name.txt",
-            "old-name.txt",
-            "? untracked.txt",
-            "",
-        ]
-    )
-    assert parse_status(output) == {"branch": "main", "changed": 3, "gate": True}
-    assert parse_status("# branch.head (detached)\0")["branch"] is None
-
-
 def test_a_pong_is_marked_as_keepalive() -> None:
     backlog = OutboundBacklog()
     backlog.control(b'{"kind":"pong"}', text=True, keepalive=True)
@@ -92,3 +76,22 @@ def test_a_pong_is_marked_as_keepalive() -> None:
     assert pong is not None
     assert other is not None
     assert (pong.keepalive, other.keepalive) == (True, False)
+
+
+def test_a_recent_stream_keeps_its_newest_bytes_and_drops_only_the_excess() -> None:
+    backlog = OutboundBacklog()
+    for frame in (b"a1", b"a2", b"a3"):
+        assert backlog.recent("audio", frame, limit=6) == 0
+    backlog.control(b"json", text=True)
+    assert backlog.recent("audio", b"a4", limit=6) == 1  # a1 makes room
+    assert backlog.stream_pending("audio") == 6
+    assert backlog.pending_bytes == 6 + len(b"json")
+    written = backlog.pop()
+    assert written is not None
+    assert written.data == b"a2"
+    assert backlog.recent("audio", b"a5", limit=6) == 0
+    assert backlog.recent("audio", b"a6-big", limit=6) == 3  # a3, a4, a5 make room
+    assert drain(backlog) == [b"json", b"a6-big"]
+    assert backlog.pending_bytes == 0
+    assert backlog.recent("audio", b"a7", limit=6) == 0
+    assert drain(backlog) == [b"a7"]

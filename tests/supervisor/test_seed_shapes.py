@@ -122,22 +122,15 @@ async def test_usage_dictate_models_and_extensions_carry_the_seeds_fields(
         "pricing_available": False,
     }
     models = (await ask(client, {"kind": "subscribe", "what": "dictate_models"}))["data"]
-    assert models == {
-        "enabled": False,
-        "models_dir": None,
-        "speaking": None,
-        "in_use": [],
-        "check": {"state": "never"},
-        "updates": [],
-        "rows": [],
-        "install": {"state": "idle"},
-        "activate": {"state": "idle"},
-        "installed": [],
-        "bench": None,
-        "results": [],
-        "speaking_bench": None,
-        "speaking_results": [],
-        "read_aloud": None,
-    }
+    assert set(models) == {
+        "enabled", "models_dir", "speaking", "in_use", "check", "updates", "rows", "install",
+        "activate", "installed", "bench", "results", "speaking_bench", "speaking_results",
+        "read_aloud",
+    }  # fmt: skip
+    assert (models["enabled"], models["in_use"], models["check"]["state"]) == (
+        False,
+        [],
+        "unreachable",  # no model feed is reachable offline: models are found, never fetched
+    )
     extensions = (await ask(client, {"kind": "subscribe", "what": "extensions"}))["data"]
     assert extensions == {"snapshot": None, "lsp": [], "update_run": None}

@@ -258,10 +258,10 @@ async def test_verbs_outside_wave_one_answer_without_looping(seated: Supervised)
     assert page == {"kind": "page", "conversation": SEAT, "turns": [], "cursor": None}
     content = await ask(client, {"kind": "file_content", "session": SEAT, "path": "a"})
     assert content["content"]["state"] == "failed"
-    voice = await ask(client, {"kind": "voice_mode", "key": SEAT, "on": True})
+    voice = await ask(client, {"kind": "voice_mode", "key": SEAT, "on": False})
     assert voice == {"kind": "voice_mode_state", "key": SEAT, "listeners": 0}
     edit = await ask(client, {"kind": "settings_edit", "id": 7, "fingerprint": "x", "edits": []})
-    assert (edit["kind"], edit["id"], edit["reason"]) == ("settings_refused", 7, "refused")
+    assert (edit["kind"], edit["id"], edit["reason"]) == ("settings_refused", 7, "stale")
     document = await ask(client, {"kind": "document_read", "session": SEAT, "path": "a.md"})
     assert (document["what"], document["seat"]) == ("document_read", SEAT)
     await client.send(json.dumps({"kind": "client_perf", "fps": 60}))

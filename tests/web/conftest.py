@@ -64,6 +64,13 @@ def free_port() -> int:
     return port
 
 
+RECORDER = """#!/bin/sh
+# A "shell" that keeps every byte it is sent, exactly: raw, no echo, appended to typed.bin.
+stty raw -echo
+exec cat >> typed.bin
+"""
+
+
 class Supervised:
     """`forge supervise` as a person runs it, on a fixed port so a restart keeps the page's URL."""
 
@@ -72,9 +79,17 @@ class Supervised:
         self.port = free_port()
         project = root / "proj"
         project.mkdir(exist_ok=True)
+        typed = root / "typed"
+        typed.mkdir(exist_ok=True)
+        recorder = root / "record.sh"
+        recorder.write_text(RECORDER, encoding="utf-8")
+        recorder.chmod(0o755)
+        self.typed = typed / "typed.bin"
         self.config = root / "forge.toml"
         self.config.write_text(
-            f'[[projects]]\norg = "acme"\nname = "proj"\npath = "{project}"\nshell = "/bin/sh"\n',
+            f'[[projects]]\norg = "acme"\nname = "proj"\npath = "{project}"\nshell = "/bin/sh"\n'
+            f'[[projects]]\norg = "acme"\nname = "typed"\npath = "{typed}"\n'
+            f'shell = "{recorder}"\n',
             encoding="utf-8",
         )
         self.env = dict(

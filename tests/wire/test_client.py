@@ -123,8 +123,9 @@ def test_every_kind_in_the_contract_is_known() -> None:
         "terminal_control", "terminal_close", "browser_view", "browser_view_page",
         "browser_detach", "browser_resize", "browser_input", "browser_control", "browser_nav",
         "browser_file_answer", "browser_tabs", "browser_open", "browser_navigate",
-        "browser_dialog_answer", "more",
+        "browser_dialog_answer", "browser_audio", "more",
         "document_read", "dictate_stream", "file_content", "voice_mode", "client_perf",
-        "settings_edit",
+        "settings_edit", "dictate_stop", "dictate_cancel", "voice_preview", "voice_say",
+        "dictate_bench",
     }  # fmt: skip
     assert contract == KINDS

@@ -6,7 +6,7 @@ import gzip
 import json
 
 from forge.wire import server
-from forge.wire.client import ClientPerf, More, SettingsEdit, VoiceMode
+from forge.wire.client import ClientPerf, More
 from forge.wire.seats import Seat, session
 from forge.wire.server import DEFLATE_THRESHOLD, JsonFrame
 from forge.wire.unserved import answer_unserved
@@ -91,10 +91,4 @@ def test_gzip_is_deterministic() -> None:
 def test_unserved_answers_cannot_loop_a_client() -> None:
     page = answer_unserved(More(conversation=SEAT))
     assert page == {"kind": "page", "conversation": SEAT, "turns": [], "cursor": None}
-    refused = answer_unserved(SettingsEdit(id=7))
-    assert refused is not None
-    assert refused["kind"] == "settings_refused"
-    assert refused["id"] == 7
-    state = answer_unserved(VoiceMode(key=SEAT, on=True))
-    assert state == {"kind": "voice_mode_state", "key": SEAT, "listeners": 0}
     assert answer_unserved(ClientPerf()) is None

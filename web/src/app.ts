@@ -7,6 +7,8 @@
 import { PerfBatch } from "./perf";
 import { ForgeSocket, type LinkState } from "./socket";
 import {
+  BUILT_IN_LOOK,
+  lookOf,
   PROTOCOL_VERSION,
   sameSeat,
   seatKey,
@@ -15,6 +17,7 @@ import {
   type BinaryFrame,
   type Greeting,
   type Home,
+  type Look,
   type Seat,
   type ServerMessage,
   type Session,
@@ -73,6 +76,8 @@ export class App {
   /** The build that served this page's bundle: the first greeting's. */
   pageBuild: string | null = null;
   settings: SettingsDocument | null = null;
+  /** The greeting's theme, font and mark, then each settings push's (a reload changes them). */
+  look: Look = BUILT_IN_LOOK;
   home: Home | null = null;
   session: Session | null = null;
   route: Route = parseRoute(location.hash);
@@ -192,6 +197,8 @@ export class App {
 
   private opened(greeting: Greeting, reconnect: boolean): void {
     this.greeting = greeting;
+    const { mark, theme, font } = greeting.settings;
+    this.look = { mark, theme, font };
     this.pageBuild ??= greeting.forge_version;
     if (reconnect && this.droppedAt !== null) {
       this.perf.add("reconnect", performance.now() - this.droppedAt);
@@ -240,6 +247,7 @@ export class App {
     switch (message.kind) {
       case "settings":
         this.settings = message.document as SettingsDocument;
+        this.look = lookOf(this.settings) ?? this.look;
         break;
       case "snapshot":
         this.snapshot(message.subject as Subject, message.data);

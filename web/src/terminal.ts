@@ -61,6 +61,8 @@ export class TerminalSurface implements Surface {
   viewers = 0;
   private seq = 0;
   private syncing = true;
+  /** A view is written and not parsed yet: it must be parsed at the size it was drawn at. */
+  private drawingView = false;
   private wantControl = true;
   private sentSize: [number, number] | null = null;
   private remoteSize: [number, number] = [80, 24];
@@ -76,11 +78,11 @@ export class TerminalSurface implements Surface {
     readonly seat: Seat,
     private readonly host: HTMLElement,
   ) {
-    const look = app.greeting?.settings;
+    const look = app.look;
     this.term = new Terminal({
       fontSize: fontSize(),
-      fontFamily: look?.font ?? DEFAULT_FONT,
-      theme: THEMES[look?.theme ?? "dark"] ?? THEMES.dark,
+      fontFamily: look.font ?? DEFAULT_FONT,
+      theme: THEMES[look.theme ?? "dark"] ?? THEMES.dark,
       scrollback: 5000,
       allowProposedApi: true,
       cursorBlink: false,
@@ -126,7 +128,7 @@ export class TerminalSurface implements Surface {
     app.addSurface(this);
   }
 
-  /** The greeting's theme and font (null: the built-in), re-applied when a reload changes them. */
+  /** The look's theme and font (null: the built-in), re-applied when a reload changes them. */
   applyLook(theme: string | null, font: string | null): void {
     this.term.options.theme = THEMES[theme ?? "dark"] ?? THEMES.dark;
     this.term.options.fontFamily = font ?? DEFAULT_FONT;
@@ -234,12 +236,18 @@ export class TerminalSurface implements Surface {
     this.remoteSize = [message.cols as number, message.rows as number];
     this.term.reset();
     this.term.resize(...this.remoteSize);
-    this.term.write(message.screen as string);
+    // xterm parses a write later: resized to this page's fit before then, the view (cursor moves
+    // that paint rows without clearing them) landed on rows a narrower grid had wrapped, and
+    // left their tails beside the prompt (a phone attaching after a desktop saw `#nupg`).
+    this.drawingView = true;
+    this.term.write(message.screen as string, () => {
+      this.drawingView = false;
+      this.layout();
+    });
     this.syncing = false;
     this.phase = "live";
     this.why = null;
     if (this.controller === null && this.wantControl) this.takeControl(true);
-    this.layout();
     this.onChange();
   }
 
@@ -357,7 +365,7 @@ export class TerminalSurface implements Surface {
   /** The controller (or, with nobody holding it, any viewer) lays out from its fitted size;
    * a watcher draws the grid the terminal has. */
   layout(): void {
-    if (!this.host.isConnected) return;
+    if (!this.host.isConnected || this.drawingView) return;
     const watching = this.controller !== null && !this.controls;
     if (watching) {
       const [cols, rows] = this.remoteSize;

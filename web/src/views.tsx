@@ -48,7 +48,7 @@ export function Shell({ app }: { app: App }) {
   const route = app.route;
   const greeting = app.greeting;
   const home = app.home;
-  const theme = greeting?.settings.theme ?? "dark";
+  const theme = app.look.theme ?? "dark";
   useEffect(() => {
     document.documentElement.dataset.theme = theme;
   }, [theme]);
@@ -56,7 +56,7 @@ export function Shell({ app }: { app: App }) {
     <div class="shell">
       <header class="bar">
         <a class="brand" href="#/">
-          {greeting?.settings.mark ? <span class="mark">{greeting.settings.mark}</span> : null}
+          {app.look.mark ? <span class="mark">{app.look.mark}</span> : null}
           forge
         </a>
         <nav>
@@ -355,10 +355,10 @@ function TerminalPane({ app, seat }: { app: App; seat: Seat }) {
     setSurface(made);
     return () => made.dispose();
   }, [app, seat]);
-  const look = app.greeting?.settings;
+  const look = app.look;
   useEffect(() => {
-    surface?.applyLook(look?.theme ?? null, look?.font ?? null);
-  }, [surface, look?.theme, look?.font]);
+    surface?.applyLook(look.theme, look.font);
+  }, [surface, look.theme, look.font]);
   const summary = app.session && sameSeat(app.session.slot, seat) ? app.session.terminal : null;
   useEffect(() => {
     if (surface && summary) surface.summaryChanged(summary.cols, summary.rows);

@@ -18,11 +18,20 @@ export interface ServerMessage {
   [field: string]: unknown;
 }
 
+/** The `[client]` keys: the page's look (null: the built-in). */
+export interface Look {
+  mark: string | null;
+  theme: string | null;
+  font: string | null;
+}
+
+export const BUILT_IN_LOOK: Look = { mark: null, theme: null, font: null };
+
 export interface Greeting {
   version: number;
   forge_version: string;
   forge_version_short: string;
-  settings: { mark: string | null; theme: string | null; font: string | null };
+  settings: Look;
 }
 
 export interface Work {
@@ -127,6 +136,17 @@ export interface SettingsDocument {
   source: string | null;
   fingerprint: string;
   areas: { id: string; name: string; note?: string; keys: SettingsKey[] }[];
+}
+
+/** The look a settings document holds (its `client` area), or null when it has none. */
+export function lookOf(document: SettingsDocument): Look | null {
+  const area = document.areas.find((each) => each.id === "client");
+  if (!area) return null;
+  const text = (leaf: keyof Look): string | null => {
+    const value = area.keys.find((key) => key.path === `client.${leaf}`)?.value;
+    return typeof value === "string" ? value : null;
+  };
+  return { mark: text("mark"), theme: text("theme"), font: text("font") };
 }
 
 export function seatKey(seat: Seat): string {

@@ -15,7 +15,8 @@ import contextlib
 import fcntl
 import os
 import signal
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +59,8 @@ class LaunchSettings:
     executable: Path
     user_data_dir: Path
     extra_args: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    """Set on top of the host's environment (the profile's `PULSE_SERVER`, `PULSE_SINK`)."""
 
 
 def _high_fd(fd: int) -> int:
@@ -67,12 +70,14 @@ def _high_fd(fd: int) -> int:
     return copy
 
 
-def _spawn(argv: list[str], log_fd: int, command_fd: int, reply_fd: int) -> int:
+def _spawn(
+    argv: list[str], env: Mapping[str, str], log_fd: int, command_fd: int, reply_fd: int
+) -> int:
     """Start Chromium with its pipe ends on 3 (commands in) and 4 (replies out), output logged."""
     return os.posix_spawn(
         argv[0],
         argv,
-        dict(os.environ),
+        {**os.environ, **env},
         file_actions=[
             (os.POSIX_SPAWN_OPEN, 0, "/dev/null", os.O_RDONLY, 0),
             (os.POSIX_SPAWN_DUP2, log_fd, 1),
@@ -120,7 +125,7 @@ class ChromiumProcess:
             *settings.extra_args,
         ]
         try:
-            pid = _spawn(argv, log_fd, to_chromium_r, from_chromium_w)
+            pid = _spawn(argv, settings.env, log_fd, to_chromium_r, from_chromium_w)
         finally:
             for fd in (log_fd, to_chromium_r, from_chromium_w):
                 os.close(fd)

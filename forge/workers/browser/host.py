@@ -8,7 +8,8 @@ downloads, new tabs, Chromium dying) comes back as a `HostEvent`; frames come ba
 Every tab lives in its own window (`Target.createTarget` with `newWindow`), because a background
 tab in a shared window paints nothing. Only `type == "page"` targets are tabs (Chromium 156 also
 lists `browser_ui` targets). Input is sent without waiting on replies: `Input.dispatchMouseEvent`
-does not answer while a dialog it opened is up.
+does not answer while a dialog it opened is up. With a sound route, Chromium plays into the
+profile's sink and `audio.ProfileSound` turns it into kind-2 frames for the tabs listened to.
 """
 
 from __future__ import annotations
@@ -29,16 +30,19 @@ from forge.logs import get_logger
 from forge.wire.browser import Dialog
 from forge.wire.client import Gesture, Key, Move, Wheel
 from forge.wire.files import ChosenFile, check_file_name, download_refusal
+from forge.workers.browser.audio import ProfileSound
 from forge.workers.browser.cdp import CdpEvent, JsonObject
 from forge.workers.browser.chromium import ChromiumProcess, LaunchSettings
 from forge.workers.browser.errors import BrowserGone, CdpCommandFailed
 from forge.workers.browser.gestures import PointerStream, to_cdp
 from forge.workers.browser.protocol import (
     DEFAULT_EXECUTABLE,
+    AudioRoute,
     FileDialog,
     FileDialogGone,
     NavMoved,
     NavState,
+    SoundTrouble,
     SurfaceFailed,
     TabRow,
     TabsChanged,
@@ -62,6 +66,13 @@ MAX_SURFACE_PX = 8192
 SCREENCAST: JsonObject = {"format": "jpeg", "quality": 80, "maxWidth": MAX_SURFACE_PX,
                           "maxHeight": MAX_SURFACE_PX, "everyNthFrame": 1}  # fmt: skip
 """Every frame Chromium paints (a page that paints once must still send it), as JPEG q80."""
+
+SOUND_DOMAINS = ("WebAudio.enable", "Media.enable")
+"""Enabled on every tab of a profile with sound: they report which tabs play (`sound.py`)."""
+SOUND_EVENTS = frozenset({
+    "WebAudio.contextCreated", "WebAudio.contextChanged", "WebAudio.contextWillBeDestroyed",
+    "Media.playerEventsAdded",
+})  # fmt: skip
 
 TAB_NUMBER_LIMIT = 0xFFFF
 """Tab numbers ride the kind-1 header as u16; per host run, from 1, never reused (O-B3)."""
@@ -118,7 +129,9 @@ class Download:
     error: str | None
 
 
-HostEvent = TabsChanged | NavMoved | FileDialog | FileDialogGone | Download | SurfaceFailed
+HostEvent = (
+    TabsChanged | NavMoved | FileDialog | FileDialogGone | Download | SoundTrouble | SurfaceFailed
+)
 """What the page does on its own; all but `Download` (whose bytes ride apart) cross as they are."""
 
 
@@ -132,6 +145,8 @@ class HostSettings:
     home_url: str = "about:blank"
     default_viewport: Viewport = Viewport(1280, 720, 1.0)
     pump: PumpSettings = field(default_factory=PumpSettings)
+    audio: AudioRoute | None = None
+    """The profile's sink; None: Chromium is launched without one and no sound is read."""
 
 
 @dataclass
@@ -181,12 +196,22 @@ class BrowserHost:
         on_event: Callable[[HostEvent], None],
         on_frame: FrameSink,
         clock: Clock = SYSTEM_CLOCK,
+        on_audio: FrameSink | None = None,
     ) -> None:
         self.settings = settings
         self._on_event = on_event
         self._on_frame = on_frame
         self._clock = clock
         self._chromium: ChromiumProcess | None = None
+        self.sound: ProfileSound | None = None
+        if settings.audio is not None and on_audio is not None:
+            self.sound = ProfileSound(
+                settings.audio,
+                settings.profile_id,
+                on_audio,
+                lambda why: on_event(SoundTrouble(why=why)),
+                lambda: self._chromium.pid if self._chromium is not None else None,
+            )
         self._tabs: dict[int, _Tab] = {}
         self._by_session: dict[str, _Tab] = {}
         self._numbers = itertools.count(1)
@@ -209,10 +234,12 @@ class BrowserHost:
 
     async def start(self) -> None:
         """Launch Chromium at `home_url` (the boot tab) and follow its page targets."""
+        audio = self.settings.audio
         launch = LaunchSettings(
             self.settings.executable,
             self.settings.profile_dir / "chromium",
             (check_url(self.settings.home_url),),
+            {"PULSE_SERVER": audio.server, "PULSE_SINK": audio.sink} if audio else {},
         )
         for scratch in (self.uploads_dir, self.downloads_dir):
             shutil.rmtree(scratch, ignore_errors=True)  # a previous run's files do not linger
@@ -255,6 +282,8 @@ class BrowserHost:
     async def stop(self) -> None:
         """Close Chromium (it quits on the pipe's EOF) and every pump."""
         self._stopping = True
+        if self.sound is not None:
+            self.sound.stop()
         for tab in self._tabs.values():
             if tab.pump is not None:
                 await tab.pump.stop()
@@ -374,6 +403,18 @@ class BrowserHost:
         )
         tab.nav_state = NavState(number, target > 0, target < len(entries) - 1)
         return tab.nav_state
+
+    def listen(self, number: int, on: bool) -> None:
+        """Whether the tab's sound is read and sent (any of its viewers hears it)."""
+        self._tab(number)
+        if self.sound is None:
+            raise BrowserRequestRefused("this profile's browser runs without sound")
+        self.sound.listen(number, on)
+
+    def sound_server(self) -> None:
+        """The sound server is (back) with this profile's sink: Chromium's audio reconnects."""
+        if self.sound is not None:
+            self.sound.reconnect()
 
     async def answer_files(self, ask_id: int, files: list[ChosenFile] | None) -> list[Path]:
         """Hand the chosen files to the page's chooser (None or [] dismisses); their paths."""
@@ -503,6 +544,9 @@ class BrowserHost:
         await cdp.call("Page.enable", None, session)
         await cdp.call("Page.setInterceptFileChooserDialog", {"enabled": True}, session)
         await self._apply_viewport(tab)
+        if self.sound is not None:
+            for enable in SOUND_DOMAINS:
+                await cdp.call(enable, None, session)
         await cdp.call("Runtime.runIfWaitingForDebugger", None, session)
         tab.ready.set()
 
@@ -513,6 +557,8 @@ class BrowserHost:
         if self._stopping:
             return
         reason = exited.result()
+        if self.sound is not None:
+            self.sound.stop()
         viewed = sorted(t.number for t in self._tabs.values() if t.pump is not None)
         for tab in self._tabs.values():
             if tab.pump is not None:
@@ -523,6 +569,9 @@ class BrowserHost:
             self.failed.set_result(reason)
 
     def _cdp_event(self, event: CdpEvent) -> None:
+        if event.method in SOUND_EVENTS:
+            self._sound_event(event)
+            return
         handler = _HANDLERS.get(event.method)
         if handler is None:
             return
@@ -532,6 +581,11 @@ class BrowserHost:
         tab = self._by_session.get(event.session_id)
         if tab is not None:
             handler(self, event.params, tab)
+
+    def _sound_event(self, event: CdpEvent) -> None:
+        tab = self._by_session.get(event.session_id or "")
+        if tab is not None and self.sound is not None:
+            self.sound.audibility.event(tab.number, event.method, event.params)
 
     def _attached(self, params: JsonObject, _: _Tab | None) -> None:
         info = params["targetInfo"]
@@ -562,6 +616,8 @@ class BrowserHost:
         if tab is None:
             return
         del self._tabs[tab.number]
+        if self.sound is not None:
+            self.sound.tab_gone(tab.number)
         if tab.pump is not None:
             self._spawn(tab.pump.stop())
             tab.pump = None
@@ -622,14 +678,18 @@ class BrowserHost:
 
     def _navigated(self, params: JsonObject, tab: _Tab | None) -> None:
         assert tab is not None
-        frame = params.get("frame", params)
-        main = (
-            frame.get("parentId") is None and frame.get("id", params.get("frameId")) == tab.target
-        )
-        if main and tab.pump is not None:
+        if not _main_frame(params, tab):
+            return
+        if tab.pump is not None:
             self._spawn(self._push_nav_state(tab))
-        if main:
-            self._spawn(self._refresh_info(tab))
+        self._spawn(self._refresh_info(tab))
+
+    def _committed(self, params: JsonObject, tab: _Tab | None) -> None:
+        """A frame committed a document; the main frame's loses any key frame capture."""
+        assert tab is not None
+        self._navigated(params, tab)
+        if _main_frame(params, tab) and tab.pump is not None:
+            tab.pump.navigated()
 
     def _download_begins(self, params: JsonObject, _: _Tab | None) -> None:
         self._downloads[params["guid"]] = _Download(
@@ -657,6 +717,14 @@ class BrowserHost:
         self._on_event(Download(download.tab, download.name, data, refusal))
 
 
+def _main_frame(params: JsonObject, tab: _Tab) -> bool:
+    """A navigation event about the tab's own (top) frame, not one of its iframes."""
+    frame = params.get("frame", params)
+    return bool(
+        frame.get("parentId") is None and frame.get("id", params.get("frameId")) == tab.target
+    )
+
+
 def _quietly(future: asyncio.Future[JsonObject]) -> None:
     """Fire-and-forget sends: a refusal (a closed tab under a move) is logged, not raised."""
     if not future.cancelled() and (error := future.exception()) is not None:
@@ -672,7 +740,7 @@ _HANDLERS: dict[str, _Handler] = {
     "Page.javascriptDialogOpening": BrowserHost._dialog_opening,
     "Page.javascriptDialogClosed": BrowserHost._dialog_closed,
     "Page.fileChooserOpened": BrowserHost._file_chooser,
-    "Page.frameNavigated": BrowserHost._navigated,
+    "Page.frameNavigated": BrowserHost._committed,
     "Page.loadEventFired": BrowserHost._loaded,
     "Page.navigatedWithinDocument": BrowserHost._navigated,
     "Browser.downloadWillBegin": BrowserHost._download_begins,

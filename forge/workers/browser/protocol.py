@@ -2,9 +2,10 @@
 
 One host process per browser profile. The supervisor asks it with the requests below and hears
 the page's own doings as events; each viewed tab's ready-made kind-1 frames ride their own bulk
-stream (`tab_stream`). This module is all the supervisor imports of `forge.workers.browser`:
-besides the messages, the worker's config and the check a supervisor makes before it spawns one
-(`check_executable`, the same one the host makes).
+stream (`tab_stream`), and every listened tab's kind-2 frames one stream (`AUDIO_STREAM`).
+This module is all the supervisor imports of `forge.workers.browser`: besides the messages, the
+worker's config and the check a supervisor makes before it spawns one (`check_executable`, the
+same one the host makes).
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from forge.wire.browser import Dialog
 DEFAULT_EXECUTABLE = Path("/usr/bin/chromium")
 
 TAB_STREAM_PREFIX = "tab:"
+AUDIO_STREAM = "audio"
+"""The bulk stream of the profile's kind-2 frames, each naming its tab in its header."""
 
 
 def tab_stream(tab: int) -> str:
@@ -32,6 +35,13 @@ def tab_stream(tab: int) -> str:
 def stream_tab(stream: str) -> int:
     """The tab number of a `tab_stream` name."""
     return int(stream.removeprefix(TAB_STREAM_PREFIX))
+
+
+class AudioRoute(msgspec.Struct, frozen=True):
+    """Where the profile's sound goes: the sound server (`PULSE_SERVER`) and its null sink."""
+
+    server: str
+    sink: str
 
 
 class BrowserConfig(msgspec.Struct, frozen=True, kw_only=True):
@@ -45,6 +55,8 @@ class BrowserConfig(msgspec.Struct, frozen=True, kw_only=True):
     """Chromium's user data, chosen uploads and downloads, side by side."""
     executable: str = str(DEFAULT_EXECUTABLE)
     home_url: str = "about:blank"
+    audio: AudioRoute | None = None
+    """Chromium plays into this sink; None: sound is off here (the supervisor says why)."""
 
 
 class BrowserMissing(UserError):
@@ -167,6 +179,18 @@ class DialogAnswer(WorkerRequest[None], tag="dialog_answer", frozen=True):
     text: str | None = None
 
 
+class Listen(WorkerRequest[None], tag="listen", frozen=True):
+    """Whether any viewer of the tab hears its sound now; the sink is read while any tab is."""
+
+    tab: int
+    on: bool
+
+
+class SoundServer(WorkerRequest[None], tag="sound_server", frozen=True):
+    """The sound server came (back) up with this profile's sink: Chromium's audio starts afresh
+    against it (a restarted PulseAudio is not reconnected to by Chromium on its own)."""
+
+
 class FileAnswer(WorkerRequest[FilesWritten], tag="file_answer", frozen=True):
     """A chooser's answer: names here, the bytes as the request's payloads in the same order;
     no names dismisses."""
@@ -211,6 +235,13 @@ class DownloadDone(WorkerEvent, tag="download", frozen=True):
     error: str | None
 
 
+class SoundTrouble(WorkerEvent, tag="sound_trouble", frozen=True):
+    """Why the profile's sound cannot be read now (the sound server went away), or None once it
+    can again."""
+
+    why: str | None
+
+
 class SurfaceFailed(WorkerEvent, tag="surface_failed", frozen=True):
     """Chromium stopped: every viewed tab's surface is gone, for the reason given. The worker
     then exits to be restarted with a fresh Chromium."""
@@ -234,7 +265,17 @@ BROWSER = WorkerProtocol(
         Nav,
         DialogAnswer,
         FileAnswer,
+        Listen,
+        SoundServer,
     ),
-    events=(TabsChanged, NavMoved, FileDialog, FileDialogGone, DownloadDone, SurfaceFailed),
-    streams=(TAB_STREAM_PREFIX,),
+    events=(
+        TabsChanged,
+        NavMoved,
+        FileDialog,
+        FileDialogGone,
+        DownloadDone,
+        SoundTrouble,
+        SurfaceFailed,
+    ),
+    streams=(TAB_STREAM_PREFIX, AUDIO_STREAM),
 )

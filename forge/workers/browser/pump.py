@@ -7,6 +7,10 @@ For viewers that declared JPEG the frame is packed untouched as format 2, the ch
 A lossless WebP key frame (`Page.captureScreenshot`, full device resolution) is taken when asked
 (attach, resize) and once the page has been quiet for `quiet_s` after moving, so a still page
 ends crisp; the copy of the last frame Chromium sends after each capture is not movement.
+Motion waits behind an asked key frame only while its capture can still come: a capture that
+fails or is overtaken by a navigation lets the newest held paint through (the new page), one
+that outlives `capture_s` lets the next paints through; either is tried again once the page
+settles.
 Every frame is packed once; the supervisor hands the same bytes to every viewer.
 """
 
@@ -27,7 +31,7 @@ from forge.wire.binary import FORMAT_JPEG, FORMAT_WEBP, browser_frame
 log = get_logger(__name__)
 
 KEY_FRAME_TRIES = 5
-"""Captures tried in a row (a quiet period apart) before motion is let through without one."""
+"""Captures tried in a row (a quiet period apart) before the pump waits for the next quiet."""
 
 SEQ_MODULUS = 2**32
 """O-B3: per-tab frame seqs start at 1 and wrap modulo 2^32."""
@@ -41,6 +45,20 @@ class PumpSettings:
     """The WebP motion cap: above it an encode costs a core and no viewer sees the difference."""
     quiet_s: float = 0.3
     """How long a page must stop painting before the crisp key frame is taken."""
+    capture_s: float = 10.0
+    """A key frame capture's bound, should Chromium never answer one for another reason than
+    a navigation (which `navigated` reports at once); a capture on a loaded machine may take
+    seconds."""
+
+
+class CaptureLost(Exception):
+    """A key frame capture a navigation overtook. Chromium never answers a capture sent while a
+    navigation commits (the old document takes the reply with it); waited for, it held motion
+    back for good (a phone that navigated the tab it had just attached saw no frame again)."""
+
+
+class CaptureTimeout(Exception):
+    """A key frame capture not answered within `capture_s`, for no reason known."""
 
 
 def image_size(data: bytes) -> tuple[int, int]:
@@ -112,6 +130,9 @@ class FramePump:
         self._tasks: list[asyncio.Task[None]] = []
         self._holding = False
         """A key frame is asked for and not sent yet: motion frames wait behind it."""
+        self._held: tuple[bytes, tuple[int, int]] | None = None
+        """The newest paint while holding: sent if the key frame does not come."""
+        self._navigated = asyncio.Event()
 
     def start(self) -> None:
         self._tasks = [
@@ -130,6 +151,10 @@ class FramePump:
         self._holding = True
         self._key_asked.set()
 
+    def navigated(self) -> None:
+        """The main frame committed a new document: a capture in flight is never answered."""
+        self._navigated.set()
+
     def paint(self, jpeg: bytes, page_size: tuple[int, int]) -> None:
         """One screencast frame from Chromium (already acknowledged), laid out at `page_size`
         CSS pixels: a frame painted before a resize keeps the size it was painted at.
@@ -143,7 +168,12 @@ class FramePump:
         self._last_paint = self._clock.monotonic()
         self._painted.set()
         if self._holding:
+            self._held = (jpeg, page_size)
             return
+        self._forward(jpeg, page_size)
+
+    def _forward(self, jpeg: bytes, page_size: tuple[int, int]) -> None:
+        """A paint as motion: JPEG passed through at once, WebP for the encoder to take."""
         if self.wants_jpeg:
             width, height = image_size(jpeg)
             self._emit(FORMAT_JPEG, False, jpeg, width, height, page_size)
@@ -195,21 +225,57 @@ class FramePump:
             self._key_asked.clear()
             self._painted.clear()
             try:
-                image = await self._capture_key()
+                image = await self._capture_within_bound()
             except Exception as error:
-                # Mid-navigation Chromium refuses a capture: try again once the page settles.
+                # Mid-navigation Chromium refuses a capture or never answers it: motion goes on
+                # meanwhile, and the capture is tried again once the page settles.
                 failures += 1
-                log.warning("browser_key_frame_failed", tab=self.tab, error=str(error))
+                self._release(flush=not isinstance(error, CaptureTimeout))
+                lost = isinstance(error, CaptureLost)  # a navigation: routine, not a fault
+                (log.info if lost else log.warning)(
+                    "browser_key_frame_failed",
+                    tab=self.tab,
+                    error=str(error),
+                    kind=type(error).__name__,
+                )
                 if failures < KEY_FRAME_TRIES:
                     await self._clock.sleep(self._settings.quiet_s)
                     self._key_asked.set()
-                else:
-                    self._holding = False
                 continue
             failures = 0
             width, height = image_size(image)
             self._emit(FORMAT_WEBP, True, image, width, height, self.page_size)
-            self._holding = False
+            self._holding, self._held = False, None  # the capture shows what was held, or newer
+
+    def _release(self, *, flush: bool) -> None:
+        """No key frame is coming: motion flows again, from the newest paint held back when it
+        is known to be the page's latest (not after a timeout, when a paint laid out before
+        a resize may carry the new size's metadata)."""
+        self._holding = False
+        held, self._held = self._held, None
+        if flush and held is not None:
+            self._forward(*held)
+
+    async def _capture_within_bound(self) -> bytes:
+        """The capture, or `CaptureLost` once a navigation overtook it, or `CaptureTimeout`
+        (the capture is cancelled, which also frees the tab's emulation lock it holds)."""
+        self._navigated.clear()
+        capture = asyncio.ensure_future(self._capture_key())
+        bound = asyncio.ensure_future(self._clock.sleep(self._settings.capture_s))
+        navigated = asyncio.ensure_future(self._navigated.wait())
+        try:
+            await asyncio.wait({capture, bound, navigated}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            bound.cancel()
+            navigated.cancel()
+            answered = capture.done()
+            if not answered:
+                capture.cancel()
+        if answered:
+            return capture.result()
+        if self._navigated.is_set():
+            raise CaptureLost("the page navigated during the capture")
+        raise CaptureTimeout(f"no capture within {self._settings.capture_s} s")
 
     async def _until_quiet_or_asked(self) -> None:
         """Return when a key frame is asked for, or when the page painted and then went quiet."""

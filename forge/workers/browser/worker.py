@@ -4,7 +4,8 @@ Spawn, heartbeat, restart and crash reporting are `forge.ipc`'s; this adapter on
 requests `protocol.py` declares to the host's methods, and the host's events to the protocol's.
 Each viewed tab's frames ride their own bulk stream `tab:<number>`, offered (a full supervisor
 queue drops the frame: a newer one follows), so a subscriber knows the tab from the stream and
-learns a surface's end from `on_end`.
+learns a surface's end from `on_end`. The kind-2 frames of every listened tab ride one stream,
+`audio`, offered the same way (each names its tab in its header).
 
 When Chromium dies on its own, every viewed tab's stream ends with Chromium's reason and a
 `surface_failed` event says it once more; then the worker exits 1, so the lifecycle restarts it
@@ -36,6 +37,7 @@ from forge.workers.browser.host import (
     Viewport,
 )
 from forge.workers.browser.protocol import (
+    AUDIO_STREAM,
     BROWSER,
     BrowserConfig,
     BrowserMissing,
@@ -45,12 +47,14 @@ from forge.workers.browser.protocol import (
     FileAnswer,
     FilesWritten,
     Input,
+    Listen,
     Nav,
     Navigate,
     NavState,
     Open,
     Page,
     Resize,
+    SoundServer,
     SurfaceFailed,
     TabNumber,
     TabRows,
@@ -81,11 +85,15 @@ class BrowserWorker(Worker):
             profile_dir=Path(config.profile_dir),
             executable=Path(config.executable),
             home_url=config.home_url,
+            audio=config.audio,
         )
         self._streams: dict[int, BulkStream] = {}
+        self._audio = self.stream(AUDIO_STREAM)
         self._failed: str | None = None
         self._surface_failed: SurfaceFailed | None = None
-        self.host = BrowserHost(settings, self._on_event, self._on_frame, self.clock)
+        self.host = BrowserHost(
+            settings, self._on_event, self._on_frame, self.clock, on_audio=self._offer_audio
+        )
         try:
             await self.host.start()
         except BrowserMissing as missing:
@@ -107,6 +115,9 @@ class BrowserWorker(Worker):
         if stream is None:
             stream = self._streams[tab] = self.stream(tab_stream(tab))
         stream.offer(frame)
+
+    def _offer_audio(self, frame: bytes) -> None:
+        self._audio.offer(frame)
 
     def _on_event(self, event: HostEvent) -> None:
         if isinstance(event, SurfaceFailed):
@@ -190,6 +201,17 @@ class BrowserWorker(Worker):
     async def dialog_answer(self, request: DialogAnswer) -> None:
         answer = self.host.answer_dialog(request.tab, accept=request.accept, text=request.text)
         await self._call(answer)
+
+    @handles(Listen)
+    async def listen(self, request: Listen) -> None:
+        try:
+            self.host.listen(request.tab, request.on)
+        except BrowserRequestRefused as refused:
+            raise RequestFailed("refused", str(refused)) from None
+
+    @handles(SoundServer)
+    async def sound_server(self, request: SoundServer) -> None:
+        self.host.sound_server()
 
     @handles(FileAnswer, payloads=True)
     async def file_answer(

@@ -109,6 +109,7 @@ class PtySession:
         self._eof = False
         self._final_drain = False
         self._stopping = False
+        self._released = False
         self._closing = False
         self._leftovers: asyncio.Task[list[int]] | None = None
         """Killing what the shell left in its session, from its exit on."""
@@ -382,6 +383,9 @@ class PtySession:
         return await procs.kill_processes(pids, grace_s=CLOSE_GRACE, clock=self._clock)
 
     def _release(self) -> None:
+        if self._released:  # two closes awaited together: the second finds it done
+            return
+        self._released = True
         self._stopping = True
         self._wake()
         self._reader.join()

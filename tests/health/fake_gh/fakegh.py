@@ -6,6 +6,13 @@ concurrent calls behave like one server. Faults: $FAKEGH_FAULTS, an ordered JSON
 consumed as they fire; `after` applies the mutation and then reports the failure ("landed, then
 failed"). Call log: $FAKEGH_LOG, one JSON line per call {t, argv, stdin, body_b64, fault, rc}.
 Clock: $FAKEGH_NOW (epoch seconds) pins createdAt; otherwise the real time.
+
+`gh api` answers GET reads of the REST endpoints the Lab's replay uses, from the same state:
+`repos/O/R/pulls/N` and `repos/O/R/pulls/N/files` (paged by `per_page` <= 100 and `page`) from
+`repos[O/R].pulls[N]` (`{number, title, body, state, merged, merge_commit_sha, base: {sha, ref},
+head: {sha, ref}, files: [{filename, status, additions, deletions, previous_filename?}]}`), and
+`repos/O/R/issues/N` from `issues[N]` (state lowered as REST does) or, as GitHub does, from a pull
+request of that number with a `pull_request` key. Anything else is GitHub's 404.
 """
 
 from __future__ import annotations
@@ -198,6 +205,8 @@ class Forge:
             return "gh version 2.99.0 (fake)\n"
         if argv[:2] == ["api", "rate_limit"]:
             return json.dumps({"resources": {"core": {"limit": 5000, "remaining": 4999}}}) + "\n"
+        if argv[:1] == ["api"]:
+            return self.api(argv[1:])
         if argv[:2] == ["search", "issues"]:
             positionals, flags = parse(argv[2:])
             query = " ".join(positionals)
@@ -214,6 +223,75 @@ class Forge:
             raise Fail(1, f'unknown command "{verb}" for "gh issue"\n')
         result: str = handler(repo, positionals, flags)
         return result
+
+    def api(self, args: list[str]) -> str:
+        """GET reads of pulls, their files and issues, answered from the state (REST shapes)."""
+        endpoint, method = None, "GET"
+        i = 0
+        while i < len(args):
+            word = args[i]
+            if word in ("-H", "--header"):
+                i += 2
+                continue
+            if word in ("-X", "--method"):
+                method = args[i + 1] if i + 1 < len(args) else ""
+                i += 2
+                continue
+            if word.startswith("-"):
+                raise Fail(1, f"unknown flag: {word}\n\nUsage:  gh api <endpoint> [flags]\n")
+            endpoint = word
+            i += 1
+        if endpoint is None:
+            raise Fail(1, "accepts 1 arg(s), received 0\n")
+        if method != "GET":
+            raise Fail(1, "gh: Not Found (HTTP 404)\n")
+        path, _, query = endpoint.lstrip("/").partition("?")
+        params = dict(part.split("=", 1) for part in query.split("&") if "=" in part)
+        parts = path.split("/")
+        if len(parts) < 5 or parts[0] != "repos" or not parts[4].isdigit():
+            raise Fail(1, "gh: Not Found (HTTP 404)\n")
+        repo = self.state.get("repos", {}).get(f"{parts[1]}/{parts[2]}")
+        if repo is None:
+            raise Fail(1, "gh: Not Found (HTTP 404)\n")
+        number = parts[4]
+        pull = repo.get("pulls", {}).get(number)
+        rest = parts[3:]
+        if rest == ["pulls", number] and pull is not None:
+            return json.dumps({k: v for k, v in pull.items() if k != "files"}) + "\n"
+        if rest == ["pulls", number, "files"] and pull is not None:
+            per_page = min(int(params.get("per_page", "30")), 100)
+            page = int(params.get("page", "1"))
+            files = pull.get("files", [])[(page - 1) * per_page : page * per_page]
+            return json.dumps(files) + "\n"
+        if rest == ["issues", number]:
+            issue = repo.get("issues", {}).get(number)
+            if issue is not None:
+                return (
+                    json.dumps(
+                        {
+                            "number": issue["number"],
+                            "title": issue["title"],
+                            "body": issue["body"],
+                            "state": issue["state"].lower(),
+                            "html_url": self.url(repo, issue["number"]),
+                        }
+                    )
+                    + "\n"
+                )
+            if pull is not None:
+                return (
+                    json.dumps(
+                        {
+                            "number": pull["number"],
+                            "title": pull["title"],
+                            "body": pull["body"],
+                            "state": pull["state"],
+                            "pull_request": {"merged_at": pull.get("merged_at")},
+                        }
+                    )
+                    + "\n"
+                )
+        raise Fail(1, "gh: Not Found (HTTP 404)\n")
 
     def issue_create(
         self, repo: dict[str, Any], pos: list[str], flags: dict[str, list[str]]

@@ -10,7 +10,7 @@ from typing import Any
 
 from PIL import Image
 
-from forge.wire.binary import BROWSER_FRAME_HEADER
+from forge.wire.binary import BROWSER_AUDIO_HEADER, BROWSER_FRAME_HEADER, Kind
 from forge.workers.browser.host import HostEvent
 
 WAIT_S = 30.0
@@ -43,6 +43,23 @@ PAGES: dict[str, str] = {
         style="display:block;width:400px;height:300px;background:#ccc">get</a>""",
     "/popup": """<body style=margin:0><button style="width:400px;height:300px"
         onclick="window.open('/button', '_blank', 'popup')"></button>""",
+    "/tone": """<body style=margin:0><button style="position:absolute;left:0;top:0;width:400px;
+        height:300px;border:0;background:rgb(255,0,0)" onclick="play(this)"></button><script>
+        // #hz=440&gain=0.3&after=0: a sine from a click, silent for `after` s of audio time
+        function play(button) {
+          const q = new URLSearchParams(location.hash.slice(1));
+          const ctx = new AudioContext({sampleRate: 48000});
+          const tone = ctx.createOscillator(), level = ctx.createGain();
+          tone.frequency.value = Number(q.get('hz') || 440);
+          level.gain.setValueAtTime(0, 0);
+          level.gain.setValueAtTime(Number(q.get('gain') || 0.3), Number(q.get('after') || 0));
+          tone.connect(level).connect(ctx.destination);
+          tone.start();
+          document.title = 'audio:' + ctx.state;
+          ctx.onstatechange = () => { document.title = 'audio:' + ctx.state; };
+          button.style.background = button.style.background == 'rgb(0, 0, 255)'
+            ? 'rgb(255, 0, 0)' : 'rgb(0, 0, 255)';
+        }</script>""",
     "/a": "<title>page a</title><a href=/b>b</a>",
     "/b": "<title>page b</title>",
 }
@@ -80,12 +97,31 @@ class Frame:
             return image.size
 
 
+@dataclass(frozen=True)
+class AudioFrame:
+    """A kind-2 frame: 20 ms of a tab's sound, i16 interleaved."""
+
+    profile: int
+    tab: int
+    seq: int
+    rate: int
+    channels: int
+    samples: bytes
+
+    @classmethod
+    def parse(cls, data: bytes) -> AudioFrame:
+        kind, *fields = BROWSER_AUDIO_HEADER.unpack_from(data)
+        assert kind == Kind.BROWSER_AUDIO
+        return cls(*fields, samples=data[BROWSER_AUDIO_HEADER.size :])
+
+
 @dataclass
 class Recorder:
     """Everything a host reported, with a way to await the moment something shows up."""
 
     events: list[HostEvent] = field(default_factory=list)
     frames: list[Frame] = field(default_factory=list)
+    audio: list[AudioFrame] = field(default_factory=list)
     _changed: asyncio.Event = field(default_factory=asyncio.Event)
 
     def event(self, event: HostEvent) -> None:
@@ -93,7 +129,10 @@ class Recorder:
         self._changed.set()
 
     def frame(self, data: bytes) -> None:
-        self.frames.append(Frame.parse(data))
+        if data[0] == Kind.BROWSER_AUDIO:
+            self.audio.append(AudioFrame.parse(data))
+        else:
+            self.frames.append(Frame.parse(data))
         self._changed.set()
 
     async def until(self, found: Callable[[], Any]) -> Any:

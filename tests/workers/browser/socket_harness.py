@@ -71,8 +71,11 @@ class Client(Recorder):
 
 
 @contextlib.asynccontextmanager
-async def serving(root: Path, extra_toml: str = "") -> AsyncIterator[tuple[str, Path]]:
-    """A supervisor serving the browser verbs on a free port; yields its URL and its log."""
+async def serving(
+    root: Path, extra_toml: str = "", *, services: list[browsers.BrowserService] | None = None
+) -> AsyncIterator[tuple[str, Path]]:
+    """A supervisor serving the browser verbs on a free port; yields its URL and its log (and
+    puts its browser service in `services`, for a test that looks inside)."""
     project = root / "proj"
     project.mkdir()
     toml = root / "forge.toml"
@@ -89,7 +92,9 @@ async def serving(root: Path, extra_toml: str = "") -> AsyncIterator[tuple[str, 
         loaded = load_config(toml, overrides={"server.port": port})
         supervisor = Supervisor(loaded)
         async with WorkerManager(runtime_dir=root / "run") as manager:
-            browsers.install(supervisor, manager)
+            service = browsers.install(supervisor, manager)
+            if services is not None:
+                services.append(service)
             server = SocketServer(supervisor)
             await server.start()
             yield f"ws://127.0.0.1:{port}/socket", log

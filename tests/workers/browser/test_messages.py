@@ -25,7 +25,8 @@ ROW_JSON = (
 )
 STATE: dict[str, Any] = {"profile": "a/b", "id": 3, "up": True, "closing_at_ms": 5, "rows": [ROW]}
 STATE_JSON = (
-    f'"profile":"a/b","id":3,"up":true,"connected":false,"closing_at_ms":5,"rows":[{ROW_JSON}]'
+    '"profile":"a/b","id":3,"up":true,"connected":false,"closing_at_ms":5,"audio_off":null,'
+    f'"rows":[{ROW_JSON}]'
 )
 
 CASES: list[tuple[msgspec.Struct | dict[str, object], str]] = [

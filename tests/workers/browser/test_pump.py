@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+from collections.abc import Callable
 
 from PIL import Image
 
@@ -24,6 +25,15 @@ async def settle(clock: ManualClock, sleepers: int) -> None:
     """Let the pump's tasks run until `sleepers` of them are parked on the clock."""
     while clock.sleepers < sleepers:  # noqa: ASYNC110 - ManualClock's way to see "parked"
         await asyncio.sleep(0)
+
+
+async def turns(done: Callable[[], bool]) -> None:
+    """Let the pump's tasks run until `done()` (a bounded number of loop turns)."""
+    for _ in range(1000):
+        if done():
+            return
+        await asyncio.sleep(0)
+    raise AssertionError("still not done after 1000 turns of the loop")
 
 
 async def test_paints_become_webp_and_jpeg_frames_then_a_key_frame_after_quiet() -> None:
@@ -132,4 +142,58 @@ async def test_chromium_sending_the_same_picture_again_is_not_movement() -> None
     await settle(clock, 2)
     clock.advance(0.3)
     await recorder.until(lambda: len(captures) == 2)
+    await pump.stop()
+
+
+async def test_a_capture_never_answered_lets_the_held_paint_through_and_is_tried_again() -> None:
+    """Chromium never answers a capture sent while a navigation commits: once the navigation is
+    reported the paint held behind the asked key frame is sent, motion flows, and the key frame
+    comes after the page settles. A capture unanswered for no known reason is given up on at
+    its bound, letting the next paints through."""
+    clock = ManualClock()
+    recorder = Recorder()
+    captures: list[int] = []
+    never: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
+    lost_again: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
+
+    async def capture() -> bytes:
+        captures.append(1)
+        if len(captures) == 1:
+            return await never
+        if len(captures) == 2:
+            return await lost_again
+        return picture((0, 0, 255), "WEBP")
+
+    pump = FramePump(
+        profile_id=1, tab=1, clock=clock, sink=recorder.frame, capture_key=capture,
+        settings=PumpSettings(max_motion_fps=10, quiet_s=0.3, capture_s=5.0),
+    )  # fmt: skip
+    pump.wants_jpeg, pump.wants_webp = True, False  # motion as it comes, no encoder between
+    pump.start()
+    pump.ask_key_frame()
+    await settle(clock, 1)  # the capture runs, bounded by the clock
+    red = picture((255, 0, 0), "JPEG")
+    pump.paint(red, (64, 48))
+    assert (captures, recorder.frames) == ([1], [])  # held behind the asked key frame
+
+    pump.navigated()
+    await turns(never.cancelled)  # given up on; the retry waits for the page to settle
+    assert [(f.image_format, f.image) for f in recorder.frames] == [(FORMAT_JPEG, red)]
+    pump.paint(picture((0, 255, 0), "JPEG"), (64, 48))
+    assert recorder.frames[-1].image_format == FORMAT_JPEG  # motion flows
+
+    clock.advance(0.3)
+    await settle(clock, 1)  # the second capture, bounded
+    pump.ask_key_frame()
+    pump.paint(picture((0, 0, 250), "JPEG"), (64, 48))
+    clock.advance(5.0)  # never answered either, and no navigation says so: the bound does
+    await turns(lost_again.cancelled)
+    assert recorder.frames[-1].pixel(5, 5)[1] > 200  # the held paint is not sent after a bound
+    pump.paint(picture((250, 250, 0), "JPEG"), (64, 48))
+    assert recorder.frames[-1].pixel(5, 5)[0] > 200  # the next one is
+    await settle(clock, 1)
+    clock.advance(0.3)
+    key = await recorder.until(lambda: next((f for f in recorder.frames if f.key), None))
+    assert key.pixel(5, 5)[2] > 200
+    assert captures == [1, 1, 1]
     await pump.stop()

@@ -237,6 +237,45 @@ async def test_a_killed_host_is_reported_and_other_terminals_live_on(served: Ser
     await bystander.close()
 
 
+async def test_two_viewers_reopening_together_after_a_crash_share_one_shell(
+    served: Served,
+) -> None:
+    """Found by bench/chaos.py: two id-less views of a seat whose host had died raced; the second
+    closed the shell the first was still starting (its summary not yet in), the first's viewers
+    were told `closed` and reopened, and the two went on closing each other's shells for good
+    (with a KeyError from the manager and EBADF in the host on the way)."""
+    first, terminal = await attach(served)
+    second = await Client.open(served.url)
+    await second.send({"kind": "terminal_view", "seat": SEAT, "id": terminal, "reply_to": 1})
+    assert (await second.next_of_kind("reply"))["body"]["ok"] is True
+    host = served.service._terminals[terminal].handle.pid
+    assert host is not None
+    os.kill(host, signal.SIGKILL)
+    await first.next_of_kind("error")
+    await second.next_of_kind("error")
+    await asyncio.gather(
+        first.send({"kind": "terminal_view", "seat": SEAT, "reply_to": 2}),
+        second.send({"kind": "terminal_view", "seat": SEAT, "reply_to": 2}),
+    )
+    replies = [(await c.next_of_kind("reply", after=1))["body"] for c in (first, second)]
+    assert replies[0]["ok"], replies
+    assert replies[1]["ok"], replies
+    assert replies[0]["id"] == replies[1]["id"] != terminal
+    await first.wait_screen("$ ")
+    await quiet_closes(first, second)
+    await first.close()
+    await second.close()
+
+
+async def quiet_closes(*clients: Client) -> None:
+    """No client was told its terminal closed: a ping's pong follows with no error before it."""
+    for client in clients:
+        errors = len(client.of_kind("error"))
+        await client.send({"kind": "ping"})
+        await client.next_of_kind("pong")
+        assert len(client.of_kind("error")) == errors == 1, client.of_kind("error")
+
+
 async def small_window_client(served: Served) -> Client:
     """A client whose kernel receive buffer is small, so a stall backs up into the server."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)

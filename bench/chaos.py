@@ -1,0 +1,1368 @@
+"""Chaos and soak: a real `forge supervise` under mixed load for N minutes, faults injected on a
+seeded schedule, invariants checked while it runs.
+
+    .venv/bin/python -P bench/chaos.py [--minutes 60] [--seed S] [--out chaos-out]
+
+Load, all at once: four terminals (a numbered flood, a shell typed into at human pace, a build
+log, a full-screen program on the alternate screen), each with its controller and 0-2 watchers,
+one of them a phone that stops reading for 30-120 s and wakes; two browser profiles on an
+animated page with 1-4 viewers, taps and navigations; the process walker on the held terminal
+seats; a Lab cohort (`forge evaluate --parallel 2`) run again and again; gh calls through the
+shim against the stateful fake, with outages switched on and off.
+
+Faults (seeded): kill -9 of a terminal, browser or walker worker; SIGSTOP then SIGCONT of one
+(short: a pause; long: a hang the watchdog must end); a client whose TCP ends in a reset; a
+half-open client (never reads, never pongs); a client sending hostile frames built from
+`forge.wire.client`'s own message definitions (wrong kinds and types, missing fields,
+truncated binary, one frame over the 16 MiB bound); a broken forge.toml then a good one; SIGHUP.
+
+Invariants (`bench/chaos_checks.py`, pure): terminal frames contiguous between fresh views and
+the shells' own numbered lines unbroken; browser frame seq never backwards; every request
+answered within its bound; every killed worker recovered or reported; the other workers
+untouched; ping p99 under 50 ms or under 2x a bare websockets echo server's; the supervisor's
+RSS and fd slopes after warm-up; no process left after stop; the Lab's verdicts equal a first
+run's; no accepted gh write lost or duplicated. Each violation prints with its time and the
+seed, with the tail of the event log, and the exit status is 1.
+"""
+
+from __future__ import annotations
+
+import sys
+
+# bench/ holds a socket.py: keep this folder off sys.path so `import socket` is the stdlib's.
+if sys.path[0] == __file__.rpartition("/")[0]:
+    sys.path.pop(0)
+
+import argparse
+import asyncio
+import contextlib
+import importlib.util
+import json
+import os
+import platform
+import random
+import signal
+import socket
+import struct
+import tempfile
+import threading
+import time
+import uuid
+from collections import deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import psutil
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.asyncio.server import ServerConnection, serve
+from websockets.exceptions import ConnectionClosed
+
+from forge.client.auth import subprotocols
+from forge.files import write_atomic
+from forge.wire import client as wire_client
+from forge.wire.binary import BROWSER_FRAME_HEADER, TERMINAL_OUTPUT_HEADER, terminal_input
+
+ROOT = Path(__file__).resolve().parent.parent
+SESSION_ENDS = (TimeoutError, ConnectionError, ConnectionClosed, RuntimeError, OSError)
+"""What ends a client's session (a bound broken, a connection dropped, a refusal): start over."""
+
+
+def _load(name: str, path: Path) -> Any:
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+checks = _load("chaos_checks", ROOT / "bench" / "chaos_checks.py")
+
+ASK_BOUND_S = 30.0
+"""A request with `reply_to` (or a ping) unanswered after this is a violation."""
+OPEN_BOUND_S = 90.0
+"""browser_open starts a Chromium: on 2 busy cores that can take a while."""
+RECOVERY_BOUND_S = 90.0
+"""A killed worker's row must say recovered or reported within this (backoff is at most 30 s)."""
+HALF_OPEN_BOUND_S = 15 + 60 + 20
+"""ping_interval_s + ping_timeout_s (the defaults) and slack: a silent peer must be dropped."""
+PAGE = """<!doctype html><body style="margin:0"><canvas id=c width=640 height=360></canvas><script>
+const x = document.getElementById('c').getContext('2d'); let h = 0, m = '#f00';
+addEventListener('pointerdown', () => { m = m === '#f00' ? '#00f' : '#f00'; });
+(function f() { h = (h + 3) % 360; x.fillStyle = `hsl(${h},70%,50%)`; x.fillRect(0, 0, 640, 360);
+for (let i = 0; i < 60; i++) { x.fillStyle = `hsl(${(h + i * 7) % 360},80%,60%)`;
+x.fillRect((i * 37 + h * 5) % 640, (i * 53) % 360, 30, 30); }
+x.fillStyle = m; x.fillRect(0, 0, 80, 80);
+x.fillStyle = '#000'; x.fillText(location.pathname, 100, 20);
+requestAnimationFrame(f); })();
+</script>"""
+
+# The terminal workloads, typed into bash. Markers <Xn> count up by one, so every viewer can
+# check the shell's own bytes; the command as echoed holds `<F"`, never `<F<digit>`.
+FLOOD = (
+    'awk \'BEGIN{for(i=1;;i++){printf "<F" i "> %s\\n", "................................'
+    '.............................."; if(i%RATE==0){fflush(); system("sleep 0.1")}}}\'\r'
+)
+BUILD = (
+    'i=0; while :; do i=$((i+1)); echo "<B""$i> cc -O2 -c src/module_$i.c -o build/module_$i.o";'
+    " sleep 0.05; done\r"
+)
+SCREEN = (
+    "while :; do printf '\\033[?1049h\\033[H\\033[2J'; for r in 1 2 3 4 5 6 7 8 9 10; do "
+    "printf \"row %s %s\\n\" $r $(date +%N); done; sleep 0.3; printf '\\033[?1049l'; "
+    "sleep 0.2; done\r"
+)
+
+
+@dataclass
+class Run:
+    """Everything the run records: violations, faults, figures, and the event log."""
+
+    seed: int
+    started: float = field(default_factory=time.monotonic)
+    events: deque[str] = field(default_factory=lambda: deque(maxlen=400))
+    violations: list[tuple[float, str, str]] = field(default_factory=list)
+    faults: dict[str, int] = field(default_factory=dict)
+    figures: dict[str, Any] = field(default_factory=dict)
+    counters: dict[str, int] = field(default_factory=dict)
+    stopping: bool = False
+    log_file: Any = None
+
+    def now(self) -> float:
+        return time.monotonic() - self.started
+
+    def event(self, text: str) -> None:
+        line = f"{self.now():8.1f}s {text}"
+        self.events.append(line)
+        if self.log_file is not None:
+            self.log_file.write(line + "\n")
+            self.log_file.flush()
+
+    def violate(self, rule: str, detail: str) -> None:
+        self.violations.append((self.now(), rule, detail))
+        self.event(f"VIOLATION {rule}: {detail}")
+        if sum(1 for _, r, _ in self.violations if r == rule) > 20:
+            return  # counted and logged; the terminal is not flooded with one rule's repeats
+        print(
+            f"VIOLATION at {self.now():.1f}s (seed {self.seed}) {rule}: {detail}",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    def count(self, name: str, by: int = 1) -> None:
+        self.counters[name] = self.counters.get(name, 0) + by
+
+    def fault(self, kind: str, detail: str) -> None:
+        self.faults[kind] = self.faults.get(kind, 0) + 1
+        self.event(f"FAULT {kind}: {detail}")
+
+
+# --- clients ------------------------------------------------------------------------------
+
+
+class Conn:
+    """One socket client: a reader that may be paused (a phone asleep), asks with bounds."""
+
+    def __init__(self, run: Run, url: str, name: str, on_frame: Callable[[Any], None]) -> None:
+        self.run, self.url, self.name, self.on_frame = run, url, name, on_frame
+        self.ws: ClientConnection | None = None
+        self.awake = asyncio.Event()
+        self.awake.set()
+        self.replies: dict[int, asyncio.Future[Any]] = {}
+        self.next_key = 0
+        self.reader: asyncio.Task[None] | None = None
+        self.closed = asyncio.Event()
+
+    async def open(self, query: str = "") -> None:
+        self.closed.clear()
+        self.ws = await connect(
+            self.url + query, max_size=None, ping_interval=None, max_queue=16,
+            subprotocols=subprotocols(), open_timeout=60,
+        )  # fmt: skip
+        self.reader = asyncio.create_task(self._read(self.ws))
+
+    async def _read(self, ws: ClientConnection) -> None:
+        try:
+            while True:
+                await self.awake.wait()
+                message = await ws.recv()
+                if isinstance(message, str):
+                    decoded = json.loads(message)
+                    if decoded.get("kind") == "reply":
+                        future = self.replies.pop(decoded.get("reply_to"), None)
+                        if future is not None and not future.done():
+                            future.set_result(decoded.get("body"))
+                            continue
+                    self.on_frame(decoded)
+                else:
+                    self.on_frame(message)
+        except ConnectionClosed:
+            pass
+        finally:
+            self.closed.set()
+            for future in self.replies.values():
+                if not future.done():
+                    future.set_exception(ConnectionError("closed"))
+            self.replies.clear()
+
+    async def send(self, message: dict[str, Any] | bytes) -> None:
+        assert self.ws is not None
+        await self.ws.send(message if isinstance(message, bytes) else json.dumps(message))
+
+    async def ask(self, message: dict[str, Any], bound: float = ASK_BOUND_S) -> Any:
+        """Send with a fresh `reply_to`; an answer later than `bound` is a violation."""
+        self.next_key += 1
+        key = self.next_key
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self.replies[key] = future
+        await self.send({**message, "reply_to": key})
+        try:
+            async with asyncio.timeout(bound):
+                return await future
+        except TimeoutError:
+            self.run.violate("request_bound", f"{self.name}: {message['kind']} unanswered {bound}s")
+            raise
+
+    async def close(self) -> None:
+        if self.ws is not None:
+            with contextlib.suppress(Exception):
+                async with asyncio.timeout(5):
+                    await self.ws.close()
+        if self.reader is not None:
+            self.reader.cancel()
+            with contextlib.suppress(BaseException):
+                await self.reader
+
+
+# --- terminals ----------------------------------------------------------------------------
+
+
+@dataclass
+class TerminalPlan:
+    name: str
+    seat: dict[str, str]
+    workload: str
+    watchers: int
+    phone: bool
+
+
+class TerminalViewer:
+    """One viewer of a seat's terminal: checks every chunk; re-views when told the host died."""
+
+    def __init__(self, run: Run, url: str, plan: TerminalPlan, role: str, rng: random.Random):
+        self.run, self.url, self.plan, self.role, self.rng = run, url, plan, role, rng
+        self.name = f"{plan.name}/{role}"
+        self.conn = Conn(run, url, self.name, self.on_frame)
+        self.seq = checks.TerminalSeq()
+        self.lines = checks.NumberedLines()
+        self.terminal: int | None = None
+        self.reviews = asyncio.Queue[str]()
+        self.output = bytearray()
+        self.told = 0
+
+    def on_frame(self, frame: Any) -> None:
+        if isinstance(frame, dict):
+            kind = frame.get("kind")
+            if kind == "terminal_view" and frame.get("seat") == self.plan.seat:
+                self.terminal = frame["id"]
+                self.seq.view(frame["seq"])
+                self.lines.reset()
+                self.output += frame["screen"].encode()
+                self.run.count("terminal_views")
+            elif kind == "error":
+                what = frame.get("what")
+                if what in ("terminal_view", "terminal_close"):
+                    self.told += 1
+                    self.run.count("terminal_host_stopped_told")
+                    self.run.event(f"{self.name}: told {frame.get('why')}")
+                    self.reviews.put_nowait("told")
+                elif what not in ("terminal_control", "terminal_resize"):
+                    self.run.event(f"{self.name}: error {frame}")
+            return
+        if not frame or frame[0] != 4:
+            return
+        _, terminal, seq = TERMINAL_OUTPUT_HEADER.unpack_from(frame)
+        if terminal != self.terminal:
+            return
+        data = bytes(frame[TERMINAL_OUTPUT_HEADER.size :])
+        self.run.count("terminal_bytes", len(data))
+        problem = self.seq.chunk(seq)
+        if problem:
+            self.run.violate("terminal_seq", f"{self.name} terminal {terminal}: {problem}")
+        for problem in self.lines.feed(data):
+            self.run.violate("terminal_bytes", f"{self.name} terminal {terminal}: {problem}")
+        self.output += data
+        if len(self.output) > 1 << 16:
+            del self.output[: -(1 << 15)]
+
+    async def view(self) -> int:
+        body = await self.conn.ask({"kind": "terminal_view", "seat": self.plan.seat})
+        if not body.get("ok"):
+            raise RuntimeError(f"{self.name}: view refused: {body.get('why')}")
+        return int(body["id"])
+
+    async def connect(self) -> int:
+        await self.conn.open()
+        return await self.view()
+
+
+class TerminalActor:
+    """A seat's terminal: the controller starts the workload, watchers and a phone look on."""
+
+    def __init__(self, run: Run, url: str, plan: TerminalPlan, rng: random.Random) -> None:
+        self.run, self.url, self.plan, self.rng = run, url, plan, rng
+        self.controller = TerminalViewer(run, url, plan, "controller", rng)
+        self.watchers = [
+            TerminalViewer(run, url, plan, "phone" if plan.phone and i == 0 else f"watcher{i}", rng)
+            for i in range(plan.watchers)
+        ]
+
+    async def run_forever(self) -> None:
+        tasks = []
+        for viewer in [self.controller, *self.watchers]:
+            try:
+                await self.attach(viewer)
+            except SESSION_ENDS as error:
+                self.run.event(f"{viewer.name}: first view failed: {error!r}")
+                viewer.conn.closed.set()
+            loop = (
+                self.keep_controller() if viewer is self.controller else self.keep_watcher(viewer)
+            )
+            tasks.append(asyncio.create_task(loop))
+        if self.plan.workload == "shell":
+            tasks.append(asyncio.create_task(self.type_like_a_person()))
+        try:
+            await asyncio.gather(*tasks)
+        finally:
+            for task in tasks:
+                task.cancel()
+
+    async def start_controller(self, terminal: int) -> None:
+        await self.controller.conn.send(
+            {"kind": "terminal_control", "seat": self.plan.seat, "id": terminal, "take": True}
+        )
+        workload = {"flood": FLOOD, "build": BUILD, "screen": SCREEN}.get(self.plan.workload)
+        if workload:
+            await asyncio.sleep(0.5)
+            await self.controller.conn.send(
+                terminal_input(terminal=terminal, data=workload.encode())
+            )
+        self.run.event(f"{self.plan.name}: controller on terminal {terminal}")
+
+    async def keep_controller(self) -> None:
+        await self.resilient(self.controller, self._keep_controller)
+
+    async def resilient(
+        self, viewer: TerminalViewer, loop: Callable[[TerminalViewer], Awaitable[None]]
+    ) -> None:
+        """Run a viewer's loop; a request that broke its bound (already a violation) or a
+        connection that failed is started over on a fresh connection."""
+        while not self.run.stopping:
+            try:
+                await loop(viewer)
+                return
+            except SESSION_ENDS as error:
+                self.run.event(f"{viewer.name}: starting over after {error!r}")
+                await viewer.conn.close()
+                viewer.conn.awake.set()
+                await asyncio.sleep(2)
+                with contextlib.suppress(*SESSION_ENDS):
+                    await self.attach(viewer)
+
+    async def attach(self, viewer: TerminalViewer) -> None:
+        """Connect and view; the controller takes control and types its workload."""
+        terminal = await viewer.connect()
+        if viewer is self.controller:
+            await self.start_controller(terminal)
+
+    async def _keep_controller(self, viewer: TerminalViewer) -> None:
+        while not self.run.stopping:
+            closed = asyncio.create_task(viewer.conn.closed.wait())
+            told = asyncio.create_task(viewer.reviews.get())
+            await asyncio.wait({closed, told}, return_when=asyncio.FIRST_COMPLETED)
+            closed.cancel()
+            told.cancel()
+            if self.run.stopping:
+                return
+            await asyncio.sleep(1)
+            if viewer.conn.closed.is_set():
+                self.run.event(f"{viewer.name}: connection closed, reconnecting")
+                await viewer.conn.close()
+                await self.start_controller(await viewer.connect())
+            else:
+                await self.start_controller(await viewer.view())
+
+    async def keep_watcher(self, viewer: TerminalViewer) -> None:
+        await self.resilient(viewer, self._keep_watcher)
+
+    async def _keep_watcher(self, viewer: TerminalViewer) -> None:
+        phone = viewer.role == "phone"
+        while not self.run.stopping:
+            waits = {
+                asyncio.create_task(viewer.conn.closed.wait()),
+                asyncio.create_task(viewer.reviews.get()),
+            }
+            if phone:
+                waits.add(asyncio.create_task(asyncio.sleep(self.rng.uniform(30, 150))))
+            done, pending = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+            for task in pending:
+                task.cancel()
+            if self.run.stopping:
+                return
+            if (
+                phone
+                and not viewer.conn.closed.is_set()
+                and viewer.reviews.empty()
+                and all(isinstance(t.result(), type(None)) for t in done)
+            ):
+                nap = self.rng.uniform(30, 120)
+                self.run.count("phone_sleeps")
+                self.run.event(f"{viewer.name}: sleeps {nap:.0f}s")
+                viewer.conn.awake.clear()
+                await asyncio.sleep(nap)
+                viewer.conn.awake.set()
+                self.run.event(f"{viewer.name}: wakes")
+                continue
+            await asyncio.sleep(1.5)
+            if viewer.conn.closed.is_set():
+                self.run.count("viewer_reconnects")
+                self.run.event(f"{viewer.name}: connection closed, reconnecting")
+                await viewer.conn.close()
+                viewer.conn.awake.set()
+                await viewer.connect()
+            else:
+                await viewer.view()
+
+    async def type_like_a_person(self) -> None:
+        """`echo <S$((n))>`-style lines a key at a time; the answer must show within the bound."""
+        n = 0
+        viewer = self.controller
+        while not self.run.stopping:
+            await asyncio.sleep(self.rng.uniform(1, 6))
+            terminal = viewer.terminal
+            if terminal is None or viewer.conn.closed.is_set():
+                continue
+            n += 1
+            line = f"echo '<'S$(({n}))'>' typed\r"
+            started = time.monotonic()
+            try:
+                for char in line:
+                    await asyncio.sleep(self.rng.uniform(0.03, 0.15))
+                    await viewer.conn.send(terminal_input(terminal=terminal, data=char.encode()))
+            except ConnectionClosed:
+                continue
+            started = time.monotonic()  # the answer's wait, from the Enter key
+            wanted = f"<S{n}> typed".encode()
+            while wanted not in viewer.output:
+                if viewer.terminal != terminal or viewer.conn.closed.is_set():
+                    break
+                if time.monotonic() - started > ASK_BOUND_S:
+                    self.run.violate("typed_echo", f"{viewer.name}: `{line.strip()}` not answered")
+                    break
+                await asyncio.sleep(0.05)
+            else:
+                self.run.count("typed_lines")
+                self.run.figures.setdefault("typed_ms", []).append(
+                    (time.monotonic() - started) * 1000
+                )
+
+
+# --- browsers -----------------------------------------------------------------------------
+
+
+class BrowserViewer:
+    def __init__(self, run: Run, url: str, name: str, jpeg: bool) -> None:
+        self.run, self.name, self.jpeg = run, name, jpeg
+        self.conn = Conn(run, url, name, self.on_frame)
+        self.order = checks.FrameOrder()
+        self.last_frame = time.monotonic()
+        self.errors = asyncio.Queue[dict[str, Any]]()
+
+    def on_frame(self, frame: Any) -> None:
+        if isinstance(frame, dict):
+            if frame.get("kind") == "error":
+                self.errors.put_nowait(frame)
+            return
+        if not frame or frame[0] != 1 or len(frame) < BROWSER_FRAME_HEADER.size:
+            return
+        _, profile, tab, seq, *_ = BROWSER_FRAME_HEADER.unpack_from(frame)
+        self.last_frame = time.monotonic()
+        self.run.count("browser_frames")
+        problem = self.order.frame(profile, tab, seq)
+        if problem:
+            self.run.violate("browser_seq", f"{self.name}: {problem}")
+
+    async def open(self) -> None:
+        await self.conn.open("?formats=webp,jpeg" if self.jpeg else "")
+
+
+class BrowserActor:
+    """One profile: the lead opens an animated tab, 1-4 viewers watch, the lead taps and
+    navigates; after a host crash the lead opens a fresh tab and everyone views it."""
+
+    def __init__(self, run: Run, url: str, name: str, seat: dict[str, str], page: str,
+                 rng: random.Random) -> None:  # fmt: skip
+        self.run, self.url, self.name, self.seat, self.page, self.rng = (
+            run,
+            url,
+            name,
+            seat,
+            page,
+            rng,
+        )
+        count = rng.randint(1, 4)
+        self.viewers = [
+            BrowserViewer(run, url, f"{name}/viewer{i}", jpeg=rng.random() < 0.5)
+            for i in range(count)
+        ]
+        self.input_seq = 0
+
+    async def run_forever(self) -> None:
+        for viewer in self.viewers:
+            await viewer.open()
+        while not self.run.stopping:
+            try:
+                await self.session()
+            except SESSION_ENDS as error:
+                self.run.event(f"{self.name}: session ended: {error!r}")
+            if self.run.stopping:
+                return
+            self.run.count("browser_reopens")
+            await asyncio.sleep(3)
+            for viewer in self.viewers:
+                if viewer.conn.closed.is_set():
+                    await viewer.conn.close()
+                    await viewer.open()
+
+    async def session(self) -> None:
+        lead = self.viewers[0]
+        for viewer in self.viewers:  # refusals of the last session's taps are not this one's
+            while not viewer.errors.empty():
+                viewer.errors.get_nowait()
+        body = await lead.conn.ask(
+            {"kind": "browser_open", "seat": self.seat, "url": self.page + "a"}, OPEN_BOUND_S
+        )
+        if "tab" not in body:
+            raise RuntimeError(f"browser_open refused: {body}")
+        tab = body["tab"]
+        for viewer in self.viewers:
+            viewer.order.reset()
+            reply = await viewer.conn.ask(
+                {"kind": "browser_view", "seat": self.seat, "tab": tab}, OPEN_BOUND_S
+            )
+            if isinstance(reply, dict) and reply.get("ok") is False:
+                raise RuntimeError(f"browser_view refused: {reply}")
+        await lead.conn.send({"kind": "browser_control", "take": True})
+        self.run.event(f"{self.name}: tab {tab} open, {len(self.viewers)} viewers")
+        page = "a"
+        while not self.run.stopping:
+            errors = [v.errors.get_nowait() for v in self.viewers if not v.errors.empty()]
+            if errors:
+                await asyncio.sleep(1)  # let the rest of what the crash said arrive
+                raise RuntimeError(f"told: {errors[0]}")
+            if any(v.conn.closed.is_set() for v in self.viewers):
+                raise ConnectionError("a viewer's connection closed")
+            await asyncio.sleep(self.rng.uniform(1, 4))
+            if self.rng.random() < 0.15:
+                page = "b" if page == "a" else "a"
+                await lead.conn.send({"kind": "browser_navigate", "url": self.page + page})
+                self.run.count("browser_navigations")
+            else:
+                for down in (True, False):
+                    self.input_seq += 1
+                    press = {"press": {"x": 40, "y": 40, "button": "left", "down": down}}
+                    await lead.conn.send(
+                        {"kind": "browser_input", "seq": self.input_seq, "event": press}
+                    )
+                self.run.count("browser_taps")
+
+
+class _Page(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        body = PAGE.encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+# --- monitor: home rows, held seats (the walker), pings -----------------------------------
+
+
+class Monitor:
+    """Holds `home` and the terminal seats' sessions: worker rows as they change, process
+    walks, settings pushes."""
+
+    def __init__(self, run: Run, url: str, seats: list[dict[str, str]]) -> None:
+        self.run, self.seats = run, seats
+        self.conn = Conn(run, url, "monitor", self.on_frame)
+        self.rows: dict[str, dict[str, Any]] = {}
+        self.settings_pushes = 0
+        self.walked: dict[str, int] = {}
+
+    def on_frame(self, frame: Any) -> None:
+        if not isinstance(frame, dict):
+            return
+        kind = frame.get("kind")
+        if kind == "settings":
+            self.settings_pushes += 1
+        elif kind == "snapshot" and frame.get("subject") == "home":
+            self.set_rows(frame["data"].get("workers") or [])
+        elif kind == "snapshot":
+            self.walk(frame["subject"], frame["data"].get("processes"))
+        elif kind == "update":
+            update = frame.get("update")
+            if isinstance(update, dict) and "workers_changed" in update:
+                self.set_rows(update["workers_changed"]["workers"])
+            elif isinstance(update, dict) and "processes_changed" in update:
+                body = update["processes_changed"]
+                self.walk({"session": body.get("key")}, body.get("processes"))
+
+    def set_rows(self, rows: list[dict[str, Any]]) -> None:
+        self.rows = {row["name"]: row for row in rows}
+
+    def walk(self, subject: Any, processes: Any) -> None:
+        if processes:
+            key = json.dumps(subject, sort_keys=True)
+            self.walked[key] = self.walked.get(key, 0) + 1
+            self.run.count("process_walks")
+
+    async def start(self) -> None:
+        await self.conn.open()
+        await self.conn.send({"kind": "subscribe", "what": "home"})
+
+    async def hold_seats(self) -> None:
+        """Hold every terminal seat's session (the walker walks held seats), taking a fresh
+        snapshot each half minute; a seat not started yet is refused and asked again."""
+        while not self.run.stopping:
+            for seat in self.seats:
+                await self.conn.send({"kind": "unsubscribe", "what": {"session": seat}})
+                await self.conn.send({"kind": "subscribe", "what": {"session": seat}})
+            await asyncio.sleep(30)
+
+    def unwalked(self) -> list[str]:
+        return [
+            f"{seat['project']}/{seat['label']}"
+            for seat in self.seats
+            if not self.walked.get(json.dumps({"session": seat}, sort_keys=True))
+        ]
+
+    def row_by_pid(self, pid: int) -> dict[str, Any] | None:
+        return next((r for r in self.rows.values() if r.get("pid") == pid), None)
+
+
+async def pinger(run: Run, url: str, name: str, samples: list[float]) -> None:
+    """One ping every 0.5 s; the round trip is the latency, over the bound a violation."""
+    ws = await connect(url, ping_interval=None, subprotocols=subprotocols(), open_timeout=60)
+    try:
+        while not run.stopping:
+            started = time.perf_counter()
+            await ws.send('{"kind":"ping"}')
+            try:
+                async with asyncio.timeout(ASK_BOUND_S):
+                    while True:
+                        answer = await ws.recv()
+                        if isinstance(answer, str) and json.loads(answer).get("kind") == "pong":
+                            break
+            except TimeoutError:
+                run.violate("ping_bound", f"{name}: no pong in {ASK_BOUND_S}s")
+                continue
+            samples.append((time.perf_counter() - started) * 1000)
+            await asyncio.sleep(0.5)
+    finally:
+        await ws.close()
+
+
+async def echo_server(port: int) -> None:
+    """The floor: a bare websockets server answering `ping` with `pong`."""
+
+    async def handle(ws: ServerConnection) -> None:
+        with contextlib.suppress(ConnectionClosed):
+            async for _ in ws:
+                await ws.send('{"kind":"pong"}')
+
+    async with serve(handle, "127.0.0.1", port, compression=None):
+        await asyncio.Future()
+
+
+# --- faults -------------------------------------------------------------------------------
+
+
+def worker_processes(supervisor: psutil.Process) -> list[tuple[int, str]]:
+    """(pid, kind) of the supervisor's worker children."""
+    found = []
+    for child in supervisor.children():
+        with contextlib.suppress(psutil.Error):
+            line = " ".join(child.cmdline())
+            for kind in ("terminal", "browser", "walker"):
+                if f"forge.workers.{kind}" in line:
+                    found.append((child.pid, kind))
+    return found
+
+
+def hostile_messages(rng: random.Random) -> list[str]:
+    """Client messages built from forge.wire.client's own structs, each made wrong one way:
+    a required field dropped or given a value of the wrong type, an unknown kind, not an
+    object, not JSON. Every one must be answered with an error and the connection kept."""
+    kinds = []
+    stack = list(wire_client.ClientMessage.__subclasses__())
+    while stack:
+        cls = stack.pop()
+        stack.extend(cls.__subclasses__())
+        required = [f for f in msgspec.structs.fields(cls) if f.required and f.type is not Any]
+        if required:
+            kinds.append((cls.__struct_config__.tag, required))
+    out = []
+    for _ in range(60):
+        roll = rng.random()
+        if roll < 0.08:
+            out.append(json.dumps({"kind": f"no_such_{rng.randint(0, 999)}"}))
+            continue
+        if roll < 0.12:
+            out.append(rng.choice(["[1, 2]", '"text"', "42", "null", '{"kind": 7}']))
+            continue
+        if roll < 0.16:
+            out.append('{"kind": "subscribe", "what": ' + "[" * rng.randint(1, 40))
+            continue
+        tag, required = rng.choice(kinds)
+        message: dict[str, Any] = {"kind": tag}
+        for f in required:
+            message[f.name] = _valid_value(f.type)
+        victim = rng.choice([f for f in required if f.type is not Any])
+        if rng.random() < 0.5:
+            del message[victim.name]
+        else:
+            message[victim.name] = [[None]] if "list" not in repr(victim.type) else {"x": 1}
+        out.append(json.dumps(message))
+    return out
+
+
+def _valid_value(kind: Any) -> Any:
+    text = repr(kind)
+    if "Seat" in text:
+        return {"org": "chaos", "project": "nowhere", "label": "x"}
+    if "bool" in text:
+        return False
+    if "int" in text or "float" in text:
+        return 1
+    if "dict" in text:
+        return {}
+    if "list" in text:
+        return []
+    return "x"
+
+
+class Faults:
+    def __init__(self, run: Run, rng: random.Random, supervisor: psutil.Process, port: int,
+                 url: str, monitor: Monitor, config: Path, log: Path, good_config: str,
+                 seat: dict[str, str]) -> None:  # fmt: skip
+        self.run, self.rng, self.supervisor, self.port, self.url = run, rng, supervisor, port, url
+        self.monitor, self.config, self.log, self.good_config, self.seat = (
+            monitor,
+            config,
+            log,
+            good_config,
+            seat,
+        )
+        self.checks: list[asyncio.Task[None]] = []
+        self.origins_toggle = False
+
+    async def run_forever(self, every: tuple[float, float]) -> None:
+        kinds: list[tuple[str, Callable[[], Awaitable[None]]]] = [
+            ("kill9", self.kill9), ("kill9", self.kill9), ("hang", self.hang),
+            ("pause", self.pause), ("reset", self.reset), ("half_open", self.half_open),
+            ("hostile", self.hostile), ("config", self.config_edit), ("sighup", self.sighup),
+        ]  # fmt: skip
+        await asyncio.sleep(every[1])
+        while not self.run.stopping:
+            name, fault = self.rng.choice(kinds)
+            try:
+                await fault()
+            except Exception as error:
+                self.run.event(f"fault {name} could not run: {error!r}")
+            await asyncio.sleep(self.rng.uniform(*every))
+
+    def spawn(self, work: Awaitable[None]) -> None:
+        self.checks.append(asyncio.ensure_future(work))
+
+    def pick_worker(self) -> tuple[int, str, str] | None:
+        workers = [
+            (pid, kind, row["name"])
+            for pid, kind in worker_processes(self.supervisor)
+            if (row := self.monitor.row_by_pid(pid)) is not None and row.get("state") == "ready"
+        ]
+        return self.rng.choice(sorted(workers)) if workers else None
+
+    async def kill9(self) -> None:
+        picked = self.pick_worker()
+        if picked is None:
+            return
+        pid, kind, name = picked
+        before = {k: dict(v) for k, v in self.monitor.rows.items()}
+        self.run.fault(f"kill9_{kind}", f"{name} pid {pid}")
+        os.kill(pid, signal.SIGKILL)
+        self.spawn(self.expect_recovery(name, pid, before))
+
+    async def hang(self) -> None:
+        picked = self.pick_worker()
+        if picked is None:
+            return
+        pid, kind, name = picked
+        before = {k: dict(v) for k, v in self.monitor.rows.items()}
+        seconds = self.rng.uniform(7, 10)
+        self.run.fault(f"hang_{kind}", f"{name} pid {pid} SIGSTOP for {seconds:.1f}s")
+        os.kill(pid, signal.SIGSTOP)
+        self.spawn(self.expect_recovery(name, pid, before))
+        await asyncio.sleep(seconds)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGCONT)
+
+    async def pause(self) -> None:
+        """A stop shorter than the watchdog's 5 heartbeats: the worker must simply carry on."""
+        picked = self.pick_worker()
+        if picked is None:
+            return
+        pid, kind, name = picked
+        seconds = self.rng.uniform(0.5, 2.5)
+        self.run.fault(f"pause_{kind}", f"{name} pid {pid} SIGSTOP for {seconds:.1f}s")
+        os.kill(pid, signal.SIGSTOP)
+        await asyncio.sleep(seconds)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGCONT)
+        await asyncio.sleep(8)
+        row = self.monitor.rows.get(name)
+        if row is not None and row.get("pid") != pid:
+            self.run.violate("pause_survived", f"{name} was replaced after a {seconds:.1f}s stop")
+
+    async def expect_recovery(self, name: str, pid: int, before: dict[str, Any]) -> None:
+        deadline = time.monotonic() + RECOVERY_BOUND_S
+        verdict = None
+        while time.monotonic() < deadline and not self.run.stopping:
+            verdict = checks.recovery(pid, self.monitor.rows.get(name))
+            if verdict:
+                break
+            await asyncio.sleep(0.25)
+        if self.run.stopping and verdict is None:
+            return
+        if verdict is None:
+            row = self.monitor.rows.get(name)
+            self.run.violate(
+                "worker_recovery", f"{name} (pid {pid}) after {RECOVERY_BOUND_S}s: {row}"
+            )
+            return
+        self.run.count(f"worker_{verdict}")
+        self.run.event(f"{name}: {verdict} {self.monitor.rows.get(name)}")
+        faulted = {name} | {n for n, r in self.monitor.rows.items() if n not in before}
+        faulted |= (
+            {n for n in before if n.startswith("terminal-")} if name.startswith("walker") else set()
+        )
+        await asyncio.sleep(2)
+        spared = faulted | self.recently_faulted()
+        for problem in checks.untouched(before, self.monitor.rows, spared):
+            self.run.violate("others_untouched", f"after {name}'s fault: {problem}")
+
+    def recently_faulted(self) -> set[str]:
+        """Rows any fault touched during the last recovery bound (their own checks judge them)."""
+        names = set()
+        horizon = self.run.now() - RECOVERY_BOUND_S - 10
+        for line in self.run.events:
+            stamp, _, text = line.strip().partition("s ")
+            with contextlib.suppress(ValueError):
+                if float(stamp) >= horizon and text.startswith("FAULT "):
+                    names.add(text.split(": ", 1)[1].split(" ")[0])
+        return names
+
+    async def reset(self) -> None:
+        """A viewer whose TCP ends in RST (SO_LINGER 0) mid-stream: the server must tear it
+        down and log it, and nobody else may notice."""
+        sock = socket.create_connection(("127.0.0.1", self.port))
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        peer = f"127.0.0.1:{sock.getsockname()[1]}"
+        ws = await connect(self.url, sock=sock, ping_interval=None, subprotocols=subprotocols())
+        await ws.send(json.dumps({"kind": "terminal_view", "seat": self.seat}))
+        await asyncio.sleep(self.rng.uniform(0.2, 2))
+        self.run.fault("reset", peer)
+        ws.transport.abort()
+        self.spawn(self.expect_closed(peer, 20))
+
+    async def half_open(self) -> None:
+        """A client that views a terminal and then neither reads nor answers pings."""
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.connect(("127.0.0.1", self.port))
+        peer = f"127.0.0.1:{sock.getsockname()[1]}"
+        ws = await connect(self.url, sock=sock, ping_interval=None, subprotocols=subprotocols())
+        await ws.send(json.dumps({"kind": "terminal_view", "seat": self.seat}))
+        await asyncio.sleep(1)
+        ws.transport.pause_reading()
+        self.run.fault("half_open", peer)
+
+        async def later() -> None:
+            await self.expect_closed(peer, HALF_OPEN_BOUND_S)
+            ws.transport.abort()
+
+        self.spawn(later())
+
+    async def expect_closed(self, peer: str, bound: float) -> None:
+        deadline = time.monotonic() + bound
+        while time.monotonic() < deadline:
+            if any(r.get("peer") == peer for r in self.records("socket_closed")):
+                self.run.count("dead_peers_dropped")
+                return
+            await asyncio.sleep(0.5)
+        if not self.run.stopping:
+            self.run.violate("dead_peer", f"{peer} not closed by the server within {bound:.0f}s")
+
+    def records(self, name: str) -> list[dict[str, Any]]:
+        found = []
+        with contextlib.suppress(OSError), self.log.open("rb") as log:
+            for line in log:
+                if name.encode() in line:
+                    with contextlib.suppress(ValueError):
+                        record = json.loads(line)
+                        if record.get("record") == name:
+                            found.append(record)
+        return found
+
+    async def hostile(self) -> None:
+        messages = hostile_messages(self.rng)
+        self.run.fault("hostile", f"{len(messages)} wrong messages, binary junk, one 17 MiB frame")
+        ws = await connect(self.url, ping_interval=None, max_size=None, subprotocols=subprotocols())
+        try:
+            await ws.recv()
+            await ws.recv()
+            for message in messages:
+                await ws.send(message)
+                async with asyncio.timeout(ASK_BOUND_S):
+                    answer = json.loads(await ws.recv())
+                if answer.get("kind") != "error":
+                    self.run.violate("hostile", f"{message[:80]} answered {answer}")
+            for junk in (b"\x05", b"\x09junk", b"\x04" + bytes(10), b"", b"\x01" * 3):
+                await ws.send(junk)
+            await ws.send('{"kind":"ping"}')
+            async with asyncio.timeout(ASK_BOUND_S):
+                answer = json.loads(await ws.recv())
+            if answer != {"kind": "pong"}:
+                self.run.violate("hostile", f"after binary junk, ping answered {answer}")
+            with contextlib.suppress(ConnectionClosed):
+                await ws.send(b"\x05\x00\x00" + bytes(17 * 2**20))
+                async with asyncio.timeout(ASK_BOUND_S):
+                    while True:
+                        await ws.recv()
+            if ws.close_code != 1009:
+                self.run.violate("hostile", f"a 17 MiB frame closed with {ws.close_code}, not 1009")
+            self.run.count("hostile_answered", len(messages))
+        finally:
+            with contextlib.suppress(Exception):
+                await ws.close()
+
+    async def config_edit(self) -> None:
+        """A broken forge.toml (no push, `config_reload_failed`), then a good edit (a push)."""
+        pushes = self.monitor.settings_pushes
+        failures = len(self.records("config_reload_failed"))
+        self.run.fault("config", "broken forge.toml, then a good edit")
+        # Replaced whole, as editors save: a file rewritten in place can be read empty between
+        # its truncation and its write, and an empty forge.toml is a valid config (found by
+        # seed 2126's hour; docs/benchmarks.md, "Chaos").
+        write_atomic(self.config, (self.good_config + "\n[server\nport = \n").encode())
+        await asyncio.sleep(3)
+        if self.monitor.settings_pushes != pushes:
+            self.run.violate("config", "a broken forge.toml pushed settings")
+        if len(self.records("config_reload_failed")) <= failures:
+            self.run.violate("config", "a broken forge.toml logged no config_reload_failed")
+        self.origins_toggle = not self.origins_toggle
+        origins = '["http://chaos.example:1"]' if self.origins_toggle else "[]"
+        text = self.good_config.replace("allowed_origins = []", f"allowed_origins = {origins}")
+        write_atomic(self.config, text.encode())
+        deadline = time.monotonic() + 15
+        while self.monitor.settings_pushes == pushes and time.monotonic() < deadline:  # noqa: ASYNC110
+            await asyncio.sleep(0.2)
+        if self.monitor.settings_pushes == pushes:
+            self.run.violate("config", "a good edit after a broken one pushed no settings in 15s")
+
+    async def sighup(self) -> None:
+        self.run.fault("sighup", f"supervisor pid {self.supervisor.pid}")
+        self.supervisor.send_signal(signal.SIGHUP)
+        await asyncio.sleep(2)
+        if not self.supervisor.is_running():
+            self.run.violate("sighup", "the supervisor died of SIGHUP")
+
+
+# --- background load: the Lab and gh ------------------------------------------------------
+
+
+async def lab_loop(run: Run, root: Path, env: dict[str, str]) -> None:
+    """`forge evaluate --parallel 2` again and again; every report's verdicts equal the first's."""
+    kit_module = _load("lab_kit", ROOT / "tests" / "lab" / "kit.py")
+    kit = kit_module.Kit(root)
+    tasks = {f"t{i}": kit.plan(f"t{i}") for i in range(2)}
+    kit.cohort(
+        a=kit.formula("a", knobs={"FAKE_SLEEP_S": "2"}),
+        b=kit.formula("b", knobs={"FAKE_SLEEP_S": "2", "FAKE_ACTION": "none"}),
+        tasks=tasks,
+    )
+    first = None
+    round_ = 0
+    while not run.stopping:
+        round_ += 1
+        out = root / f"out-{round_}"
+
+        def once(out: Path = out) -> Any:
+            digest = kit.digest(out=out)
+            return kit.cli("--approve", digest, "--parallel", "2", out=out, env=env)
+
+        result = await asyncio.to_thread(once)
+        if result.returncode not in (0, 2):
+            run.violate("lab", f"round {round_} exited {result.returncode}: {result.stderr[-300:]}")
+            continue
+        report = json.loads((out / "report.json").read_text())
+        verdicts = checks.verdicts(report)
+        if first is None:
+            first = verdicts
+        elif verdicts != first:
+            run.violate("lab", f"round {round_} verdicts {verdicts} differ from the first {first}")
+        run.count("lab_runs")
+        run.count("lab_attempts", len(verdicts))
+
+
+async def gh_loop(run: Run, root: Path, rng: random.Random, sent: list[str]) -> Any:
+    """gh calls through the shim against the fake; outages switched on and off."""
+    health = _load("health_conftest", ROOT / "tests" / "health" / "conftest.py")
+    env = health.build_env(root, "/usr/bin/dash")
+    env.fake.seed("chaos target")
+    outage_until = 0.0
+    n = 0
+    while not run.stopping:
+        await asyncio.sleep(rng.uniform(1, 4))
+        now = time.monotonic()
+        if outage_until and now > outage_until:
+            env.fake.clear_faults()
+            outage_until = 0.0
+            run.event("gh: outage over")
+        elif not outage_until and rng.random() < 0.1:
+            env.fake.fail("*", rng.choice(["503", "net", "502"]), times=-1)
+            outage_until = now + rng.uniform(10, 60)
+            run.count("gh_outages")
+            run.event("gh: outage begins")
+        if rng.random() < 0.4:
+            n += 1
+            body = f"chaos-{run.seed}-{n}"
+            result = await asyncio.to_thread(env.gh, "issue", "comment", "1", "--body", body)
+            if result.returncode == 0:
+                sent.append(body)
+            run.count("gh_writes")
+        else:
+            await asyncio.to_thread(env.gh, "issue", "list")
+            run.count("gh_reads")
+    return env
+
+
+async def gh_settle(run: Run, env: Any, sent: list[str]) -> None:
+    """Outage off, one healthy call to trigger the replay, then every accepted write once."""
+    env.fake.clear_faults()
+    await asyncio.to_thread(env.gh, "issue", "list")
+    breadcrumb = env.state_dir / "replay-pending"
+    deadline = time.monotonic() + 120
+    while breadcrumb.exists() and time.monotonic() < deadline:  # noqa: ASYNC110 (a file on disk)
+        await asyncio.sleep(0.5)
+    await asyncio.to_thread(env.forge, "queue", "replay", "--apply")
+    comments = [c["body"] for c in env.fake.issues()["1"]["comments"]]
+    problems = checks.gh_writes(sent, comments)
+    for problem in problems:
+        run.violate("gh_queue", problem)
+    run.figures["gh_writes_accepted"] = len(sent)
+    run.figures["gh_writes_landed"] = len(comments)
+
+
+# --- the run ------------------------------------------------------------------------------
+
+
+def config_text(home: Path, projects: list[tuple[str, str | None]]) -> str:
+    lines = ["[server]", "allowed_origins = []", ""]
+    for name, profile in projects:
+        path = home / "projects" / name
+        path.mkdir(parents=True, exist_ok=True)
+        lines += ["[[projects]]", 'org = "chaos"', f'name = "{name}"', f'path = "{path}"',
+                  'shell = "/bin/bash"']  # fmt: skip
+        if profile:
+            lines.append(f'browser_profile = "{profile}"')
+        lines.append("")
+    return "\n".join(lines)
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def marked(marker: str) -> list[psutil.Process]:
+    """Live processes carrying the run's marker in their environment (everything it started)."""
+    found = []
+    for proc in psutil.process_iter(["pid"]):
+        with contextlib.suppress(psutil.Error):
+            if proc.pid == os.getpid() or proc.status() == psutil.STATUS_ZOMBIE:
+                continue
+            if proc.environ().get("FORGE_CHAOS_RUN") == marker:
+                found.append(proc)
+    return found
+
+
+async def sample(
+    run: Run, process: psutil.Process, series: dict[str, list[tuple[float, float]]]
+) -> None:
+    while not run.stopping:
+        with contextlib.suppress(psutil.Error):
+            series["rss_mb"].append((run.now(), process.memory_info().rss / 1e6))
+            series["fds"].append((run.now(), float(process.num_fds())))
+            series["threads"].append((run.now(), float(process.num_threads())))
+            series["children"].append((run.now(), float(len(process.children(recursive=True)))))
+        await asyncio.sleep(5)
+
+
+async def chaos(minutes: float, seed: int, out: Path, small: bool) -> int:
+    rng = random.Random(seed)
+    run = Run(seed)
+    out.mkdir(parents=True, exist_ok=True)  # noqa: ASYNC240 (once, before any load)
+    run.log_file = (out / "events.log").open("w")
+    marker = uuid.uuid4().hex
+    home = Path(tempfile.mkdtemp(prefix="forge-chaos-"))
+    for sub in ("config", "state", "runtime", "tmp"):
+        (home / sub).mkdir()
+    os.environ.update(
+        XDG_STATE_HOME=str(home / "state"), XDG_CONFIG_HOME=str(home / "config"),
+        XDG_RUNTIME_DIR=str(home / "runtime"), FORGE_CHAOS_RUN=marker, HOME=str(home),
+    )  # fmt: skip
+    os.chmod(home / "runtime", 0o700)
+    projects = [("alpha", None), ("beta", None), ("web1", "p1"), ("web2", "p2")]
+    good = config_text(home, projects)
+    config = home / "forge.toml"
+    config.write_text(good)
+    port, echo_port = free_port(), free_port()
+    load = os.getloadavg()
+    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    print(f"# chaos: {minutes:g} min, seed {seed}, {platform.node()}, {os.cpu_count()} CPUs, "
+          f"Python {platform.python_version()}, {when}, "
+          f"load average at start {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}",
+          flush=True)  # fmt: skip
+    supervisor_proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "forge.cli", "supervise", "--config", str(config),
+        "--port", str(port), "--log-level", "info",
+        stdout=asyncio.subprocess.DEVNULL, stderr=(out / "supervisor.stderr").open("wb"),
+    )  # fmt: skip
+    echo = await asyncio.create_subprocess_exec(
+        sys.executable, "-P", __file__, "--echo-server", str(echo_port)
+    )
+    url = f"ws://127.0.0.1:{port}/socket"
+    log = home / "state" / "forge" / "forge.log"
+    for _ in range(600):
+        if log.exists() and b"socket_listening" in log.read_bytes():
+            break
+        await asyncio.sleep(0.1)
+    supervisor = psutil.Process(supervisor_proc.pid)
+
+    http = ThreadingHTTPServer(("127.0.0.1", 0), _Page)
+    threading.Thread(target=http.serve_forever, daemon=True).start()
+    page = f"http://127.0.0.1:{http.server_address[1]}/"
+
+    plans = [
+        TerminalPlan("flood", {"org": "chaos", "project": "alpha", "label": "flood"}, "flood",
+                     rng.randint(1, 2), phone=True),
+        TerminalPlan("shell", {"org": "chaos", "project": "alpha", "label": "shell"}, "shell",
+                     rng.randint(0, 2), phone=False),
+        TerminalPlan("build", {"org": "chaos", "project": "beta", "label": "build"}, "build",
+                     rng.randint(1, 2), phone=True),
+        TerminalPlan("screen", {"org": "chaos", "project": "beta", "label": "screen"}, "screen",
+                     rng.randint(0, 2), phone=False),
+    ]  # fmt: skip
+    if small:
+        plans = plans[:2] + plans[2:3]
+    rate = "1000" if small else "3000"
+    global FLOOD
+    FLOOD = FLOOD.replace("RATE", rate)
+    monitor = Monitor(run, url, [p.seat for p in plans])
+    await monitor.start()
+    samples: dict[str, list[float]] = {"forge": [], "bare": []}
+    series: dict[str, list[tuple[float, float]]] = {
+        "rss_mb": [],
+        "fds": [],
+        "threads": [],
+        "children": [],
+    }
+    actors = [TerminalActor(run, url, plan, random.Random(rng.random())) for plan in plans]
+    browsers = [
+        BrowserActor(run, url, f"browser-{name}", {"org": "chaos", "project": name, "label": "web"},
+                     page, random.Random(rng.random()))
+        for name in (["web1"] if small else ["web1", "web2"])
+    ]  # fmt: skip
+    gh_sent: list[str] = []
+    lab_env = {"FORGE_CHAOS_RUN": marker}
+    faults = Faults(run, random.Random(rng.random()), supervisor, port, url, monitor, config, log,
+                    good, plans[0].seat)  # fmt: skip
+    every = (10.0, 25.0) if small else (20.0, 60.0)
+    tasks = [
+        asyncio.create_task(pinger(run, url, "forge", samples["forge"])),
+        asyncio.create_task(pinger(run, f"ws://127.0.0.1:{echo_port}/", "bare", samples["bare"])),
+        asyncio.create_task(sample(run, supervisor, series)),
+        asyncio.create_task(monitor.hold_seats()),
+        *(asyncio.create_task(actor.run_forever()) for actor in actors),
+        *(asyncio.create_task(actor.run_forever()) for actor in browsers),
+        asyncio.create_task(lab_loop(run, home / "lab", lab_env)),
+        asyncio.create_task(gh_loop(run, home / "gh", random.Random(rng.random()), gh_sent)),
+        asyncio.create_task(faults.run_forever(every)),
+    ]
+    names = ["ping", "bare", "sample", "walker", *(a.plan.name for a in actors),
+             *(b.name for b in browsers), "lab", "gh", "faults"]  # fmt: skip
+    deadline = time.monotonic() + minutes * 60
+    ended = asyncio.Event()
+    for stop in (signal.SIGINT, signal.SIGTERM):
+        asyncio.get_running_loop().add_signal_handler(stop, ended.set)
+    next_report = time.monotonic() + 60
+    while time.monotonic() < deadline and not ended.is_set():
+        await asyncio.sleep(1)
+        for name, task in zip(names, tasks, strict=True):
+            if task.done() and not task.cancelled() and task.exception() and not run.stopping:
+                error = task.exception()
+                run.violate("actor_died", f"{name}: {error!r}")
+                tasks[tasks.index(task)] = asyncio.create_task(asyncio.sleep(1e9))
+        if supervisor_proc.returncode is not None:
+            run.violate("supervisor_died", f"exit {supervisor_proc.returncode}")
+            break
+        if time.monotonic() > next_report:
+            next_report += 60
+            rss = series["rss_mb"][-1][1] if series["rss_mb"] else 0
+            print(f"{run.now() / 60:5.1f} min: {sum(run.faults.values())} faults, "
+                  f"{len(run.violations)} violations, rss {rss:.0f} MB, "
+                  f"load {os.getloadavg()[0]:.1f}, {run.counters}", flush=True)  # fmt: skip
+    run.stopping = True
+    gh_index = names.index("gh")
+    gh_task = tasks[gh_index]
+    for task in tasks:
+        if task is not gh_task:
+            task.cancel()
+    for task in faults.checks:
+        task.cancel()
+    await asyncio.gather(*tasks, *faults.checks, return_exceptions=True)
+    gh_env = (
+        gh_task.result()
+        if gh_task.done() and not gh_task.cancelled() and not gh_task.exception()
+        else None
+    )
+    if gh_env is not None:
+        await gh_settle(run, gh_env, gh_sent)
+    for actor in actors:
+        for viewer in [actor.controller, *actor.watchers]:
+            await viewer.conn.close()
+    for browser in browsers:
+        for bviewer in browser.viewers:
+            await bviewer.conn.close()
+    for seat in monitor.unwalked():
+        run.violate("walker", f"seat {seat} was held the whole run and never walked")
+    run.figures["walks_per_seat"] = dict(monitor.walked)
+    await monitor.conn.close()
+
+    supervisor_proc.send_signal(signal.SIGTERM)
+    try:
+        async with asyncio.timeout(60):
+            code = await supervisor_proc.wait()
+    except TimeoutError:
+        run.violate("stop", "the supervisor did not exit within 60 s of SIGTERM")
+        supervisor_proc.kill()
+        code = await supervisor_proc.wait()
+    echo.terminate()
+    await echo.wait()
+    http.shutdown()
+    await asyncio.sleep(3)
+    left = marked(marker)
+    for proc in left:
+        with contextlib.suppress(psutil.Error):
+            run.violate("orphans", f"left behind: pid {proc.pid} {' '.join(proc.cmdline())[:120]}")
+            proc.kill()
+
+    warm = min(300.0, minutes * 60 / 4)
+    after = {k: [(t, v) for t, v in s if t >= warm] for k, s in series.items()}
+    forge_p99 = checks.percentile(samples["forge"], 99)
+    bare_p99 = checks.percentile(samples["bare"], 99)
+    ping_problem = checks.ping_verdict(forge_p99, bare_p99)
+    if ping_problem:
+        run.violate("ping_p99", ping_problem)
+    rss_slope = checks.slope_per_hour(after["rss_mb"])
+    fds_slope = checks.slope_per_hour(after["fds"])
+    typed = run.figures.pop("typed_ms", [])
+    summary = {
+        "seed": seed,
+        "minutes": minutes,
+        "supervisor_exit": code,
+        "faults": run.faults,
+        "faults_total": sum(run.faults.values()),
+        "violations": len(run.violations),
+        "counters": run.counters,
+        "ping_ms": {
+            "forge_p50": checks.percentile(samples["forge"], 50),
+            "forge_p99": forge_p99,
+            "bare_p50": checks.percentile(samples["bare"], 50),
+            "bare_p99": bare_p99,
+            "count": len(samples["forge"]),
+        },
+        "typed_echo_ms": {"p50": checks.percentile(typed, 50), "p99": checks.percentile(typed, 99)},
+        "rss_mb": {
+            "first": series["rss_mb"][0][1] if series["rss_mb"] else None,
+            "last": series["rss_mb"][-1][1] if series["rss_mb"] else None,
+            "max": max((v for _, v in series["rss_mb"]), default=None),
+            "slope_after_warmup_mb_per_hour": rss_slope,
+        },
+        "fds": {
+            "first": series["fds"][0][1] if series["fds"] else None,
+            "last": series["fds"][-1][1] if series["fds"] else None,
+            "slope_after_warmup_per_hour": fds_slope,
+        },
+        "threads_last": series["threads"][-1][1] if series["threads"] else None,
+        "warmup_s": warm,
+        "processes_left": len(left),
+        "bytes_lost": run.counters.get("bytes_lost", 0)
+        + sum(1 for _, rule, _ in run.violations if rule in ("terminal_seq", "terminal_bytes")),
+        "load_average_end": os.getloadavg(),
+        **run.figures,
+    }
+    (out / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
+    (out / "series.json").write_text(json.dumps(series))
+    print(json.dumps(summary, indent=1, default=str))
+    if run.violations:
+        print(f"\n{len(run.violations)} invariant violations (seed {seed}; replay: --seed {seed}):")
+        for at, rule, detail in run.violations[:50]:
+            print(f"  {at:8.1f}s {rule}: {detail}")
+        print("\nevent log tail:")
+        for line in list(run.events)[-40:]:
+            print("  " + line)
+        return 1
+    print(f"\nno invariant violated (seed {seed})")
+    return 0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--minutes", type=float, default=60)
+    parser.add_argument("--seed", type=int, default=None)
+    parser.add_argument("--out", type=Path, default=Path("chaos-out"))
+    parser.add_argument("--small", action="store_true", help="fewer actors (the test's variant)")
+    parser.add_argument("--echo-server", type=int, metavar="PORT", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.echo_server is not None:
+        asyncio.run(echo_server(args.echo_server))
+        return
+    seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
+    sys.exit(asyncio.run(chaos(args.minutes, seed, args.out, args.small)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,193 @@
+"""`document_read` and `file_content`: one file of a seat's tree, for a viewer and a review page.
+
+`document_read` reads from the seat's working tree or its project's `document_roots`, confined
+(`confined.read_confined`: resolved once, component by component, symlinks leaving the roots
+refused, size checked on the opened file before a byte is read) under `[documents] max_size_mib`.
+A refusal is an `error` naming `document_read` with the sentence a viewer draws. `file_content`
+reads a file at a revision through git: the revision is resolved to a commit id first, the size
+asked before the bytes, a file over the ceiling answers the whole lines inside it (`truncated`),
+and a read that cannot run answers `{"state": "failed", "why"}` (it has no error arm).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import msgspec
+
+from forge.supervisor.confined import Found, Refused, read_confined
+from forge.supervisor.connection import Connection
+from forge.supervisor.core import Supervisor
+from forge.supervisor.gitdiff import BINARY_PROBE
+from forge.supervisor.gitwork import GitFailed
+from forge.wire import client
+from forge.wire.documents import (
+    ContentFailed,
+    ContentRead,
+    DocumentKind,
+    DocumentRead,
+    FileContent,
+)
+from forge.wire.errors import ClientRefusal
+from forge.wire.seats import Seat
+
+MIB = 1 << 20
+KINDS: dict[str, DocumentKind] = {
+    "md": "markdown",
+    "markdown": "markdown",
+    "mdown": "markdown",
+    "mkd": "markdown",
+    "pdf": "pdf",
+    "txt": "text",
+    "text": "text",
+}
+"""A document's kind by its extension (lowercased); any other is `{"other": extension}`."""
+TEXT_KINDS = ("markdown", "text")
+"""The kinds that must be UTF-8 and that a reviewer can comment on."""
+
+
+def document_kind(path: Path) -> DocumentKind:
+    extension = path.suffix[1:]
+    return KINDS.get(extension.lower(), {"other": extension})
+
+
+def content_hash(data: bytes) -> str:
+    """The first 8 bytes of SHA-256 as an unsigned integer in decimal digits (a u64 a
+    JavaScript client keeps exact only as a string)."""
+    return str(int.from_bytes(hashlib.sha256(data).digest()[:8], "big"))
+
+
+def install(supervisor: Supervisor) -> None:
+    documents = _Documents(supervisor)
+    supervisor.register_verb(client.DocumentRead, documents.document_read)
+    supervisor.register_verb(client.FileContent, documents.file_content)
+
+
+class _Documents:
+    def __init__(self, supervisor: Supervisor) -> None:
+        self._supervisor = supervisor
+
+    def _ceiling(self) -> int:
+        return self._supervisor.loaded.config.documents.max_size_mib * MIB
+
+    async def document_read(self, connection: Connection, message: client.DocumentRead) -> None:
+        seat = message.session
+        state = self._supervisor.require_seat("document_read", seat)
+        project = self._supervisor.loaded.config.project(seat.org, seat.project)
+        roots = [state.directory, *(project.document_roots if project else ())]
+
+        def accept(found: Found) -> None:
+            if message.reviewable and document_kind(found.path) == "pdf":
+                raise Refused(
+                    f"{message.path} is a PDF, which cannot be handed off reviewable "
+                    "(only markdown and text are)"
+                )
+
+        try:
+            found, data = await asyncio.to_thread(
+                read_confined, roots, message.path, max_bytes=self._ceiling(), accept=accept
+            )
+            kind = document_kind(found.path)
+            if kind in TEXT_KINDS:
+                _utf8(message.path, data)
+        except Refused as refused:
+            raise ClientRefusal("document_read", refused.why, seat) from None
+        connection.send(
+            DocumentRead(
+                session=seat,
+                path=str(found.path),
+                document_kind=kind,
+                bytes=base64.b64encode(data).decode("ascii"),
+                reviewable=kind in TEXT_KINDS,
+                content_hash=content_hash(data),
+                threads=[],
+                reviews=[],
+            )
+        )
+
+    async def file_content(self, connection: Connection, message: client.FileContent) -> None:
+        try:
+            content: ContentRead | ContentFailed = await self._content(message)
+        except _Failed as failed:
+            content = ContentFailed(why=failed.why)
+        connection.send(
+            FileContent(
+                session=message.session, path=message.path, sha=message.sha, content=content
+            )
+        )
+
+    async def _content(self, message: client.FileContent) -> ContentRead:
+        seat = _seat(message.session)
+        config = self._supervisor.loaded.config
+        if config.project(seat.org, seat.project) is None:
+            raise _Failed(f"no project {seat.org}/{seat.project} is configured")
+        state = self._supervisor.seats.get(seat)
+        if state is None:
+            raise _Failed(f"seat {seat} has not been started")
+        path = _tree_path(message.path, state.directory)
+        revision = _revision(message.sha)
+        trees = self._supervisor.trees
+        commit = await trees.commit(state.directory, revision)
+        if commit is None:
+            raise _Failed(f"{revision} is not a revision of {seat}'s tree")
+        ceiling = self._ceiling()
+        try:
+            size, data = await trees.blob(state.directory, commit, path, ceiling)
+        except GitFailed as failed:
+            raise _Failed(failed.why) from None
+        if b"\0" in data[:BINARY_PROBE]:
+            raise _Failed(f"{path} is a binary file at {commit[:12]}")
+        truncated = size > len(data)
+        if truncated:
+            data = data[: data.rfind(b"\n") + 1]
+        lines = data.decode("utf-8", "replace").split("\n")
+        if lines[-1] == "":
+            lines.pop()
+        return ContentRead(lines=lines, truncated=truncated)
+
+
+class _Failed(Exception):
+    def __init__(self, why: str) -> None:
+        super().__init__(why)
+        self.why = why
+
+
+def _utf8(asked: str, data: bytes) -> None:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise Refused(f"{asked} is not UTF-8 text (byte {error.start})") from None
+
+
+def _seat(raw: Any) -> Seat:
+    try:
+        return msgspec.convert(raw, Seat)
+    except msgspec.ValidationError:
+        raise _Failed("session is not a seat {org, project, label}") from None
+
+
+def _tree_path(raw: Any, tree: Path) -> str:
+    """`path` relative to the tree (an absolute one must be inside it), with no `..` in it."""
+    if not isinstance(raw, str) or not raw or "\0" in raw or "\n" in raw:
+        raise _Failed("path must name a file of the tree")
+    path = PurePosixPath(raw)
+    if ".." in path.parts:
+        raise _Failed(f"{raw}: `..` is not allowed in a file path")
+    if path.is_absolute():
+        if not Path(path).is_relative_to(tree):
+            raise _Failed(f"{raw} is outside the seat's tree")
+        path = PurePosixPath(Path(path).relative_to(tree))
+    return str(path)
+
+
+def _revision(raw: Any) -> str:
+    """The revision asked for (null: the branch tip); one shaped like an option is refused."""
+    if raw is None:
+        return "HEAD"
+    if not isinstance(raw, str) or not raw or raw.startswith("-") or not raw.isprintable():
+        raise _Failed(f"{raw!r} is not a revision")
+    return raw

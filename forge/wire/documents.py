@@ -1,0 +1,54 @@
+"""What the server answers `document_read` and `file_content` with.
+
+`document_read` answers this message or an `error` naming `document_read` (its only two arms).
+`file_content` has no error arm: a read that could not run is a `file_content` whose content is
+`{"state": "failed", "why"}`, which a review page draws as the absence of its expand control.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import msgspec
+
+from forge.wire.seats import Seat
+
+DocumentKind = Literal["markdown", "pdf", "text"] | dict[str, str]
+"""`{"other": "<extension>"}` for a kind this server does not know, the extension kept as is."""
+
+
+class DocumentRead(
+    msgspec.Struct, tag_field="kind", tag="document_read", frozen=True, kw_only=True
+):
+    session: Seat
+    path: str
+    """The resolved absolute path the viewer addresses the document by."""
+    document_kind: DocumentKind
+    bytes: str
+    """The file's bytes, base64."""
+    reviewable: bool
+    """The document's own fact: markdown and text are, a PDF and any other kind are not."""
+    content_hash: str
+    """The first 8 bytes of its SHA-256 as an unsigned integer, in decimal digits."""
+    threads: list[Any]
+    reviews: list[Any]
+    """Empty: this server keeps no reviews yet."""
+
+
+class ContentRead(msgspec.Struct, tag_field="state", tag="read", frozen=True, kw_only=True):
+    lines: list[str]
+    truncated: bool
+    """The file is over the ceiling: `lines` are the whole lines inside it."""
+
+
+class ContentFailed(msgspec.Struct, tag_field="state", tag="failed", frozen=True, kw_only=True):
+    why: str
+
+
+class FileContent(msgspec.Struct, tag_field="kind", tag="file_content", frozen=True, kw_only=True):
+    """The ask's three names echoed as sent, and the read."""
+
+    session: Any
+    path: Any
+    sha: Any
+    content: ContentRead | ContentFailed

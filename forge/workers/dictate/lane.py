@@ -1,0 +1,56 @@
+"""One decode at a time, final segments first: the model is one and the cores are few.
+
+A closed segment's decode queues on the lane and always runs; a partial runs only when the lane
+is idle (no decode running or waiting) and the machine has a core to spare (its one-minute load
+average below its core count), so partials take the spare time and never delay words that will
+land: a decode cannot be stopped once it runs, and on a machine loaded past its cores a partial
+still decoding when the person stops held the end of the take for seconds. Decodes run in a
+thread, keeping the worker's loop free for heartbeats and audio.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Callable
+
+from forge.workers.dictate.engine import Engine, Heard
+
+
+def spare_core() -> bool:
+    """The machine's one-minute load average is below its core count."""
+    return os.getloadavg()[0] < (os.cpu_count() or 1)
+
+
+class Lane:
+    def __init__(self, spare: Callable[[], bool] = spare_core) -> None:
+        self._lock = asyncio.Lock()
+        self._waiting = 0
+        self._spare = spare
+
+    @property
+    def idle(self) -> bool:
+        """Nothing decodes or waits to, and a core is spare: a partial may run."""
+        return not self._lock.locked() and self._waiting == 0 and self._spare()
+
+    async def final(self, engine: Engine, pcm: bytes) -> tuple[Heard, float]:
+        """The words in a closed segment, and the decode's own seconds (queueing excluded)."""
+        self._waiting += 1
+        try:
+            await self._lock.acquire()
+        finally:
+            self._waiting -= 1
+        try:
+            started = time.perf_counter()
+            heard = await asyncio.to_thread(engine.hear, pcm)
+            return heard, time.perf_counter() - started
+        finally:
+            self._lock.release()
+
+    async def partial(self, engine: Engine, pcm: bytes) -> Heard | None:
+        """The words so far in an open segment, or None when the lane was busy."""
+        if not self.idle:
+            return None
+        async with self._lock:
+            return await asyncio.to_thread(engine.hear, pcm, partial=True)

@@ -1,0 +1,221 @@
+"""Replay's test kit: a small Python project with real merged pull requests of every shape, and
+the stateful fake gh (tests/health/fake_gh) serving their REST records through forge health's
+installed shim.
+
+`Project` builds the repository commit by commit: each PR is a branch off `main`, merged either
+by squash (one parent) or by a merge commit (two parents, after `main` moved on), and recorded in
+the fake's state the way GitHub reports it (merge_commit_sha, base, body, changed files with
+their line counts, computed by git from the real commits).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from forge.health.settings import Settings
+from forge.health.shim_install import install
+
+from .kit import git
+
+FAKE_GH = Path(__file__).resolve().parents[1] / "health" / "fake_gh" / "fakegh.py"
+REPO = "acme/widget"
+CALC = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n"
+TEST_CALC = "from calc import mul\n\n\ndef test_mul():\n    assert mul(2, 3) == 6\n"
+
+
+def write_exec(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    path.chmod(0o755)
+    return path
+
+
+@dataclass
+class Merged:
+    number: int
+    merge: str
+    head: str
+    kind: str
+    """`squash` or `merge`."""
+
+
+@dataclass
+class Project:
+    root: Path
+    repo: Path = field(init=False)
+    env: dict[str, str] = field(init=False)
+    python: Path = field(init=False)
+    state: dict[str, Any] = field(init=False)
+    merged: dict[int, Merged] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.repo = self.root / "proj"
+        self.repo.mkdir(parents=True)
+        realbin = self.root / "realbin"
+        write_exec(realbin / "gh", f'#!/bin/sh\nexec {sys.executable} -I -S {FAKE_GH} "$@"\n')
+        # The project's interpreter: this one, without the dev plugins (a run starts in 0.3 s).
+        self.python = write_exec(
+            self.root / "bin" / "py",
+            f'#!/bin/sh\nPYTEST_DISABLE_PLUGIN_AUTOLOAD=1 exec {sys.executable} "$@"\n',
+        )
+        (self.root / "tmp").mkdir()
+        self.env = {
+            **os.environ,
+            "PATH": f"{realbin}:{os.environ.get('PATH', '/usr/bin:/bin')}",
+            "FORGE_HOME": str(self.root / "forge-home"),
+            "FAKEGH_STATE": str(self.root / "fake-state.json"),
+            "FAKEGH_FAULTS": str(self.root / "fake-faults.json"),
+            "FAKEGH_LOG": str(self.root / "fake-log.jsonl"),
+            "TMPDIR": str(self.root / "tmp"),
+        }
+        self.shim = install(Settings.from_env(self.env))
+        self.state = {"repos": {REPO: {"name": REPO, "issues": {}, "pulls": {}, "next": 1}}}
+        self.write(
+            {
+                "pyproject.toml": "[project]\nname = 'widget'\nversion = '0'\n",
+                "calc.py": CALC,
+                "tests/test_calc.py": TEST_CALC,
+                "README": "widget\n",
+            }
+        )
+        git(self.repo, "init", "-q", "-b", "main")
+        git(self.repo, "remote", "add", "origin", f"https://github.com/{REPO}.git")
+        self.commit("initial")
+
+    # -- git -----------------------------------------------------------------------------
+
+    def write(self, files: dict[str, str | None]) -> None:
+        for rel, text in files.items():
+            path = self.repo / rel
+            if text is None:
+                path.unlink()
+                continue
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+
+    def commit(self, message: str) -> str:
+        git(self.repo, "add", "-A")
+        git(self.repo, "commit", "-qm", message, "--allow-empty")
+        return git(self.repo, "rev-parse", "HEAD")
+
+    def head(self, ref: str = "HEAD") -> str:
+        return git(self.repo, "rev-parse", ref)
+
+    def pr(
+        self,
+        number: int,
+        files: dict[str, str | None],
+        *,
+        title: str,
+        body: str = "",
+        kind: str = "squash",
+        symlinks: dict[str, str] | None = None,
+        main_moves: dict[str, str] | None = None,
+    ) -> Merged:
+        """A branch with `files`, merged into main as `kind`; recorded as PR `number`."""
+        branch = f"pr-{number}"
+        git(self.repo, "checkout", "-q", "-b", branch, "main")
+        self.write(files)
+        for link, target in (symlinks or {}).items():
+            (self.repo / link).symlink_to(target)
+        head = self.commit(title)
+        git(self.repo, "checkout", "-q", "main")
+        if main_moves:
+            self.write(main_moves)
+            self.commit(f"main moves on before #{number}")
+        base_tip = self.head("main")
+        if kind == "squash":
+            git(self.repo, "merge", "-q", "--squash", branch)
+            merge = self.commit(f"{title} (#{number})")
+        else:
+            git(self.repo, "merge", "-q", "--no-ff", "-m", f"Merge pull request #{number}", branch)
+            merge = self.head()
+        merged = Merged(number, merge, head, kind)
+        self.merged[number] = merged
+        self.record_pull(number, title, body, merged, base_tip)
+        return merged
+
+    # -- the forge's records -----------------------------------------------------------------
+
+    def record_pull(self, number: int, title: str, body: str, merged: Merged, base: str) -> None:
+        fork = git(self.repo, "merge-base", base, merged.head)
+        status = {"A": "added", "M": "modified", "D": "removed", "T": "modified"}
+        names = git(self.repo, "diff", "--name-status", "-M", fork, merged.head).splitlines()
+        counts = {}
+        for line in git(self.repo, "diff", "--numstat", "-M", fork, merged.head).splitlines():
+            added, deleted, path = line.split("\t")
+            counts[path.split(" => ")[-1]] = (int(added), int(deleted))
+        files = []
+        for line in names:
+            parts = line.split("\t")
+            entry: dict[str, Any] = {"filename": parts[-1]}
+            if parts[0].startswith("R"):
+                entry.update(status="renamed", previous_filename=parts[1])
+            else:
+                entry["status"] = status[parts[0]]
+            added, deleted = counts.get(parts[-1], (0, 0))
+            entry.update(additions=added, deletions=deleted, changes=added + deleted)
+            files.append(entry)
+        self.repo_state()["pulls"][str(number)] = {
+            "number": number,
+            "title": title,
+            "body": body,
+            "state": "closed",
+            "merged": True,
+            "merged_at": "2026-01-01T00:00:00Z",
+            "merge_commit_sha": merged.merge,
+            "base": {"sha": base, "ref": "main"},
+            "head": {"sha": merged.head, "ref": f"pr-{number}"},
+            "changed_files": len(files),
+            "files": files,
+        }
+        self.save()
+
+    def issue(self, number: int, title: str, body: str, state: str = "CLOSED") -> None:
+        self.repo_state()["issues"][str(number)] = {
+            "number": number,
+            "title": title,
+            "body": body,
+            "state": state,
+            "labels": [],
+            "comments": [],
+            "createdAt": "2026-01-01T00:00:00Z",
+        }
+        self.save()
+
+    def repo_state(self) -> dict[str, Any]:
+        repo: dict[str, Any] = self.state["repos"][REPO]
+        return repo
+
+    def save(self) -> None:
+        Path(self.env["FAKEGH_STATE"]).write_text(json.dumps(self.state, indent=1))
+
+    def fail(self, match: str, kind: str, times: int = -1) -> None:
+        """A fault rule of the fake (see fakegh.py): `match` over the joined gh argv."""
+        path = Path(self.env["FAKEGH_FAULTS"])
+        rules = json.loads(path.read_text()) if path.exists() else []
+        rules.append({"match": match, "kind": kind, "times": times})
+        path.write_text(json.dumps(rules))
+
+    def gh_calls(self) -> list[list[str]]:
+        path = Path(self.env["FAKEGH_LOG"])
+        if not path.exists():
+            return []
+        return [json.loads(line)["argv"] for line in path.read_text().splitlines()]
+
+    # -- the verb ----------------------------------------------------------------------------
+
+    def replay(self, out: Path, *prs: int) -> subprocess.CompletedProcess[str]:
+        argv = [sys.executable, "-m", "forge.cli", "evaluate", "replay", "--repo", REPO]
+        for number in prs:
+            argv += ["--pr", str(number)]
+        argv += ["--source", str(self.repo), "--out", str(out), "--python", str(self.python)]
+        return subprocess.run(
+            argv, capture_output=True, text=True, env=self.env, timeout=300, check=False
+        )
