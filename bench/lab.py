@@ -7,7 +7,12 @@
    removing it all, side by side with a bare `git worktree add` + `git worktree remove` in the
    source itself (what an attempt must not do: it would leave history and worktrees in --source).
 2. `forge evaluate --cohort` over 16 attempts whose harness sleeps 1 s, with --parallel 1 and
-   --parallel 4 (out on tmpfs), and the ratio.
+   --parallel 4 (out on tmpfs), and the ratio, with the recipe sandboxed (bubblewrap) and without.
+3. The real-sized case: a generated ~700-file Python repository whose suite takes ~0.4 s, one
+   required pytest check. forge's own time per attempt (its wall time minus the recipe's and every
+   check's processes, from attempt.json and verification.json) beside a floor measured in the same
+   run on the same disk: the bare tree work the attempt's trees need (a worktree for the workspace
+   and each of the three verification views, one diff, their removal), in a plain clone.
 """
 
 from __future__ import annotations
@@ -15,10 +20,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib.util
+import json
 import os
 import platform
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -91,6 +98,17 @@ def overhead(root: Path, label: str, rounds: int) -> None:
     )
 
 
+def evaluate(kit: Any, *extra: str, out: Path, env: dict[str, str] | None) -> None:
+    """`forge evaluate --approve` through the kit, without the tests' 110 s timeout."""
+    argv = kit.argv("--approve", kit.digest(out=out), *extra, out=out)
+    result = subprocess.run(argv, capture_output=True, text=True, env=kit.env(env), check=False)
+    assert result.returncode in (0, 2), result.stderr
+
+
+NO_SANDBOX = {"FORGE_LAB_BWRAP": str(KIT.NO_USERNS_BWRAP)}
+"""A bubblewrap that cannot create namespaces: the run goes on with the layout seal alone."""
+
+
 def parallel_speedup(root: Path, attempts: int) -> None:
     kit = KIT.Kit(root / "kit")
     tasks = {f"t{i}": kit.plan(f"t{i}") for i in range(attempts // 2)}
@@ -99,35 +117,142 @@ def parallel_speedup(root: Path, attempts: int) -> None:
         b=kit.formula("b", knobs={"FAKE_SLEEP_S": "1", "FAKE_ACTION": "none"}),
         tasks=tasks,
     )
-    timings = {}
-    for parallel in (1, 4):
-        out = root / f"out-{parallel}"
-        started = time.perf_counter()
-        result = kit.cli("--approve", kit.digest(out=out), "--parallel", str(parallel), out=out)
-        timings[parallel] = time.perf_counter() - started
-        assert result.returncode in (0, 2), result.stderr
+    for label, env in (("sandboxed", None), ("no sandbox", NO_SANDBOX)):
+        timings = {}
+        for parallel in (1, 4):
+            out = root / f"out-{label[:2]}-{parallel}"
+            kit.digest(out=out)
+            started = time.perf_counter()
+            evaluate(kit, "--parallel", str(parallel), out=out, env=env)
+            timings[parallel] = time.perf_counter() - started
+        print(
+            f"{attempts} sleep-bound attempts (1 s harness), {label}: --parallel 1 "
+            f"{timings[1]:.1f} s, --parallel 4 {timings[4]:.1f} s, "
+            f"speedup {timings[1] / timings[4]:.2f}x"
+        )
+
+
+REAL_MODULES = 600
+REAL_TESTS = 40
+
+
+def real_repo(kit: Any) -> None:
+    """Replace the kit's fixture repository by a ~700-file one (calc.py and its bug kept)."""
+    repo = kit.repo
+    for index in range(REAL_MODULES):
+        path = repo / f"pkg{index % 30}" / f"mod_{index}.py"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(
+            f'"""Module {index}."""\n\n\ndef value_{index}(x: int) -> int:\n'
+            f"    return x + {index}\n" + "# filler\n" * 30
+        )
+    for pkg in range(30):
+        (repo / f"pkg{pkg}" / "__init__.py").write_text("")
+    for index in range(REAL_TESTS):
+        module = index * (REAL_MODULES // REAL_TESTS)
+        (repo / "tests" / f"test_mod_{index}.py").write_text(
+            f"from pkg{module % 30}.mod_{module} import value_{module}\n\n\n"
+            f"def test_value() -> None:\n    assert value_{module}(1) == {module + 1}\n"
+        )
+    KIT.git(repo, "rm", "-q", "tests/test_broken.py", "tests/test_flaky.py")
+    KIT.git(repo, "add", "-A")
+    KIT.git(repo, "commit", "-qm", "real-sized: a suite that passes")
+    kit.base = KIT.git(repo, "rev-parse", "HEAD")
+
+
+def own_ms(attempt: Path) -> float:
+    """The attempt's wall time minus its recipe's and every check's (all views) process time."""
+    record = json.loads((attempt / "attempt.json").read_text())
+    views = json.loads((attempt / "verification.json").read_text())["views"]
+    checks = sum(o["elapsedMs"] for view in views.values() for o in view["observations"])
+    return float(record["elapsedMs"] - record.get("harnessMs", 0) - checks)
+
+
+def floor_s(repo: Path, base: str, where: Path) -> float:
+    """The bare tree work of one attempt: 4 worktrees (workspace, 3 views), a diff, removals."""
+    started = time.perf_counter()
+    trees = [where / name for name in ("workspace", "candidate", "protected", "independent")]
+    for tree in trees:
+        KIT.git(repo, "worktree", "add", "-q", "--detach", str(tree), base)
+    (trees[0] / "calc.py").write_text("changed\n")
+    KIT.git(trees[0], "diff")
+    for tree in trees:
+        shutil.rmtree(tree)
+    KIT.git(repo, "worktree", "prune")
+    return time.perf_counter() - started
+
+
+def real_sized(root: Path, attempts: int) -> None:
+    kit = KIT.Kit(root / "kit")
+    real_repo(kit)
+    suite = ["tests/"]
+    tasks = {f"t{i}": kit.plan(f"t{i}", checks=suite) for i in range(attempts // 2)}
+    kit.cohort(a=kit.formula("a"), b=kit.formula("b", knobs={"FAKE_ACTION": "none"}), tasks=tasks)
+    started = time.perf_counter()
+    suite_run = subprocess.run(
+        [*KIT.PYTEST, "-q", "-p", "no:cacheprovider", "tests/"],
+        cwd=kit.repo,
+        capture_output=True,
+        check=False,
+    )
+    suite_s = time.perf_counter() - started
+    files = len(KIT.git(kit.repo, "ls-files").splitlines())
     print(
-        f"{attempts} sleep-bound attempts (1 s harness): --parallel 1 {timings[1]:.1f} s, "
-        f"--parallel 4 {timings[4]:.1f} s, speedup {timings[1] / timings[4]:.2f}x"
+        f"real-sized repository: {files} files, suite {suite_s:.2f} s (exit {suite_run.returncode})"
+    )
+    clone = root / "clone"
+    KIT.git(root, "clone", "-q", str(kit.repo), str(clone))
+    scratch = Path(tempfile.mkdtemp(prefix="forge-bench-floor-"))
+    try:
+        # The floor before, between and after the runs: the load on a shared machine drifts.
+        floor = [floor_s(clone, kit.base, scratch / f"0-{i}") for i in range(4)]
+        owns = {}
+        for step, (label, env) in enumerate((("sandboxed", None), ("no sandbox", NO_SANDBOX))):
+            out = root / f"real-{label[:2]}"
+            evaluate(kit, out=out, env=env)
+            owns[label] = [own_ms(p) / 1000 for p in sorted((out / "attempts").glob("*/*/rep-*"))]
+            floor += [floor_s(clone, kit.base, scratch / f"{step + 1}-{i}") for i in range(4)]
+        for label, own in owns.items():
+            report(label, own, floor)
+    finally:
+        shutil.rmtree(scratch)
+
+
+def report(label: str, own: list[float], floor: list[float]) -> None:
+    mine, bare = statistics.median(own), statistics.median(floor)
+    print(
+        f"real-sized, {label}: forge's own time per attempt median {mine:.3f} s "
+        f"(p90 {sorted(own)[int(0.9 * len(own))]:.3f} s, n={len(own)}); floor median "
+        f"{bare:.3f} s (n={len(floor)}); ratio {mine / bare:.2f}x "
+        f"(load {os.getloadavg()[0]:.1f})"
     )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--quick", action="store_true", help="fewer rounds and attempts")
+    parser.add_argument("--only", choices=("overhead", "parallel", "real"), help="one case")
     args = parser.parse_args()
     rounds, attempts = (3, 8) if args.quick else (10, 16)
     print(
         f"{time.strftime('%Y-%m-%d')} {platform.node()} {platform.machine()}, "
         f"{os.cpu_count()} cpus, Python {sys.version.split()[0]}"
     )
-    with tempfile.TemporaryDirectory(dir="/var/tmp") as disk:
-        overhead(Path(disk) / "overhead", "disk", rounds)
+    print(f"load average {os.getloadavg()[0]:.1f}")
+    if args.only in (None, "overhead"):
+        with tempfile.TemporaryDirectory(dir="/var/tmp") as disk:
+            overhead(Path(disk) / "overhead", "disk", rounds)
     shm = Path("/dev/shm")
-    if shm.is_dir():
+    if shm.is_dir() and args.only in (None, "overhead", "parallel"):
         with tempfile.TemporaryDirectory(dir=shm) as tmpfs:
-            overhead(Path(tmpfs) / "overhead", "tmpfs", rounds)
-            parallel_speedup(Path(tmpfs), attempts)
+            if args.only != "parallel":
+                overhead(Path(tmpfs) / "overhead", "tmpfs", rounds)
+            if args.only != "overhead":
+                parallel_speedup(Path(tmpfs), attempts)
+    if args.only in (None, "real"):
+        with tempfile.TemporaryDirectory() as disk:
+            real_sized(Path(disk), attempts // 2)
+    print(f"load average {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":

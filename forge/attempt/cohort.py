@@ -13,14 +13,19 @@ import os
 import posixpath
 import re
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ParamSpec, TypeVar
 
 from forge.attempt.errors import LabRefusal
 from forge.attempt.fields import Reader
 from forge.attempt.formula import Formula, decode_formula
 from forge.attempt.plan import Issue, Plan, decode_issue, decode_plan
 from forge.attempt.strictjson import loads_object
+
+T = TypeVar("T")
+P = ParamSpec("P")
 
 COHORT_LIMIT = 65_536
 """The seed's 64 KiB, checked on the raw bytes before decoding."""
@@ -63,9 +68,13 @@ class CohortSpec:
     stop: Stop
 
 
-def decode_cohort(raw: bytes, *, file: str) -> CohortSpec:
-    """Decode the cohort's bytes (strict JSON, 64 KiB) or refuse naming the field."""
-    reader = Reader(file)
+def decode_cohort(raw: bytes, *, file: str, reader: Reader | None = None) -> CohortSpec:
+    """Decode the cohort's bytes (strict JSON, 64 KiB) or refuse naming every faulty field.
+
+    With a `reader`, problems are left in it for the caller to list with its own (stand-ins fill
+    the spec); without, they are refused here."""
+    own = reader is None
+    reader = reader or Reader(file)
     top = reader.obj(
         loads_object(raw, file=file, limit=COHORT_LIMIT),
         "",
@@ -84,6 +93,7 @@ def decode_cohort(raw: bytes, *, file: str) -> CohortSpec:
     primary = reader.one_of(top["primaryOutcome"], "primaryOutcome", PRIMARY_OUTCOMES)
     variant_items = reader.array(top["variants"], "variants", lo=2, hi=2)
     variants = [_variant(reader, item, f"variants[{i}]") for i, item in enumerate(variant_items)]
+    variants += [VariantSpec("", "", "")] * (2 - len(variants))
     reader.unique([v.name for v in variants], "variants", "name")
     task_items = reader.array(top["tasks"], "tasks", lo=1, hi=MAX_TASKS)
     tasks = tuple(_task(reader, item, f"tasks[{i}]") for i, item in enumerate(task_items))
@@ -106,6 +116,8 @@ def decode_cohort(raw: bytes, *, file: str) -> CohortSpec:
                 else None
             ),
         )
+    if own:
+        reader.check()
     return CohortSpec(
         hypothesis=hypothesis,
         primary_outcome=primary,
@@ -171,54 +183,58 @@ class Cohort:
 
 
 def load_cohort(cohort_path: Path) -> Cohort:
-    """Read and check the cohort and every file it names; refuse with the field at fault."""
+    """Read and check the cohort and every file it names; refuse once, naming every field at
+    fault (a file that cannot be read or decoded is skipped, its problems listed)."""
     file = str(cohort_path)
     raw = read_regular(cohort_path.parent, cohort_path.name, what=file)
-    spec = decode_cohort(raw, file=file)
     reader = Reader(file)
+    spec = decode_cohort(raw, file=file, reader=reader)
     base = cohort_path.parent
     files: dict[str, bytes] = {}
 
-    def pinned(rel: str, sha: str, field: str) -> bytes:
-        data = read_regular(base, rel, what=f"{file}: {field}")
+    def pinned(rel: str, sha: str, field: str) -> bytes | None:
+        if reader.failed(field.rsplit(".", 1)[0]):
+            return None
+        try:
+            data = read_regular(base, rel, what=f"{file}: {field}")
+        except LabRefusal as refusal:
+            reader.absorb(refusal)
+            return None
         if sha256_hex(data) != sha:
-            raise reader.refuse(
+            reader.note(
                 field, f"sha256 mismatch for {rel}: pinned {sha}, file has {sha256_hex(data)}"
             )
+            return None
         files[rel] = data
         return data
+
+    def decoded(decode: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T | None:
+        try:
+            return decode(*args, **kwargs)
+        except LabRefusal as refusal:
+            reader.absorb(refusal)
+            return None
 
     variants: list[Variant] = []
     for index, vspec in enumerate(spec.variants):
         data = pinned(vspec.formula, vspec.formula_sha256, f"variants[{index}].formulaSha256")
-        variants.append(Variant(vspec, decode_formula(data, file=vspec.formula)))
-    if spec.variants[0].formula_sha256 == spec.variants[1].formula_sha256:
-        raise reader.refuse(
+        formula = None if data is None else decoded(decode_formula, data, file=vspec.formula)
+        if formula is not None:
+            variants.append(Variant(vspec, formula))
+    if len(variants) == 2 and variants[0].spec.formula_sha256 == variants[1].spec.formula_sha256:
+        reader.note(
             "variants", "both variants pin the same Formula bytes; a comparison needs two recipes"
         )
     tasks: list[Task] = []
     for index, tspec in enumerate(spec.tasks):
-        plan = decode_plan(
-            pinned(tspec.plan, tspec.plan_sha256, f"tasks[{index}].planSha256"), file=tspec.plan
-        )
-        plan_dir = posixpath.dirname(tspec.plan)
-        task_file = posixpath.join(plan_dir, plan.task)
-        acceptance_file = posixpath.join(plan_dir, plan.acceptance)
-        issue_bytes = read_regular(base, task_file, what=f"{tspec.plan}: task")
-        acceptance_bytes = read_regular(base, acceptance_file, what=f"{tspec.plan}: acceptance")
-        files[task_file] = issue_bytes
-        files[acceptance_file] = acceptance_bytes
-        tasks.append(
-            Task(
-                spec=tspec,
-                plan=plan,
-                issue=decode_issue(issue_bytes, file=task_file),
-                task_file=task_file,
-                task_sha256=sha256_hex(issue_bytes),
-                acceptance_file=acceptance_file,
-                acceptance_sha256=sha256_hex(acceptance_bytes),
-            )
-        )
+        data = pinned(tspec.plan, tspec.plan_sha256, f"tasks[{index}].planSha256")
+        plan = None if data is None else decoded(decode_plan, data, file=tspec.plan)
+        if plan is None:
+            continue
+        task = decoded(_task_files, base, tspec, plan, files)
+        if task is not None:
+            tasks.append(task)
+    reader.check()
     return Cohort(
         spec=spec,
         raw=raw,
@@ -226,6 +242,27 @@ def load_cohort(cohort_path: Path) -> Cohort:
         variants=(variants[0], variants[1]),
         tasks=tuple(tasks),
         files=files,
+    )
+
+
+def _task_files(base: Path, spec: TaskSpec, plan: Plan, files: dict[str, bytes]) -> Task:
+    """A plan's issue and acceptance script (plan-relative), read and kept with the inputs."""
+    plan_dir = posixpath.dirname(spec.plan)
+    task_file = posixpath.join(plan_dir, plan.task)
+    acceptance_file = posixpath.join(plan_dir, plan.acceptance)
+    issue_bytes = read_regular(base, task_file, what=f"{spec.plan}: task")
+    acceptance_bytes = read_regular(base, acceptance_file, what=f"{spec.plan}: acceptance")
+    issue = decode_issue(issue_bytes, file=task_file)
+    files[task_file] = issue_bytes
+    files[acceptance_file] = acceptance_bytes
+    return Task(
+        spec=spec,
+        plan=plan,
+        issue=issue,
+        task_file=task_file,
+        task_sha256=sha256_hex(issue_bytes),
+        acceptance_file=acceptance_file,
+        acceptance_sha256=sha256_hex(acceptance_bytes),
     )
 
 

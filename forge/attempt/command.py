@@ -11,10 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import psutil
+
+from forge.attempt.sandbox import Sandbox, args_fd
 from forge.clock import Clock
 from forge.ipc.orphans import die_with_parent
 from forge.logs import get_logger
@@ -77,10 +81,18 @@ async def run_command(
     clock: Clock,
     output_cap: int,
     stdin: bytes | None = None,
+    sandbox: Sandbox | None = None,
 ) -> CommandResult:
-    """Run `argv` to completion, timeout or cancellation, leaving no process of it behind."""
+    """Run `argv` to completion, timeout or cancellation, leaving no process of it behind.
+
+    With a `sandbox`, bubblewrap runs it (the tree the walker sees starts at bubblewrap)."""
     started = clock.monotonic()
     marker = env[MARKER_ENV]
+    fds: tuple[int, ...] = ()
+    helper = sandbox.program if sandbox is not None else None
+    if sandbox is not None:
+        fds = (args_fd(sandbox.args_bytes(argv, cwd)),)
+        argv = sandbox.argv(argv, fds[0])
     try:
         proc = await asyncio.create_subprocess_exec(
             *argv,
@@ -91,9 +103,13 @@ async def run_command(
             stderr=asyncio.subprocess.PIPE,
             start_new_session=True,
             preexec_fn=die_with_parent,
+            pass_fds=fds,
         )
     except OSError as error:
         return CommandResult(None, False, False, b"", str(error).encode(), 0, 0, 0.0, 0, str(error))
+    finally:
+        for fd in fds:
+            os.close(fd)
     usage = Usage()
     flooded = asyncio.Event()
     assert proc.stdout is not None
@@ -112,13 +128,13 @@ async def run_command(
         timed_out = await _wait(proc, timeout_s, flooded, clock)
         if timed_out or flooded.is_set():
             await _kill_tree(proc.pid, clock)
-        strays = await _kill_leftovers(proc.pid, marker, clock)
+        strays = await _kill_leftovers(proc.pid, marker, clock, helper)
         # A process that escaped every kill may still hold a pipe: keep what was read by then.
         await asyncio.wait([*readers, reaped], timeout=KILL_GRACE_S)
     except BaseException:
         with contextlib.suppress(Exception):
             await asyncio.shield(_kill_tree(proc.pid, clock))
-            await asyncio.shield(_kill_leftovers(proc.pid, marker, clock))
+            await asyncio.shield(_kill_leftovers(proc.pid, marker, clock, helper))
         raise
     finally:
         for task in (sampler, feeder, reaped, *readers):
@@ -165,16 +181,27 @@ async def _kill_tree(pid: int, clock: Clock) -> None:
     await kill_processes(sorted(pids | set(group_pids(pid))), grace_s=KILL_GRACE_S, clock=clock)
 
 
-async def _kill_leftovers(pid: int, marker: str, clock: Clock) -> int:
-    """Kill what outlived the command: its group's members and anything carrying its marker."""
+async def _kill_leftovers(pid: int, marker: str, clock: Clock, helper: str | None) -> int:
+    """Kill what outlived the command: its group's members and anything carrying its marker.
+
+    The count leaves out `helper` processes (a sandbox's init, waiting on what it holds)."""
     marked = await asyncio.to_thread(find_by_environ, MARKER_ENV, marker)
     leftovers = (set(group_pids(pid)) | set(marked)) - {pid}
     alive = [p for p in sorted(leftovers) if is_live(p)]
     if not alive:
         return 0
+    strays = [p for p in alive if helper is None or not _runs(p, helper)]
     log.info("lab_strays_killed", pids=alive, attempt=marker)
     await kill_processes(alive, grace_s=KILL_GRACE_S, clock=clock)
-    return len(alive)
+    return len(strays)
+
+
+def _runs(pid: int, program: str) -> bool:
+    try:
+        argv = psutil.Process(pid).cmdline()
+    except psutil.Error:
+        return False
+    return bool(argv) and argv[0] == program
 
 
 async def _feed(proc: asyncio.subprocess.Process, data: bytes | None) -> None:

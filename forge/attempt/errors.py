@@ -14,6 +14,22 @@ class LabRefusal(UserError):
     exit_code = 1
 
 
+MANY_PROBLEMS = "every problem found (fix them all, then preview again):"
+
+
+def refusal(problems: list[str]) -> LabRefusal:
+    """One refusal listing every problem (one per line), so a person fixes them in one round."""
+    if len(problems) == 1:
+        return LabRefusal(problems[0])
+    return LabRefusal("\n  ".join([MANY_PROBLEMS, *problems]))
+
+
+def problems_of(error: LabRefusal) -> list[str]:
+    """The problems a `refusal` lists."""
+    lines = str(error).split("\n  ")
+    return lines[1:] if lines[0] == MANY_PROBLEMS else lines
+
+
 class RunAborted(InternalError):
     """The run stopped on an abort error (a changed input, a report that could not be saved)."""
 

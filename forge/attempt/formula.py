@@ -1,9 +1,9 @@
 """The Formula (YAML, `schemaVersion: 1`): the recipe a variant runs, decoded strictly.
 
-Only what the Lab uses exists here: one coding atom (its argv, timeout and pinned model), an
-optional trailing `role: learn` atom (the command `forge learn` runs; never configured
-silently), optional baseline checks, and `learning.recurrenceThreshold` (the failure streak that
-queues a learn request).
+Only what the Lab uses exists here: one coding atom (its argv, timeout, pinned model, whether
+its sandbox has the network, what hidden folders it mounts), an optional trailing `role: learn`
+atom (the command `forge learn` runs; never configured silently), optional baseline checks, and
+`learning.recurrenceThreshold` (the failure streak that queues a learn request).
 """
 
 from __future__ import annotations
@@ -23,6 +23,11 @@ class Atom:
     command: tuple[str, ...]
     timeout_ms: int
     model: str
+    network: bool = False
+    """Whether the sandboxed recipe (and its checks) may reach the network; off unless asked."""
+    mounts: tuple[str, ...] = ()
+    """Absolute folders the sandbox mounts read-only although it hides them (an interpreter
+    under the home directory, say); never `--out`, `--source` or the cohort's folder."""
 
 
 @dataclass(frozen=True)
@@ -62,13 +67,13 @@ def decode_formula(raw: bytes, *, file: str) -> Formula:
     name = reader.nonblank(top["name"], "name", max_chars=200)
     atoms = reader.array(top["atoms"], "atoms", lo=1)
     learn: LearnAtom | None = None
-    if isinstance(atoms[-1], dict) and atoms[-1].get("role") == "learn":
+    if atoms and isinstance(atoms[-1], dict) and atoms[-1].get("role") == "learn":
         learn = _learn_atom(reader, atoms[-1], f"atoms[{len(atoms) - 1}]")
         atoms = atoms[:-1]
     coding = [_atom(reader, value, f"atoms[{i}]") for i, value in enumerate(atoms)]
     reader.unique([atom.id for atom in coding] + ([learn.id] if learn else []), "atoms", "id")
-    if len(coding) != 1:
-        raise reader.refuse("atoms", f"must hold exactly one coding atom, got {len(coding)}")
+    if len(coding) != 1 and not reader.failed("atoms"):
+        reader.note("atoms", f"must hold exactly one coding atom, got {len(coding)}")
     checks = read_checks(reader, top.get("checks", []), "checks")
     threshold = DEFAULT_RECURRENCE_THRESHOLD
     if "learning" in top:
@@ -79,16 +84,23 @@ def decode_formula(raw: bytes, *, file: str) -> Formula:
             threshold = reader.integer(
                 learning["recurrenceThreshold"], "learning.recurrenceThreshold", lo=1, hi=50
             )
+    reader.check()
     return Formula(
         name=name, coding=coding[0], checks=checks, recurrence_threshold=threshold, learn=learn
     )
 
 
 def _atom(reader: Reader, value: object, path: str) -> Atom:
-    atom = reader.obj(value, path, required={"id", "role", "command", "timeoutMs", "model"})
+    atom = reader.obj(
+        value,
+        path,
+        required={"id", "role", "command", "timeoutMs", "model"},
+        optional={"network", "mounts"},
+    )
     if atom["role"] == "learn":
-        raise reader.refuse(f"{path}.role", "a learn atom must be the last atom")
-    reader.one_of(atom["role"], f"{path}.role", ("coding",))
+        reader.note(f"{path}.role", "a learn atom must be the last atom")
+    else:
+        reader.one_of(atom["role"], f"{path}.role", ("coding",))
     return Atom(
         id=reader.nonblank(atom["id"], f"{path}.id", max_chars=64),
         command=reader.argv(atom["command"], f"{path}.command"),
@@ -96,6 +108,11 @@ def _atom(reader: Reader, value: object, path: str) -> Atom:
             atom["timeoutMs"], f"{path}.timeoutMs", lo=1, hi=MAX_COMMAND_TIMEOUT_MS
         ),
         model=reader.nonblank(atom["model"], f"{path}.model", max_chars=200),
+        network=reader.boolean(atom["network"], f"{path}.network") if "network" in atom else False,
+        mounts=tuple(
+            reader.absolute_path(item, f"{path}.mounts[{i}]")
+            for i, item in enumerate(reader.array(atom.get("mounts", []), f"{path}.mounts"))
+        ),
     )
 
 

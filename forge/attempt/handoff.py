@@ -31,6 +31,8 @@ class Handoff(
     caller_env: dict[str, str]
     keep_workspaces: bool
     parallel: int
+    hidden: tuple[str, ...] = ()
+    """Paths the recipe's sandbox never mounts (`AttemptSpec.hidden`)."""
 
     @classmethod
     def of(cls, spec: AttemptSpec, out: Path) -> Handoff:
@@ -43,6 +45,7 @@ class Handoff(
             caller_env=spec.caller_env,
             keep_workspaces=spec.keep_workspaces,
             parallel=spec.parallel,
+            hidden=spec.hidden,
         )
 
     def spec(self) -> AttemptSpec:
@@ -65,4 +68,5 @@ class Handoff(
             settings=settings_from_env(self.caller_env),
             keep_workspaces=self.keep_workspaces,
             parallel=self.parallel,
+            hidden=self.hidden,
         )

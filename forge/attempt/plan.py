@@ -80,7 +80,7 @@ def decode_plan(raw: bytes, *, file: str) -> Plan:
     setup_items = reader.array(top.get("setup", []), "setup")
     setup = tuple(_setup(reader, item, f"setup[{i}]") for i, item in enumerate(setup_items))
     reader.unique([command.id for command in setup], "setup", "id")
-    return Plan(
+    plan = Plan(
         task=reader.clean_path(top["task"], "task"),
         acceptance=reader.clean_path(top["acceptance"], "acceptance"),
         base_commit=reader.matching(top["baseCommit"], "baseCommit", _COMMIT_RE),
@@ -95,6 +95,8 @@ def decode_plan(raw: bytes, *, file: str) -> Plan:
         ),
         require_initial_failure=require_initial_failure,
     )
+    reader.check()
+    return plan
 
 
 def decode_issue(raw: bytes, *, file: str) -> Issue:
@@ -107,10 +109,12 @@ def decode_issue(raw: bytes, *, file: str) -> Issue:
     )
     if "state" in top:
         reader.one_of(top["state"], "state", ("OPEN",))
-    return Issue(
+    issue = Issue(
         title=reader.nonblank(top["title"], "title", max_chars=1000),
         body=reader.string(top["body"], "body"),
     )
+    reader.check()
+    return issue
 
 
 def read_checks(reader: Reader, value: object, path: str) -> tuple[Command, ...]:
@@ -151,6 +155,14 @@ def _timeout(reader: Reader, value: object, path: str) -> int:
 def _paths(reader: Reader, value: object, path: str, *, lo: int = 0) -> tuple[str, ...]:
     items = reader.array(value, path, lo=lo)
     return tuple(reader.clean_path(item, f"{path}[{i}]") for i, item in enumerate(items))
+
+
+def is_test_file(path: str) -> bool:
+    """`test_*.py`, `*_test.py` or `conftest.py`: the existing tests a protected view restores."""
+    name = path.rsplit("/", 1)[-1]
+    return name == "conftest.py" or (
+        name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py"))
+    )
 
 
 MANIFESTS = ("pyproject.toml", "setup.py", "setup.cfg", "package.json", "go.mod")

@@ -89,6 +89,17 @@ class RegressionFailure(msgspec.Struct, rename="camel", kw_only=True):
     """Not re-run, or its base runs were neither all passes, all failures nor mixed."""
 
 
+class Seal(msgspec.Struct, rename="camel", kw_only=True):
+    """What kept the answer out of the recipe's reach in this attempt."""
+
+    sandbox: str | None
+    """`bubblewrap` when the recipe and checks ran in it; null for the layout seal alone."""
+    reason: str | None
+    """Why the recipe was not sandboxed (null when it was)."""
+    network: bool
+    """Whether the recipe could reach the network (always true without the sandbox)."""
+
+
 class AttemptRecord(msgspec.Struct, rename="camel", kw_only=True):
     """One attempt's `attempt.json`, fields in file order."""
 
@@ -103,6 +114,7 @@ class AttemptRecord(msgspec.Struct, rename="camel", kw_only=True):
     started_at: str
     parallel: int | UnsetType = UNSET
     """Only when the run had `--parallel` above 1."""
+    seal: Seal | UnsetType = UNSET
     outcome: str | UnsetType = UNSET
     timed_out: bool | UnsetType = UNSET
     invocations: list[Invocation] | UnsetType = UNSET

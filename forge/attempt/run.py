@@ -3,7 +3,13 @@
 `run_attempt` returns the attempt record (the future `attempt.json`) and writes only evidence
 files (`changes.diff`, `changes.json`, `verification.json`) under the attempt directory; the caller
 writes `attempt.json`, so an attempt that never returned never looks done. Cancelled at any point,
-it kills every process it started and removes its directory: a discarded attempt leaves nothing.
+it kills every process it started and removes its directories: a discarded attempt leaves nothing.
+
+The seal: the attempt's trees (throwaway source, workspace, views, home, task file) live in a
+private 0700 directory outside `--out` (`<attempt dir>/work` is a link to it, for a person and for
+an executor that must tell a started attempt from a fresh one), so nothing the recipe can reach
+names a path into `--out` or `--source`; the recipe and the checks run in the bubblewrap sandbox
+(`sandbox`) where the platform allows, and the record says which seal held.
 
 The same coroutine runs in-process, in an attempt-runner worker, or on a Dask worker.
 """
@@ -16,6 +22,7 @@ import hashlib
 import json
 import shutil
 import socket
+import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -25,6 +32,7 @@ from urllib.parse import urlparse
 
 from msgspec import UNSET
 
+from forge.attempt import sandbox
 from forge.attempt.cohort import Task, Variant
 from forge.attempt.command import MARKER_ENV, CommandResult, run_command
 from forge.attempt.coordinates import Coordinate
@@ -38,6 +46,7 @@ from forge.attempt.git import (
     list_files,
     make_attempt_source,
     restore_from,
+    save_index,
     unified_diff,
 )
 from forge.attempt.harness import (
@@ -48,13 +57,14 @@ from forge.attempt.harness import (
     served_model_mismatch,
     task_input,
 )
-from forge.attempt.plan import Command
+from forge.attempt.plan import Command, is_test_file
 from forge.attempt.record import (
     SCHEMA_VERSION,
     AttemptRecord,
     FailedCommand,
     Invocation,
     RegressionFailure,
+    Seal,
     Tails,
     Usage,
     cost_basis,
@@ -72,6 +82,7 @@ from forge.attempt.regression import (
     rerun_verdict,
     unclassified_entry,
 )
+from forge.attempt.sandbox import Sandbox
 from forge.attempt.settings import LabSettings
 from forge.attempt.verify import Observation, Step, ViewResult, run_view, view_steps
 from forge.clock import SYSTEM_CLOCK, Clock
@@ -82,7 +93,8 @@ HARNESS_STDOUT_CAP = 1 << 20
 MAX_RESUMES = 2
 MAX_PROVIDER_CHECKS = 4
 DEFAULT_PROVIDER_HOST = "api.anthropic.com"
-_TEST_FILE_NAMES = ("conftest.py",)
+WORK_LINK = "work"
+"""`<attempt dir>/work`: a link to the attempt's private directory while it exists."""
 
 log = get_logger(__name__)
 
@@ -115,16 +127,20 @@ class AttemptSpec:
     settings: LabSettings
     keep_workspaces: bool = False
     parallel: int = 1
+    hidden: tuple[str, ...] = ()
+    """Paths the sandbox never mounts: `--out`, `--source` and its local origins, the cohort's
+    folder, the caller's home, forge's own directories (realpaths)."""
 
 
 async def run_attempt(
     spec: AttemptSpec, *, clock: Clock = SYSTEM_CLOCK, resolver: Resolver = resolve_host
 ) -> AttemptRecord:
     """Run one attempt and return its record; on cancellation discard everything it made."""
+    attempt = _Attempt(spec, clock, resolver)
     try:
-        return await _Attempt(spec, clock, resolver).run()
+        return await attempt.run()
     except BaseException:
-        await asyncio.shield(asyncio.to_thread(shutil.rmtree, spec.attempt_dir, True))
+        await asyncio.shield(asyncio.to_thread(attempt.discard))
         raise
 
 
@@ -135,9 +151,10 @@ class _Attempt:
         self.resolver = resolver
         self.plan = spec.task.plan
         self.atom = spec.variant.formula.coding
-        self.work = spec.attempt_dir / "work"
-        self.source = self.work / "source"
-        self.workspace = self.work / "workspace"
+        self.work = Path("/nonexistent")
+        """The private directory, made when the attempt starts."""
+        self.made_work = False
+        self.sandbox: Sandbox | None = None
         self.redactor = Redactor(spec.caller_env)
         self.peak_rss = 0
         self.cpu_seconds = 0.0
@@ -159,16 +176,31 @@ class _Attempt:
         if spec.parallel > 1:
             self.record.parallel = spec.parallel
 
+    @property
+    def source(self) -> Path:
+        return self.work / "source"
+
+    @property
+    def workspace(self) -> Path:
+        return self.work / "workspace"
+
+    @property
+    def stat_index(self) -> Path:
+        """The workspace's index as forge wrote it, before the recipe could touch it."""
+        return self.work / "workspace.stat-index"
+
     async def run(self) -> AttemptRecord:
         started = self.clock.monotonic()
         record = self.record
-        await asyncio.to_thread((self.work / "home").mkdir, parents=True)
+        await asyncio.to_thread(self._make_work)
+        record.seal = await self._seal()
         try:
             await make_attempt_source(
                 self.spec.source, self.spec.origin, self.plan.base_commit, self.source
             )
             await add_worktree(self.source, self.workspace, self.plan.base_commit)
-        except GitError as error:
+            await save_index(self.workspace, self.stat_index)
+        except (GitError, OSError) as error:
             record.outcome, record.error = "error", f"workspace preparation failed: {error}"
         else:
             await self._setup_and_code()
@@ -190,15 +222,54 @@ class _Attempt:
         record.elapsed_ms = round((self.clock.monotonic() - started) * 1000)
         return record
 
+    # -- the seal ----------------------------------------------------------------------------
+
+    def _make_work(self) -> None:
+        """The private directory (0700, outside `--out`) and the link to it from the attempt dir."""
+        label = self.spec.attempt_id.replace("/", "_")
+        self.work = Path(tempfile.mkdtemp(prefix=f"forge-attempt-{label}-"))
+        self.made_work = True
+        (self.work / "home").mkdir()
+        (self.work / "task").mkdir()
+        (self.spec.attempt_dir / WORK_LINK).symlink_to(self.work, target_is_directory=True)
+
+    async def _seal(self) -> Seal:
+        """Sandbox the recipe when bubblewrap runs here; say why not when it does not."""
+        network = self.atom.network
+        probe = await asyncio.to_thread(sandbox.probe, self.spec.caller_env)
+        if probe.program is None:
+            return Seal(sandbox=None, reason=probe.reason, network=True)
+        # The private directories' parent too: other attempts' trees live beside this one.
+        hidden = sandbox.realpaths([*self.spec.hidden, str(self.work.parent)])
+        # Only the trees a command works in; forge's own files beside them (the indexes it
+        # captures with) stay out of reach. Views and the acceptance appear at verification.
+        work = [str(self.work / name) for name in ("source", "workspace", "home", "views")]
+        writable = sandbox.realpaths([*work, *self.spec.settings.sandbox_binds])
+        private = [str(self.work / "task"), str(self.work / "acceptance")]
+        readonly = sandbox.realpaths([*private, *self.atom.mounts])
+        self.sandbox = Sandbox(probe.program, hidden, writable, network, readonly)
+        return Seal(sandbox=sandbox.NAME, reason=None, network=network)
+
+    def discard(self) -> None:
+        """A cancelled attempt leaves nothing: neither its private trees nor its directory."""
+        if self.made_work:
+            shutil.rmtree(self.work, ignore_errors=True)
+        shutil.rmtree(self.spec.attempt_dir, ignore_errors=True)
+
     # -- environment -------------------------------------------------------------------------
 
     def _env(self, **extra: str) -> dict[str, str]:
-        """The scrubbed environment: PATH, LANG, TMPDIR, a private HOME, forge's variables."""
+        """The scrubbed environment: PATH, LANG, TMPDIR, a private HOME, forge's variables.
+
+        In the sandbox TMPDIR is its private /tmp: the caller's may be hidden or read-only there.
+        """
         caller = self.spec.caller_env
         env = {"PATH": caller.get("PATH", "/usr/bin:/bin"), "HOME": str(self.work / "home")}
         for name in ("LANG", "TMPDIR"):
             if name in caller:
                 env[name] = caller[name]
+        if self.sandbox is not None:
+            env["TMPDIR"] = "/tmp"
         env[MARKER_ENV] = self.spec.attempt_id
         env["PYTHONDONTWRITEBYTECODE"] = "1"
         env.update(extra)
@@ -253,6 +324,7 @@ class _Attempt:
             timeout_s=timeout_ms / 1000,
             clock=self.clock,
             output_cap=HARNESS_STDOUT_CAP,
+            sandbox=self.sandbox,
         )
         self._account(result)
         return result
@@ -339,7 +411,7 @@ class _Attempt:
         task_bytes = task_input(
             self.spec.task.issue, self.plan.allowed_files, self.atom.model, instructions
         )
-        task_file = self.work / f"task-{index}.json"
+        task_file = self.work / "task" / f"task-{index}.json"
         await asyncio.to_thread(_write_readonly, task_file, task_bytes)
         env = self._env(
             FORGE_TASK_FILE=str(task_file),
@@ -354,6 +426,7 @@ class _Attempt:
             clock=self.clock,
             output_cap=HARNESS_STDOUT_CAP,
             stdin=task_bytes,
+            sandbox=self.sandbox,
         )
         self._account(result)
         complete = not result.timed_out and not result.output_capped
@@ -381,7 +454,7 @@ class _Attempt:
     async def _wrote_out_of_scope(self) -> bool:
         try:
             capture = await capture_tree(
-                self.workspace, self.plan.base_commit, self.work / "scope-index"
+                self.workspace, self.plan.base_commit, self.work / "scope-index", self.stat_index
             )
         except GitError:
             return False
@@ -419,7 +492,7 @@ class _Attempt:
         try:
             self._forced("capture")
             capture = await capture_tree(
-                self.workspace, self.plan.base_commit, self.work / "capture-index"
+                self.workspace, self.plan.base_commit, self.work / "capture-index", self.stat_index
             )
             diff, truncated = cap_diff(
                 await unified_diff(self.source, self.plan.base_commit, capture.commit)
@@ -508,7 +581,7 @@ class _Attempt:
         """Existing test files and originalCheckFiles, minus candidateTestFiles (O-22, V12)."""
         base_files = set(await list_files(self.source, self.plan.base_commit))
         exempt = set(self.plan.candidate_test_files)
-        wanted = {p for p in base_files if _is_test_file(p)} | (
+        wanted = {p for p in base_files if is_test_file(p)} | (
             set(self.plan.original_check_files) & base_files
         )
         return sorted(wanted - exempt)
@@ -533,6 +606,7 @@ class _Attempt:
             env=self._check_env(),
             clock=self.clock,
             acceptance_script=self._acceptance_script,
+            sandbox=self.sandbox,
         )
         for observation in result.observations:
             self._account(observation.result)
@@ -647,6 +721,7 @@ class _Attempt:
         try:
             self._forced("cleanup")
             await asyncio.to_thread(shutil.rmtree, self.work)
+            await asyncio.to_thread((self.spec.attempt_dir / WORK_LINK).unlink)
         except OSError as error:
             self.record.cleanup_error = str(error)
 
@@ -654,13 +729,6 @@ class _Attempt:
 def _violations(capture: Capture, allowed: tuple[str, ...]) -> list[str]:
     permitted = set(allowed)
     return sorted(path for _, path in capture.changes if path not in permitted)
-
-
-def _is_test_file(path: str) -> bool:
-    name = path.rsplit("/", 1)[-1]
-    return name in _TEST_FILE_NAMES or (
-        name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py"))
-    )
 
 
 def _required_observed_and_passed(view: ViewResult) -> bool:
@@ -703,3 +771,12 @@ def _write_executable(path: Path, data: bytes) -> None:
 def iso_utc(epoch: float) -> str:
     """`2026-11-29T20:00:00Z`: the form of every timestamp a Lab file records."""
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))
+
+
+def discard_attempt_dir(attempt_dir: Path) -> None:
+    """Remove an attempt whose process died: its private trees (the `work` link's target) and
+    its directory under `--out`."""
+    link = attempt_dir / WORK_LINK
+    if link.is_symlink():
+        shutil.rmtree(link.resolve(), ignore_errors=True)
+    shutil.rmtree(attempt_dir, ignore_errors=True)

@@ -3,8 +3,9 @@
 Production uses the seed's waits (30 s, then 120 s) and the Dask client lease of row X4 (refreshed
 every 5 s, stale after 30 s). Tests scale them with `FORGE_LAB_TRANSIENT_WAITS_MS` and
 `FORGE_LAB_LEASE_MS` (`<refresh>,<stale>`) and use `FORGE_LAB_TEST_HOOKS` (JSON, read only when set)
-to hold a coordinate at a phase until a file appears, lower the acceptance timeout, or force a
-capture, cleanup or report-save failure (acceptance table O-26).
+to hold a coordinate at a phase until a file appears, lower the acceptance timeout, force a
+capture, cleanup or report-save failure (acceptance table O-26), or mount a folder writable in the
+recipe's sandbox (`sandboxBinds`: the tests' probe channel).
 """
 
 from __future__ import annotations
@@ -43,6 +44,8 @@ class LabSettings:
     acceptance_timeout_ms: int = DEFAULT_ACCEPTANCE_TIMEOUT_MS
     holds: tuple[Hold, ...] = ()
     forced_failures: frozenset[str] = field(default_factory=frozenset)
+    sandbox_binds: tuple[str, ...] = ()
+    """Test hook: folders mounted writable in the sandbox (a test's probe channel)."""
 
 
 def _seconds_pair(
@@ -73,6 +76,7 @@ def settings_from_env(env: Mapping[str, str]) -> LabSettings:
         )
         forced = frozenset(hooks.get("fail", []))
         timeout = int(hooks.get("acceptanceTimeoutMs", DEFAULT_ACCEPTANCE_TIMEOUT_MS))
+        binds = tuple(str(path) for path in hooks.get("sandboxBinds", []))
     except (ValueError, KeyError, TypeError, AttributeError) as error:
         raise LabRefusal(f"{TEST_HOOKS_ENV} is not valid: {error}") from None
     if any(h.phase not in HOOK_PHASES for h in holds) or not forced <= set(FORCED_FAILURES):
@@ -83,4 +87,5 @@ def settings_from_env(env: Mapping[str, str]) -> LabSettings:
         acceptance_timeout_ms=timeout,
         holds=holds,
         forced_failures=forced,
+        sandbox_binds=binds,
     )

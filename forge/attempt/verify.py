@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from forge.attempt.command import CommandResult, run_command
-from forge.attempt.git import GitError, git, git_env
+from forge.attempt.git import GitError, content_tree, git, save_index
 from forge.attempt.plan import Command
+from forge.attempt.sandbox import Sandbox
 from forge.clock import Clock
 
 CHECK_OUTPUT_CAP = 8 * 1024 * 1024
@@ -131,13 +132,20 @@ async def run_view(
     env: Mapping[str, str],
     clock: Clock,
     acceptance_script: AcceptanceScript,
+    sandbox: Sandbox | None = None,
 ) -> ViewResult:
     result = ViewResult(name=name, steps=steps)
     view_env = {**env, "FORGE_EVAL_WORKSPACE": str(view)}
+    # The view as checked out (its own index is exact: forge just wrote it): no file is hashed
+    # unless a setup step ran first and may have changed some.
+    start = (await git(view, "write-tree")).decode().strip()
+    stat_index = view.parent / f".{view.name}.forge-stat-index"
+    await save_index(view, stat_index)
     before: str | None = None
     for step in steps:
         if step.phase != "setup" and before is None:
-            before = await tracked_content(view)
+            ran_setup = bool(result.observations)
+            before = await tracked_content(view, start, stat_index) if ran_setup else start
         argv = (str(await acceptance_script(name)),) if step.phase == "acceptance" else step.argv
         cwd = view if step.dir == "." else view / step.dir
         outcome = await run_command(
@@ -147,24 +155,24 @@ async def run_view(
             timeout_s=step.timeout_ms / 1000,
             clock=clock,
             output_cap=CHECK_OUTPUT_CAP,
+            sandbox=sandbox,
         )
         observation = Observation(step, outcome)
         result.observations.append(observation)
         if fail_fast and not observation.passed:
             break
-    if before is not None and result.error is None and await tracked_content(view) != before:
+    changed = before is not None and await tracked_content(view, start, stat_index) != before
+    await asyncio.to_thread(stat_index.unlink, missing_ok=True)
+    if result.error is None and changed:
         result.error = "a check changed tracked content"
     return result
 
 
-async def tracked_content(view: Path) -> str:
-    """A tree id of the view's tracked files as they are on disk (untracked files ignored)."""
+async def tracked_content(view: Path, start: str, stat_index: Path) -> str:
+    """A tree id of the view's files tracked in `start`, as they are on disk."""
     index = view.parent / f".{view.name}.forge-index"
-    env = git_env({"GIT_INDEX_FILE": str(index)})
     try:
-        await git(view, "read-tree", "HEAD", env=env)
-        await git(view, "add", "-u", "--", ".", env=env)
-        return (await git(view, "write-tree", env=env)).decode().strip()
+        return await content_tree(view, start, index, untracked=False, stat_index=stat_index)
     except GitError as error:
         return f"unreadable: {error}"
     finally:

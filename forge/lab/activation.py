@@ -25,7 +25,13 @@ MANIFEST_FILE = "manifest.json"
 
 
 def review_text(
-    cohort: Cohort, *, source: str, out: str, digest: str, approve_argv: list[str]
+    cohort: Cohort,
+    *,
+    source: str,
+    out: str,
+    digest: str,
+    approve_argv: list[str],
+    seal: list[str],
 ) -> str:
     """What a person reads before approving: what will run, where, and the exact command."""
     spec = cohort.spec
@@ -45,7 +51,7 @@ def review_text(
         lines.append(
             f"Variant {variant.spec.name}: {variant.spec.formula} ({variant.spec.formula_sha256}) "
             f"model {atom.model}, coding argv {json.dumps(list(atom.command))}, "
-            f"timeout {atom.timeout_ms} ms"
+            f"timeout {atom.timeout_ms} ms, network: {'true' if atom.network else 'false'}"
         )
         for check in variant.formula.checks:
             lines.append(f"  baseline check {check.id}: {json.dumps(list(check.argv))}")
@@ -66,6 +72,7 @@ def review_text(
             lines.append(
                 "  plan-has-protected-exemptions: " + ", ".join(sorted(plan.candidate_test_files))
             )
+    lines += seal
     lines += [
         "",
         f"Activation digest: {digest}",

@@ -17,9 +17,10 @@ import signal
 import sys
 from pathlib import Path
 
-from forge.attempt.cohort import load_cohort
-from forge.attempt.errors import LabRefusal
-from forge.attempt.git import has_commit, inspect_source, list_files
+from forge.attempt import sandbox
+from forge.attempt.cohort import Cohort, load_cohort
+from forge.attempt.errors import LabRefusal, refusal
+from forge.attempt.git import SourceFacts, has_commit, inspect_source, list_files
 from forge.attempt.plan import MANIFESTS, unanchored_paths
 from forge.attempt.run import iso_utc
 from forge.attempt.settings import settings_from_env
@@ -33,57 +34,77 @@ from forge.lab.progress import ProgressDisplay
 from forge.lab.report import RunState
 from forge.lab.runners import RunnerPool
 from forge.lab.scheduler import CohortRun, Executor, RunConfig, exit_code
+from forge.lab.seal import check_mounts, hidden_paths, review_lines
 from forge.logs import configure
 
 EXECUTORS = ("local", "dask")
 SIGNAL_EXIT = {"SIGINT": 130, "SIGTERM": 143}
 
 
-def _parallel(text: str) -> int:
+def _check_flags(args: argparse.Namespace) -> int:
+    """The flags' problems, all at once; the parallelism when there are none."""
+    if args.cohort is None:
+        raise LabRefusal(
+            "evaluate needs --cohort COHORT.json (or a subcommand: init, pin; see --help)"
+        )
+    problems = []
+    if args.recheck:
+        problems.append("cohort --recheck is not available yet")
+    for flag in ("source", "out"):
+        if getattr(args, flag) is None:
+            problems.append(f"evaluate --cohort needs --{flag}")
+    if args.executor not in EXECUTORS:
+        problems.append(f"--executor must be local or dask, got {args.executor!r}")
+    if args.executor == "dask" and not args.scheduler:
+        problems.append("--executor dask needs --scheduler ADDRESS (for example tcp://host:8786)")
+    if args.executor != "dask" and args.scheduler:
+        problems.append("--scheduler is only meaningful with --executor dask")
+    text = args.parallel
     if not text.isdigit() or not 1 <= int(text) <= 4:
-        raise LabRefusal(f"--parallel must be an integer from 1 to 4, got {text!r}")
+        problems.append(f"--parallel must be an integer from 1 to 4, got {text!r}")
+    if problems:
+        raise refusal(problems)
     return int(text)
 
 
-def _check_flags(args: argparse.Namespace) -> int:
-    if args.cohort is None:
-        raise LabRefusal(
-            "evaluate needs --cohort COHORT.json (the single-task mode is not available)"
-        )
-    if args.recheck:
-        raise LabRefusal("cohort --recheck is not available yet")
-    for flag in ("source", "out"):
-        if getattr(args, flag) is None:
-            raise LabRefusal(f"evaluate --cohort needs --{flag}")
-    if args.executor not in EXECUTORS:
-        raise LabRefusal(f"--executor must be local or dask, got {args.executor!r}")
-    if args.executor == "dask" and not args.scheduler:
-        raise LabRefusal("--executor dask needs --scheduler ADDRESS (for example tcp://host:8786)")
-    if args.executor != "dask" and args.scheduler:
-        raise LabRefusal("--scheduler is only meaningful with --executor dask")
-    return _parallel(args.parallel)
+def absolute(text: str) -> Path:
+    """A path argument as given (relative, `~`-prefixed or absolute), made absolute once."""
+    return Path(os.path.abspath(os.path.expanduser(text)))
 
 
-async def evaluate(args: argparse.Namespace) -> int:
-    parallel = _check_flags(args)
-    cohort = load_cohort(Path(args.cohort))
-    source = await inspect_source(Path(args.source))
+async def _readiness(cohort: Cohort, source: SourceFacts) -> list[str]:
+    """Every task whose base commit is missing or whose new files have no package (A15)."""
+    problems = []
     for task in cohort.tasks:
         if not await has_commit(Path(source.toplevel), task.plan.base_commit):
-            raise LabRefusal(
+            problems.append(
                 f"{task.spec.plan}: baseCommit {task.plan.base_commit} "
                 f"is not in --source {source.toplevel}"
             )
+            continue
         base_files = set(await list_files(Path(source.toplevel), task.plan.base_commit))
         unanchored = unanchored_paths(task.plan.allowed_files, base_files)
         if unanchored:
-            raise LabRefusal(
+            problems.append(
                 f"{task.spec.plan}: allowedFiles {', '.join(unanchored)} are absent at base and "
                 f"no ancestor directory holds a manifest ({', '.join(MANIFESTS)}); "
                 "the plan is not ready"
             )
-    out = Path(args.out)
-    out_text = canonical_out(out)
+    return problems
+
+
+async def evaluate(args: argparse.Namespace) -> int:
+    parallel = _check_flags(args)
+    cohort_path = absolute(args.cohort)
+    cohort = load_cohort(cohort_path)
+    source = await inspect_source(absolute(args.source))
+    out_text = canonical_out(absolute(args.out))
+    out = Path(out_text)
+    hidden = hidden_paths(cohort_dir=cohort_path.parent, out=out, source=source, env=os.environ)
+    problems = await _readiness(cohort, source)
+    problems += check_mounts(cohort, hidden)
+    if problems:
+        raise refusal(problems)
     digest = activation_digest(cohort, source=source.toplevel, out=out_text)
     approve_argv = [
         "forge",
@@ -97,7 +118,12 @@ async def evaluate(args: argparse.Namespace) -> int:
         "--approve",
         digest,
     ]
+    settings = settings_from_env(os.environ)
+    probe = await asyncio.to_thread(sandbox.probe, os.environ)
     if args.approve is None:
+        seal_text = review_lines(
+            cohort, probe, hidden=hidden, origin=source.origin, binds=settings.sandbox_binds
+        )
         sys.stdout.write(
             review_text(
                 cohort,
@@ -105,6 +131,7 @@ async def evaluate(args: argparse.Namespace) -> int:
                 out=out_text,
                 digest=digest,
                 approve_argv=approve_argv,
+                seal=seal_text,
             )
         )
         return 0
@@ -113,7 +140,8 @@ async def evaluate(args: argparse.Namespace) -> int:
             f"--approve {args.approve} does not match the activation digest {digest}; "
             f"review the cohort, then run: {shlex.join(approve_argv)}"
         )
-    settings = settings_from_env(os.environ)
+    if probe.program is None:
+        sys.stderr.write(f"forge: recipe not sandboxed: {probe.reason}\n")
     state = check_out(out, digest)
     if args.executor == "dask":
         _require_distributed()
@@ -141,6 +169,7 @@ async def evaluate(args: argparse.Namespace) -> int:
         parallel=parallel,
         keep_workspaces=args.keep_workspaces,
         runs_note={"resume": state is OutState.RESUME, "executor": args.executor},
+        hidden=hidden,
     )
     if dask_config is not None:
         cohort_run, final = await _on_dask(config, args.scheduler, dask_config)

@@ -70,6 +70,7 @@ def build_report(
             "variants": [v.name for v in spec.variants],
             "stop": {"maxAttempts": spec.stop.max_attempts, "maxCostUSD": spec.stop.max_cost_usd},
         },
+        "seal": _seal(spec, records),
         "primary": primary,
         "variants": variants,
         "tasks": [_task_row(t.name, spec, records) for t in spec.tasks],
@@ -142,6 +143,22 @@ def _variant_figures(
     }
 
 
+def _seal(spec: CohortSpec, records: Sequence[AttemptRecord]) -> dict[str, Any]:
+    """Which seal held: the layout always, the sandbox in how many attempts, network per variant."""
+    seals = [(r.variant, r.seal) for r in records if r.seal is not UNSET]
+    return {
+        "sandbox": "bubblewrap",
+        "sandboxed": sum(1 for _, seal in seals if seal.sandbox),
+        "attempts": len(records),
+        "unrecorded": len(records) - len(seals),
+        "network": {
+            v.name: sum(1 for name, seal in seals if name == v.name and seal.network)
+            for v in spec.variants
+        },
+        "notSandboxed": sorted({seal.reason for _, seal in seals if seal.reason}),
+    }
+
+
 def _correct_excluding_base_flakes(record: AttemptRecord) -> bool:
     """A record that predates the field counts as its `correct`."""
     if record.correct_excluding_base_flakes is UNSET:
@@ -194,6 +211,8 @@ def _notes(
     primary: dict[str, Any],
 ) -> list[str]:
     notes: list[str] = []
+    for reason in _seal(spec, records)["notSandboxed"]:
+        notes.append(f"recipe not sandboxed: {reason}; the layout seal alone held.")
     if state.stop_reason:
         notes.append(f"Stopped: {state.stop_reason}.")
     if state.abort_reason:
@@ -273,6 +292,7 @@ def render_markdown(
         + ("" if report["primary"]["measurable"] else " (not measurable)"),
         f"- Status: {report['status']}",
         f"- Digest: {report['approval'].get('digest', 'n/a')}",
+        f"- Seal: {_seal_text(report['seal'])}",
         "",
         "## Variants",
         "",
@@ -295,6 +315,18 @@ def render_markdown(
     for record in records:
         lines += _attempt_lines(record)
     return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _seal_text(seal: dict[str, Any]) -> str:
+    network = ", ".join(f"{name} {n}" for name, n in seal["network"].items())
+    text = (
+        "workspaces in private directories outside --out; recipe and checks sandboxed "
+        f"({seal['sandbox']}) in {seal['sandboxed']} of {seal['attempts']} attempts; "
+        f"attempts with network: {network}"
+    )
+    if seal["unrecorded"]:
+        text += f"; {seal['unrecorded']} record(s) predate the seal field"
+    return text
 
 
 def _variant_lines(v: dict[str, Any], shape: str) -> list[str]:

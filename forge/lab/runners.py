@@ -3,21 +3,20 @@
 Each runner holds one attempt at a time; `--parallel N` starts N runners. Cancelling an attempt
 asks its runner to cancel (which kills and discards it) and waits for the answer. A runner that
 dies mid-attempt aborts the run: its attempt's strays are killed here by their marker variable and
-its directory removed, so a resume re-runs that coordinate.
+its private trees and directory removed, so a resume re-runs that coordinate.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import shutil
 from pathlib import Path
 
 from forge.attempt.command import MARKER_ENV
 from forge.attempt.errors import RunAborted
 from forge.attempt.handoff import Handoff
 from forge.attempt.record import AttemptRecord
-from forge.attempt.run import AttemptSpec
+from forge.attempt.run import AttemptSpec, discard_attempt_dir
 from forge.ipc.errors import RequestFailed, WorkerCrashed, WorkerError
 from forge.ipc.manager import WorkerHandle, WorkerManager
 from forge.ipc.protocol import call
@@ -70,4 +69,4 @@ class RunnerPool:
 async def _discard(spec: AttemptSpec) -> None:
     strays = await asyncio.to_thread(find_by_environ, MARKER_ENV, spec.attempt_id)
     await kill_processes(strays)
-    await asyncio.to_thread(shutil.rmtree, spec.attempt_dir, True)
+    await asyncio.to_thread(discard_attempt_dir, spec.attempt_dir)

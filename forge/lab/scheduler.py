@@ -69,6 +69,8 @@ class RunConfig:
     parallel: int = 1
     keep_workspaces: bool = False
     runs_note: dict[str, Any] = field(default_factory=dict)
+    hidden: tuple[str, ...] = ()
+    """Paths the recipe's sandbox never mounts (`AttemptSpec.hidden`)."""
 
 
 class CohortRun:
@@ -191,6 +193,7 @@ class CohortRun:
             settings=config.settings,
             keep_workspaces=config.keep_workspaces,
             parallel=config.parallel,
+            hidden=config.hidden,
         )
         spec.attempt_dir.mkdir(parents=True)
         self.started_at[coordinate.index] = self.clock.monotonic()

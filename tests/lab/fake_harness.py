@@ -25,8 +25,8 @@ for line in json.loads(stdin)["body"].splitlines():
 if env.get("FAKE_TRANSIENT_FILE") and Path(env["FAKE_TRANSIENT_FILE"]).exists():
     env["FAKE_TRANSIENT"] = Path(env["FAKE_TRANSIENT_FILE"]).read_text().strip()
 started = time.time_ns()
-parts = cwd.parts
-coordinate = "/".join(parts[-5:-2]) if parts[-1] == "workspace" else str(cwd)
+# FORGE_ATTEMPT_ID is `<task>.<variant>.rep-<n>.<hex>`; task and variant names hold no dot.
+coordinate = "/".join(env.get("FORGE_ATTEMPT_ID", "").split(".")[:3])
 ctl = Path(env["FAKE_CTL"]) if env.get("FAKE_CTL") else None
 
 
@@ -127,6 +127,13 @@ if ctl is not None:
         "refspec": git("config", "remote.origin.fetch"),
         "fetchHead": (cwd / git("rev-parse", "--git-common-dir") / "FETCH_HEAD").exists(),
         "head": git("rev-parse", "HEAD"),
+        "visible": {p: os.path.exists(p) for p in env.get("FAKE_PEEK", "").split(":") if p},
+        "mountinfo": Path("/proc/self/mountinfo").read_text(),
+        "init": Path("/proc/1/cmdline").read_bytes().decode(errors="replace"),
+        "interfaces": sorted(
+            line.split(":")[0].strip()
+            for line in Path("/proc/net/dev").read_text().splitlines()[2:]
+        ),
     }
     with open(ctl / "probes.jsonl", "a") as handle:
         handle.write(json.dumps(probe) + "\n")

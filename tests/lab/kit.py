@@ -28,6 +28,18 @@ PYTHON = sys.executable
 ORIGIN = "https://github.com/owner/repo.git"
 PYTEST = ["/usr/bin/env", "PYTEST_DISABLE_PLUGIN_AUTOLOAD=1", PYTHON, "-m", "pytest"]
 """Without the dev plugins a fixture pytest run starts in 0.3 s instead of 2 s."""
+_UNDER_HOME = sorted(
+    {
+        path
+        for path in (sys.base_prefix, sys.prefix, str(HERE.parents[1]))
+        if path.startswith(str(Path.home()) + "/")
+    }
+)
+INTERPRETER_MOUNTS: dict[str, Any] = {"mounts": _UNDER_HOME} if _UNDER_HOME else {}
+"""The sandbox hides the home directory: an interpreter installed there (pyenv), the venv and
+this checkout (the fake harness) are mounted back when they live in it."""
+NO_USERNS_BWRAP = HERE / "no_userns_bwrap.sh"
+"""A bubblewrap that fails as it does on a kernel without unprivileged user namespaces."""
 ACCEPTANCE = "#!/bin/sh\ngrep -q 'return a + b' calc.py\n"
 """The hidden acceptance: add must add. A grep, so the suite starts fewer interpreters."""
 
@@ -87,13 +99,13 @@ class Kit:
         self.ctl = self.root / "ctl"
         for path in (self.repo / "tests", self.cohort_dir, self.ctl):
             path.mkdir(parents=True)
-        (self.root / "schedule").write_text("PPPPPPPP")
+        (self.ctl / "schedule").write_text("PPPPPPPP")
         files = {
             "pyproject.toml": "[project]\nname = 'fx'\nversion = '0'\n",
             "calc.py": CALC,
             "README": "fixture\n",
             "tests/test_calc.py": TEST_CALC,
-            "tests/test_flaky.py": TEST_FLAKY.format(schedule=str(self.root / "schedule")),
+            "tests/test_flaky.py": TEST_FLAKY.format(schedule=str(self.ctl / "schedule")),
             "tests/test_broken.py": TEST_BROKEN,
         }
         for rel, text in files.items():
@@ -109,8 +121,8 @@ class Kit:
 
     def schedule(self, plan: str) -> None:
         """Set test_flip's pass/fail schedule and restart its run counter."""
-        (self.root / "schedule").write_text(plan)
-        (self.root / "schedule.count").unlink(missing_ok=True)
+        (self.ctl / "schedule").write_text(plan)
+        (self.ctl / "schedule.count").unlink(missing_ok=True)
 
     def formula(
         self,
@@ -121,9 +133,11 @@ class Kit:
         timeout_ms: int = 30_000,
         checks: list[dict[str, Any]] | None = None,
         extra: str = "",
+        atom: dict[str, Any] | None = None,
+        harness: Path = FAKE_HARNESS,
     ) -> str:
         knobs = {"FAKE_CTL": str(self.ctl), **(knobs or {})}
-        argv = ["/usr/bin/env", *(f"{k}={v}" for k, v in knobs.items()), PYTHON, str(FAKE_HARNESS)]
+        argv = ["/usr/bin/env", *(f"{k}={v}" for k, v in knobs.items()), PYTHON, str(harness)]
         document: dict[str, Any] = {
             "schemaVersion": 1,
             "name": name,
@@ -134,6 +148,8 @@ class Kit:
                     "command": argv,
                     "timeoutMs": timeout_ms,
                     "model": model,
+                    **INTERPRETER_MOUNTS,
+                    **(atom or {}),
                 }
             ],
         }
@@ -260,7 +276,16 @@ class Kit:
         )
 
     def env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
-        return {**os.environ, "FORGE_LAB_TRANSIENT_WAITS_MS": "10,20", **(extra or {})}
+        """The caller's environment; the control folder is mounted writable in the sandbox."""
+        extra = dict(extra or {})
+        hooks = json.loads(extra.pop("FORGE_LAB_TEST_HOOKS", "{}"))
+        hooks.setdefault("sandboxBinds", []).append(str(self.ctl))
+        return {
+            **os.environ,
+            "FORGE_LAB_TRANSIENT_WAITS_MS": "10,20",
+            "FORGE_LAB_TEST_HOOKS": json.dumps(hooks),
+            **extra,
+        }
 
     def digest(self, out: Path | None = None) -> str:
         preview = self.cli(out=out)
@@ -271,6 +296,19 @@ class Kit:
         self, *extra: str, env: dict[str, str] | None = None
     ) -> subprocess.CompletedProcess[str]:
         return self.cli("--approve", self.digest(), *extra, env=env)
+
+    def harnesses(self) -> list[psutil.Process]:
+        """The fake harness processes of this kit's attempts, as the host sees them (the pid a
+        sandboxed harness knows is its PID namespace's)."""
+        found = []
+        for proc in psutil.process_iter(["cmdline"]):
+            argv = proc.info["cmdline"] or []
+            if not argv or argv[-1] != str(FAKE_HARNESS) or "--args" in argv:
+                continue  # not the harness, or the sandbox around it
+            with contextlib.suppress(psutil.Error):
+                if proc.environ().get("FAKE_CTL") == str(self.ctl):
+                    found.append(proc)
+        return found
 
     def probes(self) -> list[dict[str, Any]]:
         path = self.ctl / "probes.jsonl"

@@ -4,9 +4,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import subprocess
 
-from .kit import Kit, git
+import pytest
+
+from .kit import NO_USERNS_BWRAP, Kit, git
+
+LAYOUT_ONLY = {"FORGE_LAB_BWRAP": str(NO_USERNS_BWRAP)}
+"""The caller's environment where bubblewrap cannot run: the layout seal alone."""
 
 
 def test_isolated_attempts_fix_beats_no_change(kit: Kit) -> None:
@@ -45,13 +51,14 @@ def test_isolated_attempts_fix_beats_no_change(kit: Kit) -> None:
         assert probe["origin"] == "https://github.com/owner/repo.git"
         assert probe["refspec"] == "+refs/forge-none/*:refs/forge-none/*"
         assert probe["fetchHead"] is False
-        assert probe["cwd"].startswith(str(kit.out / "attempts"))
+        assert probe["cwd"].startswith("/tmp/forge-attempt-t1.")
+        assert probe["cwd"].endswith("/workspace")
         assert probe["stdin"] == probe["taskFile"]
         task = json.loads(probe["stdin"])
         assert task["title"] == "Fix add (t1)"
         assert "acceptance" not in probe["stdin"]
         assert "SECRET_TOKEN" not in probe["env"]
-        assert probe["env"]["HOME"].startswith(str(kit.out / "attempts"))
+        assert probe["env"]["HOME"] == probe["cwd"].removesuffix("workspace") + "home"
         assert probe["pgid"] == probe["sid"]
         assert set(probe["env"]) <= {
             "PATH",
@@ -62,7 +69,9 @@ def test_isolated_attempts_fix_beats_no_change(kit: Kit) -> None:
             "FORGE_MODEL",
             "FORGE_ATTEMPT_ID",
             "PYTHONDONTWRITEBYTECODE",
+            "PWD",  # bubblewrap's, after --chdir
         } | {k for k in probe["env"] if k.startswith("FAKE_")}
+        assert probe["env"].get("PWD", probe["cwd"]) == probe["cwd"]
 
     rep = kit.out / "attempts" / "t1" / "b" / "rep-1"
     assert sorted(p.name for p in rep.iterdir()) == [
@@ -158,13 +167,17 @@ def test_misbehaving_harnesses_are_recorded_and_the_run_goes_on(kit: Kit) -> Non
     assert any("contention" in n for n in kit.report()["notes"])
 
 
-def test_timeout_kills_a_hung_harness_and_its_escaped_child(kit: Kit) -> None:
+@pytest.mark.parametrize("sandboxed", [True, False])
+def test_timeout_kills_a_hung_harness_and_its_escaped_child(kit: Kit, sandboxed: bool) -> None:
+    """A child that outlives its harness is killed by its marker variable and counted. On a
+    timeout, without the sandbox the escaped child is found the same way; in the sandbox it never
+    leaves the command's tree (the PID namespace), so it is killed with the tree."""
     kit.cohort(
         a=kit.formula("a", knobs={"FAKE_HANG": "1", "FAKE_STRAY": "1"}, timeout_ms=1500),
-        b=kit.formula("b"),
+        b=kit.formula("b", knobs={"FAKE_STRAY": "1"}),
         tasks={"t1": kit.plan("t1")},
     )
-    result = kit.approve()
+    result = kit.approve(env=None if sandboxed else LAYOUT_ONLY)
     assert result.returncode == 2, result.stderr
     hung = kit.record("t1", "a")
     assert (hung["outcome"], hung["timedOut"], hung["hiddenAcceptance"]) == (
@@ -172,7 +185,9 @@ def test_timeout_kills_a_hung_harness_and_its_escaped_child(kit: Kit) -> None:
         True,
         None,
     )
-    assert hung["strayProcessesKilled"] >= 1
+    assert (hung["seal"]["sandbox"] is not None) is sandboxed
+    assert hung["strayProcessesKilled"] == (0 if sandboxed else 1)
+    assert kit.record("t1", "b")["strayProcessesKilled"] == 1
     assert kit.record("t1", "b")["correct"] is True
     assert next(v for v in kit.report()["variants"] if v["name"] == "a")["timeouts"] == 1
 
@@ -185,14 +200,44 @@ def test_keep_workspaces_retains_the_trees(kit: Kit) -> None:
     )
     kit.approve("--keep-workspaces")
     work = kit.out / "attempts" / "t1" / "b" / "rep-1" / "work"
-    assert (work / "workspace" / "calc.py").read_text().count("a + b") == 1
-    listed = subprocess.run(
-        ["git", "worktree", "list"], cwd=work / "source", capture_output=True, text=True, check=True
-    )
-    assert "views/candidate" in listed.stdout
+    private = work.resolve()
+    try:
+        assert work.is_symlink()
+        assert not private.is_relative_to(kit.out)
+        assert oct(private.stat().st_mode & 0o777) == "0o700"
+        assert (work / "workspace" / "calc.py").read_text().count("a + b") == 1
+        listed = subprocess.run(
+            ["git", "worktree", "list"],
+            cwd=work / "source",
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        assert "views/candidate" in listed.stdout
+    finally:
+        for rep in (kit.out / "attempts").glob("*/*/rep-*/work"):
+            shutil.rmtree(rep.resolve())
 
 
 def test_a_tampered_input_aborts_the_run(kit: Kit) -> None:
+    """With the layout seal alone a recipe that knows `--out` can write there: the re-hash
+    before the acceptance runs catches it. In the sandbox it cannot even see the file."""
+    target = kit.out / "inputs" / "t1" / "acceptance.sh"
+    kit.cohort(
+        a=kit.formula("a", knobs={"FAKE_ACTION": f"tamper:{target}"}),
+        b=kit.formula("b"),
+        tasks={"t1": kit.plan("t1")},
+    )
+    result = kit.approve(env=LAYOUT_ONLY)
+    assert result.returncode == 1, result.stderr
+    report = kit.report()
+    assert report["status"] == "aborted"
+    assert report["abortReason"] == "input changed: t1/acceptance.sh"
+    assert len(kit.probes()) == 1
+    assert not (kit.out / "attempts" / "t1" / "a" / "rep-1").exists()
+
+
+def test_a_sandboxed_recipe_cannot_reach_the_inputs(kit: Kit) -> None:
     target = kit.out / "inputs" / "t1" / "acceptance.sh"
     kit.cohort(
         a=kit.formula("a", knobs={"FAKE_ACTION": f"tamper:{target}"}),
@@ -200,12 +245,10 @@ def test_a_tampered_input_aborts_the_run(kit: Kit) -> None:
         tasks={"t1": kit.plan("t1")},
     )
     result = kit.approve()
-    assert result.returncode == 1, result.stderr
-    report = kit.report()
-    assert report["status"] == "aborted"
-    assert report["abortReason"] == "input changed: t1/acceptance.sh"
-    assert len(kit.probes()) == 1
-    assert not (kit.out / "attempts" / "t1" / "a" / "rep-1").exists()
+    assert result.returncode == 2, result.stderr
+    assert kit.report()["status"] == "complete"
+    assert "FileNotFoundError" in kit.record("t1", "a")["harnessOutput"]["stderrTail"]
+    assert b"tampered" not in target.read_bytes()
 
 
 def test_big_change_is_capped(kit: Kit) -> None:

@@ -10,7 +10,6 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-import psutil
 import pytest
 from distributed import Client, LocalCluster
 
@@ -101,7 +100,7 @@ def test_a_lost_worker_aborts_instead_of_retrying(kit: Kit, scheduler: str) -> N
     )
     process = kit.start("--approve", kit.digest(), "--executor", "dask", "--scheduler", scheduler)
     wait_for(kit.ctl, "started-*", 1, process)
-    harness = psutil.Process(int(next(kit.ctl.glob("started-*")).read_text()))
+    (harness,) = kit.harnesses()
     worker = next(
         p
         for p in harness.parents()
@@ -131,7 +130,8 @@ def test_attempts_stop_on_a_stale_lease_when_the_client_dies(kit: Kit, scheduler
         env={"FORGE_LAB_LEASE_MS": "200,3000"},
     )
     wait_for(kit.ctl, "started-*", 2, process)
-    harnesses = [psutil.Process(int(p.read_text())) for p in kit.ctl.glob("started-*")]
+    harnesses = kit.harnesses()
+    assert len(harnesses) == 2
     assert all(process.pid not in {p.pid for p in h.parents()} for h in harnesses)
     process.kill()
     process.communicate()

@@ -330,6 +330,42 @@ def test_symlinked_and_missing_files_refused(kit: Kit) -> None:
         load_cohort(path)
 
 
+def test_a_refusal_lists_every_faulty_field_at_once(kit: Kit) -> None:
+    """Issue 17: three wrong fields (a bound, a name, a pin) in one refusal, not one per run."""
+    path = kit.cohort(
+        a=kit.formula("a"), b=kit.formula("b", model="m2"), tasks={"t1": kit.plan("t1")}
+    )
+    document = json.loads(path.read_text())
+    document["repetitions"] = 0
+    document["variants"][1]["name"] = "B"
+    document["tasks"][0]["planSha256"] = "0" * 64
+    path.write_text(json.dumps(document))
+    with pytest.raises(LabRefusal) as caught:
+        load_cohort(path)
+    message = str(caught.value)
+    assert message.startswith("every problem found (fix them all, then preview again):")
+    for field in (
+        "repetitions: must be an integer from 1 to 10, got 0",
+        "variants[1].name: must match",
+        "tasks[0].planSha256: sha256 mismatch for t1/plan.json",
+    ):
+        assert f"{path}: {field}" in message
+    assert len(message.splitlines()) == 4
+
+
+def test_problems_in_several_files_are_listed_together(kit: Kit) -> None:
+    kit.formula("a", timeout_ms=0)
+    plan = kit.plan("t1")
+    plan_file = kit.cohort_dir / plan
+    plan_file.write_text(plan_file.read_text().replace('"calc.py"', '"../calc.py"'))
+    path = kit.cohort(a="a.yaml", b=kit.formula("b", model="m2"), tasks={"t1": plan})
+    with pytest.raises(LabRefusal) as caught:
+        load_cohort(path)
+    message = str(caught.value)
+    assert "a.yaml: atoms[0].timeoutMs: must be an integer from 1" in message
+    assert "t1/plan.json: allowedFiles[0]: must be clean" in message
+
+
 def test_an_issue_may_freeze_its_state_as_open_only() -> None:
     issue = {"title": "t", "body": "b"}
     assert decode_issue(json.dumps(issue).encode(), file="i.json").title == "t"

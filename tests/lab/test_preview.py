@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import shlex
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from .kit import Kit, git
+from .kit import PYTHON, Kit, git
 
 
 @pytest.fixture
 def ready(kit: Kit) -> Kit:
-    kit.cohort(a=kit.formula("a"), b=kit.formula("b", model="m2"), tasks={"t1": kit.plan("t1")})
+    kit.cohort(
+        a=kit.formula("a"),
+        b=kit.formula("b", model="m2", knobs={"FAKE_MODEL": "m2"}),
+        tasks={"t1": kit.plan("t1")},
+    )
     return kit
 
 
@@ -111,3 +116,47 @@ def test_a_new_allowed_file_needs_a_manifest_above_it(kit: Kit) -> None:
     result = kit.cli()
     assert result.returncode == 1
     assert "allowedFiles newpkg/x.py are absent at base" in result.stderr
+
+
+def test_relative_and_home_paths_resolve_once_and_the_printed_command_runs(ready: Kit) -> None:
+    """Issue 17: a relative --out used to abort in `git init`; `~` and relative spellings of the
+    same paths approve the same digest, and the printed command runs as printed."""
+    relative = ["evaluate", "--cohort", "cohort/cohort.json", "--source", "fx", "--out", "out"]
+    preview = subprocess.run(
+        [PYTHON, "-m", "forge.cli", *relative],
+        cwd=ready.root,
+        env=ready.env(),
+        capture_output=True,
+        text=True,
+        timeout=110,
+    )
+    assert preview.returncode == 0, preview.stderr
+    printed = preview.stdout.strip().splitlines()[-1].strip()
+    assert printed.startswith("forge " + shlex.join(relative) + " --approve ")
+    assert printed.endswith(ready.digest())
+    at_home = [
+        *("evaluate", "--cohort", "~/cohort/cohort.json"),
+        *("--source", "~/fx", "--out", "~/out"),
+    ]
+    tilde = subprocess.run(
+        [PYTHON, "-m", "forge.cli", *at_home],
+        cwd="/",
+        env=ready.env({"HOME": str(ready.root)}),
+        capture_output=True,
+        text=True,
+        timeout=110,
+    )
+    assert tilde.returncode == 0, tilde.stderr
+    assert f"--approve {ready.digest()}" in tilde.stdout
+
+    run = subprocess.run(
+        [PYTHON, "-m", "forge.cli", *shlex.split(printed)[1:]],
+        cwd=ready.root,
+        env=ready.env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stderr
+    assert ready.report()["status"] == "complete"
+    assert [p["coordinate"] for p in ready.probes()] == ["t1/a/rep-1", "t1/b/rep-1"]

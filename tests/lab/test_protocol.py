@@ -19,6 +19,7 @@ HANDOFF = Handoff(
     caller_env={"PATH": "/usr/bin"},
     keep_workspaces=False,
     parallel=2,
+    hidden=("/runs/out", "/src"),
 )
 
 
@@ -34,6 +35,7 @@ def test_a_run_request_crosses_as_camel_case_builtins_and_back() -> None:
             "callerEnv": {"PATH": "/usr/bin"},
             "keepWorkspaces": False,
             "parallel": 2,
+            "hidden": ("/runs/out", "/src"),
         }
     }
     assert decode_request(Run, args) == Run(attempt=HANDOFF)

@@ -89,7 +89,7 @@ def test_verified_attempts_keep_their_bytes(kit: Kit) -> None:
 
 def test_early_exits_and_a_superseded_record_keep_their_bytes(kit: Kit) -> None:
     """Setup failure, timeout, invalid output, a model mismatch, provider-unavailable, resumed."""
-    switch = kit.root / "transient"
+    switch = kit.ctl / "transient"
     switch.write_text("9:connect ETIMEDOUT 1.2.3.4:443")
     kit.cohort(
         a=kit.formula("a", timeout_ms=10_000, knobs={"FAKE_COST": "0.1"}),

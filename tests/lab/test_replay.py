@@ -15,7 +15,7 @@ import pytest
 
 from forge.attempt.plan import decode_issue, decode_plan
 
-from .kit import git
+from .kit import INTERPRETER_MOUNTS, git
 from .replay_kit import CALC, Project
 
 ORACLE = Path(__file__).resolve().parent / "oracle_harness.py"
@@ -361,7 +361,15 @@ def test_a_cohort_built_from_the_stub_runs_end_to_end(
             "schemaVersion": 1,
             "name": name,
             "atoms": [
-                {"id": "code", "role": "coding", "command": argv, "timeoutMs": 60000, "model": "m"}
+                {
+                    "id": "code",
+                    "role": "coding",
+                    "command": argv,
+                    "timeoutMs": 60000,
+                    "model": "m",
+                    # the project's interpreter lives in a /tmp the sandbox makes private
+                    "mounts": [*INTERPRETER_MOUNTS.get("mounts", []), str(project.python.parent)],
+                }
             ],
         }
         (cohort_dir / f"{name}.yaml").write_text(json.dumps(formula))
@@ -371,7 +379,12 @@ def test_a_cohort_built_from_the_stub_runs_end_to_end(
     del stub["source"]
     stub.update(hypothesis="the oracle solves replayed tasks", variants=variants)
     (cohort_dir / "cohort.json").write_text(json.dumps(stub))
-    env = {**os.environ, "FORGE_LAB_DIR": str(tmp_path / "lab")}
+    hooks = {"sandboxBinds": [str(tmp_path / "ctl"), str(answers)]}
+    env = {
+        **os.environ,
+        "FORGE_LAB_DIR": str(tmp_path / "lab"),
+        "FORGE_LAB_TEST_HOOKS": json.dumps(hooks),
+    }
     argv = [
         sys.executable,
         "-m",
@@ -396,7 +409,7 @@ def test_a_cohort_built_from_the_stub_runs_end_to_end(
     assert run.returncode == 2, run.stderr
     report = json.loads((tmp_path / "run" / "report.json").read_text())
     by_variant = {v["name"]: v for v in report["variants"]}
-    assert by_variant["oracle"]["correct"] == 2
+    assert by_variant["oracle"]["correct"] == 2, (tmp_path / "run" / "report.md").read_text()
     assert by_variant["oracle"]["hiddenAcceptancePass"] == 2
     assert by_variant["idle"]["hiddenAcceptancePass"] == 0
     probes = [

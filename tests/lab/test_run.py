@@ -200,7 +200,7 @@ def test_a_model_mismatch_on_a_later_repetition_is_recorded_and_the_run_goes_on(
 
 
 def test_transient_errors_resume_then_exhaust_and_a_resume_reruns(kit: Kit) -> None:
-    switch = kit.root / "transient"
+    switch = kit.ctl / "transient"
     switch.write_text("9:connect ETIMEDOUT 1.2.3.4:443")
     kit.cohort(
         a=kit.formula("a", knobs={"FAKE_TRANSIENT": "1:read ECONNRESET", "FAKE_COST": "0.1"}),
@@ -261,7 +261,7 @@ async def test_an_unresolvable_provider_host_uses_checks_not_resumes(kit: Kit) -
         source=kit.repo,
         origin=None,
         caller_env={"PATH": os.environ["PATH"]},
-        settings=LabSettings(transient_waits_s=(0.01, 0.02)),
+        settings=LabSettings(transient_waits_s=(0.01, 0.02), sandbox_binds=(str(kit.ctl),)),
     )
     (kit.root / "direct").mkdir()
     record = await run_attempt(spec, clock=SYSTEM_CLOCK, resolver=resolver)
