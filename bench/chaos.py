@@ -970,10 +970,10 @@ class Faults:
         pushes = self.monitor.settings_pushes
         failures = len(self.records("config_reload_failed"))
         self.run.fault("config", "broken forge.toml, then a good edit")
-        # Replaced whole, as editors save: a file rewritten in place can be read empty between
-        # its truncation and its write, and an empty forge.toml is a valid config (found by
-        # seed 2126's hour; docs/benchmarks.md, "Chaos").
-        write_atomic(self.config, (self.good_config + "\n[server\nport = \n").encode())
+        # Rewritten in place (truncate, then write), as some editors save: a poll may read it
+        # empty, a valid config, which the watcher must not apply (seed 2126's hour found it;
+        # the watcher now applies only text a second read agrees with).
+        self.config.write_text(self.good_config + "\n[server\nport = \n")
         await asyncio.sleep(3)
         if self.monitor.settings_pushes != pushes:
             self.run.violate("config", "a broken forge.toml pushed settings")

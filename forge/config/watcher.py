@@ -8,6 +8,11 @@ file's folder may not exist yet (a missing file is a valid config), editors repl
 rename, and a test drives the poll with a ManualClock instead of waiting on a filesystem event.
 SIGHUP asks for a check at once.
 
+A poll that sees new text reads the file again `SETTLE_S` later and applies it only if both reads
+agree: an editor that rewrites the file in place (truncate, then write) can be read between the two,
+and an empty forge.toml is a valid config, so a single read could apply "all defaults" (chaos found
+it). A file still changing waits for the next poll. SIGHUP and a save's own check apply at once.
+
 A reload is applied only when the fingerprint changed and the file loads; a file that does not load
 keeps the config in force and logs `config_reload_failed` with the loader's message, once per
 distinct broken text. Values and the settings document are never logged (G11).
@@ -23,6 +28,9 @@ from pathlib import Path
 from forge.clock import SYSTEM_CLOCK, Clock
 from forge.config.loader import ConfigError, LoadedConfig, fingerprint_of, parse_config, read_raw
 from forge.logs import get_logger
+
+SETTLE_S = 0.1
+"""How long after a poll sees new text it reads the file again, to apply only settled text."""
 
 OnChange = Callable[[LoadedConfig], None]
 """Called with each applied load, on the event loop: it must not block (it schedules sends)."""
@@ -47,8 +55,10 @@ class ConfigWatcher:
     def current(self) -> LoadedConfig:
         return self._current
 
-    def check(self) -> bool:
-        """Reload if the file's text changed and loads; True when a new config was applied."""
+    def check(self, *, expected: str | None = None) -> bool:
+        """Reload if the file's text changed and loads; True when a new config was applied.
+
+        With `expected` (a fingerprint an earlier read saw), apply only that same text."""
         try:
             raw = read_raw(self.path)
         except ConfigError as error:
@@ -58,7 +68,7 @@ class ConfigWatcher:
         if fingerprint == self._current.fingerprint:
             self._refused = None
             return False
-        if fingerprint == self._refused:
+        if fingerprint == self._refused or expected not in (None, fingerprint):
             return False
         try:
             loaded = parse_config(raw, self.path, overrides=self._current.overrides)
@@ -75,6 +85,17 @@ class ConfigWatcher:
         self._on_change(loaded)
         return True
 
+    def changed(self) -> str | None:
+        """A poll's first read: the file's fingerprint when its text differs from the config in
+        force and was not already refused (or a new read error's text); None otherwise."""
+        try:
+            fingerprint = fingerprint_of(read_raw(self.path))
+        except ConfigError as error:
+            fingerprint = str(error)
+        if fingerprint in (self._current.fingerprint, self._refused):
+            return None
+        return fingerprint
+
     def _refuse(self, what: str, error: ConfigError) -> None:
         """Log a failed reload once for each distinct broken text (or unreadable-file message)."""
         if what != self._refused:
@@ -82,13 +103,18 @@ class ConfigWatcher:
             log.warning("config_reload_failed", path=str(self.path), error=str(error))
 
     async def run(self, *, clock: Clock = SYSTEM_CLOCK, interval_s: float = 1.0) -> None:
-        """Check now, then every `interval_s` on `clock`, and at once on SIGHUP; until cancelled."""
+        """Check now, then every `interval_s` on `clock` (new text applied once a second read
+        agrees), and at once on SIGHUP; until cancelled."""
         loop = asyncio.get_running_loop()
         loop.add_signal_handler(signal.SIGHUP, self.check)
         try:
+            self.check()
             while True:
-                self.check()
                 await clock.sleep(interval_s)
+                seen = self.changed()
+                if seen is not None:
+                    await clock.sleep(SETTLE_S)
+                    self.check(expected=seen)
         finally:
             loop.remove_signal_handler(signal.SIGHUP)
 

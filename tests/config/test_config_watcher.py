@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from forge.config import ConfigWatcher, LoadedConfig, load_config, watch_config
+from forge.config.watcher import SETTLE_S
 from forge.logs import LOG_FILE_ENV, configure
 from forge.testing.clock import ManualClock
 
@@ -190,6 +191,44 @@ async def test_the_poll_runs_on_the_clock(write_config: Callable[[str], Path]) -
         assert clock.sleepers == 1
         assert applied == []
         clock.advance(0.5)
+        await parked(clock)
+        assert applied == []  # seen once: applied only when a second read agrees
+        clock.advance(SETTLE_S)
+        await asyncio.wait_for(changed.wait(), timeout=10)
+        assert [loaded.config.server.port for loaded in applied] == [9002]
+    finally:
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+
+async def test_text_read_mid_rewrite_is_never_applied(write_config: Callable[[str], Path]) -> None:
+    """An in-place rewrite read between its truncation and its write reads empty (a valid,
+    all-defaults config): that read is not applied, the settled text is."""
+    path = write_config(FIRST)
+    clock = ManualClock()
+    applied: list[LoadedConfig] = []
+    changed = asyncio.Event()
+
+    def on_change(loaded: LoadedConfig) -> None:
+        applied.append(loaded)
+        changed.set()
+
+    task = asyncio.create_task(
+        watch_config(path, load_config(path), on_change, clock=clock, interval_s=1.0)
+    )
+    try:
+        await parked(clock)
+        path.write_text("")  # truncated, the poll reads it so
+        clock.advance(1.0)
+        await parked(clock)
+        path.write_text(SECOND)  # the write lands before the second read
+        clock.advance(SETTLE_S)
+        await parked(clock)
+        assert applied == []
+        clock.advance(1.0)
+        await parked(clock)
+        clock.advance(SETTLE_S)
         await asyncio.wait_for(changed.wait(), timeout=10)
         assert [loaded.config.server.port for loaded in applied] == [9002]
     finally:
