@@ -190,18 +190,23 @@ async def _kill_leftovers(pid: int, marker: str, clock: Clock, helper: str | Non
     alive = [p for p in sorted(leftovers) if is_live(p)]
     if not alive:
         return 0
-    strays = [p for p in alive if helper is None or not _runs(p, helper)]
+    strays = [p for p in alive if _is_stray(p, helper)]
     log.info("lab_strays_killed", pids=alive, attempt=marker)
     await kill_processes(alive, grace_s=KILL_GRACE_S, clock=clock)
     return len(strays)
 
 
-def _runs(pid: int, program: str) -> bool:
+def _is_stray(pid: int, helper: str | None) -> bool:
+    """A process still running that is not the `helper`. One that ends, or turns zombie, as it is
+    looked at was no stray (a sandbox's init exits right after its command, later under load)."""
     try:
-        argv = psutil.Process(pid).cmdline()
+        process = psutil.Process(pid)
+        argv = process.cmdline()
+        if process.status() == psutil.STATUS_ZOMBIE:
+            return False
     except psutil.Error:
         return False
-    return bool(argv) and argv[0] == program
+    return not (helper is not None and argv[:1] == [helper])
 
 
 async def _feed(proc: asyncio.subprocess.Process, data: bytes | None) -> None:

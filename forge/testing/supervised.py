@@ -32,7 +32,7 @@ from forge import paths
 from forge.client.auth import subprotocols
 from forge.testhooks import SUPERVISOR_DRILLS
 
-STARTUP_S = 20.0
+STARTUP_S = 60.0
 """How long a supervisor may take to listen on a loaded machine."""
 
 POLL_S = 0.02
