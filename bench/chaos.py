@@ -35,6 +35,7 @@ if sys.path[0] == __file__.rpartition("/")[0]:
 
 import argparse
 import asyncio
+import compileall
 import contextlib
 import importlib.util
 import json
@@ -44,6 +45,7 @@ import random
 import signal
 import socket
 import struct
+import subprocess
 import tempfile
 import threading
 import time
@@ -1034,8 +1036,15 @@ async def lab_loop(run: Run, root: Path, env: dict[str, str]) -> None:
         run.count("lab_attempts", len(verdicts))
 
 
-async def gh_loop(run: Run, root: Path, rng: random.Random, sent: list[str]) -> Any:
-    """gh calls through the shim against the fake; outages switched on and off."""
+DISK_FULL = ["sh", "-c", 'trap "" XFSZ; ulimit -f 1; exec "$@"', "sh"]
+"""A write budget for one gh call: no file over 512 bytes, so a queue entry cannot be spooled."""
+
+
+async def gh_loop(
+    run: Run, root: Path, rng: random.Random, sent: list[str], failed: list[str]
+) -> Any:
+    """gh calls through the shim against the fake; outages switched on and off; during an
+    outage, now and then a write with no room to spool (it must fail loudly, never land)."""
     health = _load("health_conftest", ROOT / "tests" / "health" / "conftest.py")
     env = health.build_env(root, "/usr/bin/dash")
     env.fake.seed("chaos target")
@@ -1053,7 +1062,23 @@ async def gh_loop(run: Run, root: Path, rng: random.Random, sent: list[str]) -> 
             outage_until = now + rng.uniform(10, 60)
             run.count("gh_outages")
             run.event("gh: outage begins")
-        if rng.random() < 0.4:
+        if outage_until and rng.random() < 0.1:
+            n += 1
+            body = f"chaos-{run.seed}-{n}"
+            run.fault("disk_full", f"gh write {body} with no room to spool")
+            argv = [*DISK_FULL, *env.shell.split(), str(env.shim), "issue", "comment", "1"]
+            full = await asyncio.to_thread(
+                subprocess.run,
+                [*argv, "--body", body],
+                capture_output=True, env=env.env, cwd=env.project, check=False, timeout=60,
+            )  # fmt: skip
+            if full.returncode == 0:
+                sent.append(body)
+            elif b"[forge-queue] NOT queued" not in full.stderr:
+                run.violate("disk_full", f"rc {full.returncode} without a reason: {full.stderr!r}")
+            else:
+                failed.append(body)
+        elif rng.random() < 0.4:
             n += 1
             body = f"chaos-{run.seed}-{n}"
             result = await asyncio.to_thread(env.gh, "issue", "comment", "1", "--body", body)
@@ -1066,7 +1091,7 @@ async def gh_loop(run: Run, root: Path, rng: random.Random, sent: list[str]) -> 
     return env
 
 
-async def gh_settle(run: Run, env: Any, sent: list[str]) -> None:
+async def gh_settle(run: Run, env: Any, sent: list[str], failed: list[str]) -> None:
     """Outage off, one healthy call to trigger the replay, then every accepted write once."""
     env.fake.clear_faults()
     await asyncio.to_thread(env.gh, "issue", "list")
@@ -1076,7 +1101,7 @@ async def gh_settle(run: Run, env: Any, sent: list[str]) -> None:
         await asyncio.sleep(0.5)
     await asyncio.to_thread(env.forge, "queue", "replay", "--apply")
     comments = [c["body"] for c in env.fake.issues()["1"]["comments"]]
-    problems = checks.gh_writes(sent, comments)
+    problems = checks.gh_writes(sent, comments, failed)
     for problem in problems:
         run.violate("gh_queue", problem)
     run.figures["gh_writes_accepted"] = len(sent)
@@ -1206,6 +1231,10 @@ async def chaos(minutes: float, seed: int, out: Path, small: bool) -> int:
         for name in (["web1"] if small else ["web1", "web2"])
     ]  # fmt: skip
     gh_sent: list[str] = []
+    gh_failed: list[str] = []
+    # Python takes a short write of its bytecode cache as a whole one: compiled now, a gh call
+    # with no room to spool only reads it.
+    compileall.compile_dir(ROOT / "forge", quiet=1)
     lab_env = {"FORGE_CHAOS_RUN": marker}
     faults = Faults(run, random.Random(rng.random()), supervisor, port, url, monitor, config, log,
                     good, plans[0].seat)  # fmt: skip
@@ -1218,7 +1247,9 @@ async def chaos(minutes: float, seed: int, out: Path, small: bool) -> int:
         *(asyncio.create_task(actor.run_forever()) for actor in actors),
         *(asyncio.create_task(actor.run_forever()) for actor in browsers),
         asyncio.create_task(lab_loop(run, home / "lab", lab_env)),
-        asyncio.create_task(gh_loop(run, home / "gh", random.Random(rng.random()), gh_sent)),
+        asyncio.create_task(
+            gh_loop(run, home / "gh", random.Random(rng.random()), gh_sent, gh_failed)
+        ),
         asyncio.create_task(faults.run_forever(every)),
     ]
     names = ["ping", "bare", "sample", "walker", *(a.plan.name for a in actors),
@@ -1259,7 +1290,7 @@ async def chaos(minutes: float, seed: int, out: Path, small: bool) -> int:
         else None
     )
     if gh_env is not None:
-        await gh_settle(run, gh_env, gh_sent)
+        await gh_settle(run, gh_env, gh_sent, gh_failed)
     for actor in actors:
         for viewer in [actor.controller, *actor.watchers]:
             await viewer.conn.close()

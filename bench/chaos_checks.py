@@ -172,8 +172,11 @@ def ping_verdict(forge_p99_ms: float, bare_p99_ms: float, goal_ms: float = 50.0)
     )
 
 
-def gh_writes(sent: Sequence[str], delivered: Sequence[str]) -> list[str]:
-    """Each write the shim accepted (rc 0: delivered or queued) lands exactly once."""
+def gh_writes(
+    sent: Sequence[str], delivered: Sequence[str], failed: Sequence[str] = ()
+) -> list[str]:
+    """Each write the shim accepted (rc 0: delivered or queued) lands exactly once; a write it
+    failed for lack of room to spool never lands."""
     problems = []
     counts: dict[str, int] = {}
     for body in delivered:
@@ -184,6 +187,9 @@ def gh_writes(sent: Sequence[str], delivered: Sequence[str]) -> list[str]:
             problems.append(f"gh write {body!r} was accepted and never landed")
         elif landed > 1:
             problems.append(f"gh write {body!r} landed {landed} times")
+    for body in failed:
+        if counts.get(body, 0):
+            problems.append(f"gh write {body!r} failed for its caller and landed anyway")
     return problems
 
 

@@ -80,16 +80,23 @@ def spool_write(argv: Sequence[str], *, live: bool = True) -> int:
     rc, out, err = _live_outcome() if live else (1, b"", b"")
     settings, clock = Settings.from_env(), clock_from_env()
     root = Path(os.environ["FORGE_SHIM_ROOT"])
-    result = queue.enqueue(
-        root,
-        argv,
-        max_pending=settings.queue_max,
-        clock=clock,
-        env=os.environ,
-        live_signal=os.environ["FORGE_SHIM_SIGNAL"] if live else None,
-        live_stderr=err.decode("utf-8", "replace"),
-        read_stdin=sys.stdin.buffer.read,
-    )
+    try:
+        result = queue.enqueue(
+            root,
+            argv,
+            max_pending=settings.queue_max,
+            clock=clock,
+            env=os.environ,
+            live_signal=os.environ["FORGE_SHIM_SIGNAL"] if live else None,
+            live_stderr=err.decode("utf-8", "replace"),
+            read_stdin=sys.stdin.buffer.read,
+        )
+    except OSError as error:
+        # A full disk (or a write budget): the entry was not written, so the write is failed,
+        # loudly, and can never land later (a slot with no entry is skipped by replay).
+        note = f"[forge-queue] NOT queued \u2014 the spool cannot be written: {error}\n"
+        _emit(out, err + note.encode())
+        return (rc or GH_ERROR_EXIT) if live else GH_ERROR_EXIT
     if isinstance(result, queue.Refused):
         _emit(out, err + (result.marker() + "\n").encode())
         return rc if live else 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import compileall
 import hashlib
 import json
 import re
@@ -10,6 +11,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+import forge
 
 from .conftest import ForgeEnv, git_status, make_project
 
@@ -302,3 +305,29 @@ def test_issue13_item3_a_handle_not_in_this_queue_is_refused(down: ForgeEnv) -> 
     assert elsewhere.returncode == 1
     assert b"FORGE-Q1: no such handle in this project's queue" in elsewhere.stderr
     assert not (fresh / ".forge").exists()
+
+
+def test_a_full_disk_fails_the_write_loudly_and_it_never_lands_later(down: ForgeEnv) -> None:
+    """No room to spool (files capped at 512 bytes: the entry cannot be written): the caller
+    sees gh's failure and why the write was not queued, and once gh is back a replay delivers
+    nothing in its name."""
+    # Python's own bytecode cache takes a short write as a whole one: compiled beforehand, a
+    # capped interpreter only reads it.
+    compileall.compile_dir(Path(forge.__file__).parent, quiet=1)
+    capped = ["sh", "-c", 'trap "" XFSZ; ulimit -f 1; exec "$@"', "sh", *down.shell.split()]
+    full = subprocess.run(
+        [*capped, str(down.shim), "issue", "comment", "1", "--body", "lost?"],
+        capture_output=True, cwd=down.project,
+        env={**down.env, "FORGE_REPLAY": "0"},
+        check=False, timeout=60,
+    )  # fmt: skip
+    assert full.returncode == 1, full.stderr
+    assert b"HTTP 503" in full.stderr
+    assert b"[forge-queue] NOT queued \xe2\x80\x94 the spool cannot be written: " in full.stderr
+    assert b"File too large" in full.stderr
+    assert b"Traceback" not in full.stderr
+    assert entries(down) == []
+    assert not [p for p in queue_dir(down).iterdir() if p.name.endswith(".tmp")]
+    down.fake.clear_faults()
+    assert down.forge("queue", "replay", "--apply", cwd=down.project).returncode == 0
+    assert [c["body"] for c in down.fake.issues()["1"]["comments"]] == []
