@@ -173,7 +173,7 @@ function GitSummary({ git, branch, changed }: { git: GitLayer; branch: string | 
           {git.base === "unverified" ? " (as last fetched: this server never fetches)" : ""}
         </p>
       ) : (
-        <p class="muted">No base branch to measure against (no upstream, origin/HEAD, main or master).</p>
+        <p class="muted">Nothing to measure the branch against: no upstream, no origin/HEAD, no other main or master.</p>
       )}
       {git.base_error ? (
         <p class="capnote bad" role="alert">

@@ -138,6 +138,15 @@ function domId(path: string): string {
   return `setting-${path.replace(/[^A-Za-z0-9_-]/g, "_")}`;
 }
 
+/** Bring a key's control into view and focus (the page's own hash is its route, not an anchor). */
+function focusKey(path: string): void {
+  const control = document.getElementById(domId(path)) ?? document.querySelector(`[data-entry="${CSS.escape(path)}"] button`);
+  if (control instanceof HTMLElement) {
+    control.scrollIntoView({ block: "center" });
+    control.focus();
+  }
+}
+
 export function SettingsView({ app }: { app: App }) {
   const document = app.settings;
   const saves = savesOf(app);
@@ -235,7 +244,11 @@ function OutcomeLine({ app, outcome, behind }: { app: App; outcome: Outcome; beh
   if (outcome.state === "refused") {
     return (
       <p class="outcome bad" role="alert">
-        Not saved: see the message beside <a href={`#${domId(outcome.keyPath ?? "")}`}>{outcome.keyPath}</a>.
+        Not saved: see the message beside{" "}
+        <button type="button" class="linklike" onClick={() => focusKey(outcome.keyPath ?? "")}>
+          {outcome.keyPath}
+        </button>
+        .
       </p>
     );
   }
@@ -397,7 +410,6 @@ function KeyRow({
             {located.edit.bounds.expected}
           </p>
         ) : null}
-        {changed && row.class === "restart" ? <p class="hint warn">applies at the next start once saved</p> : null}
         {located && isNameKey(located.area, row.leaf) ? <p class="hint muted">changing it renames the project</p> : null}
       </div>
       <span class={`class class-${row.class}`}>{CLASS_WORDS[row.class] ?? row.class}</span>
