@@ -11,6 +11,7 @@ from playwright.sync_api import BrowserContext, Page, expect
 from .conftest import Supervised, open_terminal
 from .trees import PLAN, seat_repository
 
+
 @pytest.fixture(scope="module")
 def tree(supervised: Supervised) -> Path:
     """The seat's project folder as a repository: one commit, then app.py modified."""
@@ -34,10 +35,10 @@ def test_a_modified_file_is_listed_and_its_diff_read(
     expect(row).to_have_attribute("data-status", "modified")
     expect(row).to_contain_text("M")
     expect(row).to_contain_text("+1")
-    expect(row).to_contain_text("−1")
+    expect(row).to_contain_text("\N{MINUS SIGN}1")
     row.get_by_role("button").click()
     diff = page.locator('[data-diff-file="app.py"]')
-    expect(diff.locator("[data-line=removed]")).to_have_text(["2−    return 'old'"])
+    expect(diff.locator("[data-line=removed]")).to_have_text(["2\N{MINUS SIGN}    return 'old'"])
     expect(diff.locator("[data-line=added]")).to_have_text(["2+    return 'new'"])
     expect(diff.locator("[data-line=context]").first).to_contain_text("def main():")
 

@@ -110,3 +110,47 @@ def test_an_invalid_value_shows_the_loaders_message_beside_its_key(
     page.get_by_role("button", name="Save", exact=True).click()
     expect(page.locator("[data-saved]")).to_be_visible()
     assert 'browser_profile = "work"' in supervised.config.read_text(encoding="utf-8")
+
+
+def test_a_project_is_added_renamed_and_removed_and_a_live_ones_removal_refused(
+    desktop: BrowserContext, supervised: Supervised
+) -> None:
+    page = desktop.new_page()
+    open_settings(page, supervised)
+    projects = page.locator("[data-area=projects]")
+    projects.get_by_text("Add a project").click()
+    form = projects.locator(".addform")
+    form.get_by_label("org").fill("acme")
+    form.get_by_label("name").fill("extra")
+    form.get_by_label("path").fill(str(supervised.root))
+    form.get_by_role("button", name="Add", exact=True).click()
+    expect(page.locator('[data-entry="projects.acme.extra"]')).to_contain_text("(new)")
+    page.get_by_role("button", name="Save", exact=True).click()
+    expect(page.locator("[data-saved]")).to_be_visible()
+    assert {"org": "acme", "name": "extra", "path": str(supervised.root)} in on_disk(supervised)[
+        "projects"
+    ]
+
+    # Its name key renames it; its Remove takes it out of the file.
+    setting(page, "projects.acme.extra.name").locator("input").fill("renamed")
+    page.get_by_role("button", name="Save", exact=True).click()
+    expect(page.locator("[data-saved]")).to_be_visible()
+    names = [entry["name"] for entry in on_disk(supervised)["projects"]]  # type: ignore[index]
+    assert names == ["proj", "typed", "renamed"]
+    renamed = page.locator('[data-entry="projects.acme.renamed"]')
+    renamed.get_by_role("button", name="Remove").click()
+    page.get_by_role("button", name="Save", exact=True).click()
+    expect(page.locator("[data-saved]")).to_be_visible()
+    names = [entry["name"] for entry in on_disk(supervised)["projects"]]  # type: ignore[index]
+    assert names == ["proj", "typed"]
+
+    # A project with a started seat: the server's guard refuses, beside the entry.
+    page.goto(f"{supervised.url}#/seat/acme/proj/lead/terminal")
+    expect(page.locator("[data-role]")).to_have_attribute("data-role", "controller")
+    page.goto(f"{supervised.url}#/settings")
+    live = page.locator('[data-entry="projects.acme.proj"]')
+    live.get_by_role("button", name="Remove").click()
+    page.get_by_role("button", name="Save", exact=True).click()
+    expect(live.locator(".refusal")).to_contain_text("has a live seat (acme/proj/lead)")
+    names = [entry["name"] for entry in on_disk(supervised)["projects"]]  # type: ignore[index]
+    assert names == ["proj", "typed"]

@@ -388,6 +388,7 @@ function KeyRow({
   return (
     <div class={`setting ${changed ? "changed" : ""}`} data-key={row.path}>
       <label class="key" for={id}>
+        {row.group.length ? <span class="sr">{row.group.join(" / ")} </span> : null}
         {row.leaf}
         {changed ? <span class="dot" aria-label="changed" title="changed, not saved" /> : null}
       </label>
