@@ -73,6 +73,7 @@ def test_a_document_reads_and_a_bad_path_is_refused_in_words(
     phone: BrowserContext, supervised: Supervised, tree: Path
 ) -> None:
     page = phone.new_page()
+    page.set_viewport_size({"width": 360, "height": 780})
     open_pane(page, supervised, "docs")
     page.get_by_label("Document").fill("plan.md")
     page.get_by_role("button", name="Read").click()
@@ -83,7 +84,23 @@ def test_a_document_reads_and_a_bad_path_is_refused_in_words(
     expect(body.locator(".md-item").first).to_have_text("- read the tree")
     expect(body.locator(".md-item code")).to_have_text("`app.py`")
     expect(body.locator(".md-code")).to_have_text("make check")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 360
 
     page.get_by_label("Document").fill("../forge.toml")
     page.get_by_label("Document").press("Enter")
     expect(page.locator("[data-doc-error]")).to_contain_text("`..` is not allowed")
+
+
+def test_the_changes_and_a_diff_fit_a_360_px_phone(
+    phone: BrowserContext, supervised: Supervised, tree: Path
+) -> None:
+    page = phone.new_page()
+    page.set_viewport_size({"width": 360, "height": 780})
+    open_pane(page, supervised, "changes")
+    (tree / "wide.txt").write_text("x" * 400 + "\n", encoding="utf-8")
+    page.locator('[data-file="wide.txt"]').get_by_role("button").click()
+    expect(page.locator('[data-diff-file="wide.txt"] [data-line=added]')).to_be_visible()
+    tabs = page.get_by_role("tab", name="docs")
+    tabs.scroll_into_view_if_needed()
+    expect(tabs).to_be_in_viewport()
+    assert page.evaluate("document.documentElement.scrollWidth") <= 360
