@@ -30,8 +30,9 @@ export function SeatWork({ app, seat }: { app: App; seat: Seat }) {
   );
 }
 
-/** Read the session again when a push moved the tree after the diff in hand was read. */
-function useFreshDiff(app: App, session: Session | null): void {
+/** Read the session again when a push moved the tree after the diff in hand was read; true while
+ * the diff in hand is older than the tree's last push. */
+function useFreshDiff(app: App, session: Session | null): boolean {
   const seen = useRef<{ diff: Diff | null | undefined; git: GitLayer | null | undefined; asked: boolean } | null>(
     null,
   );
@@ -47,6 +48,8 @@ function useFreshDiff(app: App, session: Session | null): void {
       app.refreshSession();
     }
   }, [app, session, session?.diff, session?.git]);
+  const last = seen.current;
+  return !!session && !!last && session.diff === last.diff && session.git !== last.git;
 }
 
 type Layer = "worktree" | "branch";
@@ -55,7 +58,7 @@ export function ChangesPane({ app, seat }: { app: App; seat: Seat }) {
   const session = heldSession(app, seat);
   const [layer, setLayer] = useState<Layer>("worktree");
   const [open, setOpen] = useState<string | null>(null);
-  useFreshDiff(app, session);
+  const diffBehind = useFreshDiff(app, session);
   if (!session) {
     return <p class="muted pad">Reading the seat… (a seat starts when its terminal opens)</p>;
   }
@@ -71,67 +74,70 @@ export function ChangesPane({ app, seat }: { app: App; seat: Seat }) {
   return (
     <div class="changes pad" data-view="changes">
       <div class="changeside">
-      <GitSummary git={git} branch={work.branch} changed={work.changed ?? 0} />
-      <div class="layers" role="tablist" aria-label="which changes">
-        <button type="button" role="tab" aria-selected={layer === "worktree"} onClick={() => setLayer("worktree")}>
-          Uncommitted ({git.worktree?.stats.files ?? 0})
-        </button>
-        {git.ahead ? (
-          <button type="button" role="tab" aria-selected={layer === "branch"} onClick={() => setLayer("branch")}>
-            On the branch ({git.ahead.stats.files})
+        <GitSummary git={git} branch={work.branch} changed={work.changed ?? 0} />
+        <div class="layers" role="tablist" aria-label="which changes">
+          <button type="button" role="tab" aria-selected={layer === "worktree"} onClick={() => setLayer("worktree")}>
+            Uncommitted ({git.worktree?.stats.files ?? 0})
           </button>
+          {git.ahead ? (
+            <button type="button" role="tab" aria-selected={layer === "branch"} onClick={() => setLayer("branch")}>
+              On the branch ({git.ahead.stats.files})
+            </button>
+          ) : null}
+        </div>
+        {files.length === 0 ? (
+          <p class="muted" data-clean>
+            {layer === "worktree" ? "Nothing uncommitted: the tree matches HEAD." : "No file differs from the base."}
+          </p>
+        ) : (
+          <ul class="filelist" aria-label="changed files">
+            {files.map((file) => (
+              <li key={file.path} data-file={file.path} data-status={file.status}>
+                <button
+                  type="button"
+                  aria-expanded={open === file.path}
+                  onClick={() => setOpen(open === file.path ? null : file.path)}
+                >
+                  <span class={`status status-${file.status}`} title={file.status}>
+                    {STATUS_LETTER[file.status]}
+                  </span>
+                  <span class="filepath">
+                    {file.old_path ? <span class="muted">{file.old_path} → </span> : null}
+                    {file.path}
+                  </span>
+                  <span class="counts">
+                    {file.added !== null ? <span class="plus">+{file.added}</span> : null}
+                    {file.removed !== null ? <span class="minus">−{file.removed}</span> : null}
+                    {file.added === null && file.removed === null ? <span class="muted">{file.status}</span> : null}
+                  </span>
+                </button>
+              </li>
+            ))}
+          </ul>
+        )}
+        {layer === "worktree" && git.worktree?.truncated ? (
+          <p class="capnote" data-cap>
+            {git.worktree.stats.files} files changed; the list shows the first {git.worktree.files.length}.
+          </p>
         ) : null}
-      </div>
-      {files.length === 0 ? (
-        <p class="muted" data-clean>
-          {layer === "worktree" ? "Nothing uncommitted: the tree matches HEAD." : "No file differs from the base."}
-        </p>
-      ) : (
-        <ul class="filelist" aria-label="changed files">
-          {files.map((file) => (
-            <li key={file.path} data-file={file.path} data-status={file.status}>
-              <button
-                type="button"
-                aria-expanded={open === file.path}
-                onClick={() => setOpen(open === file.path ? null : file.path)}
-              >
-                <span class={`status status-${file.status}`} title={file.status}>
-                  {STATUS_LETTER[file.status]}
-                </span>
-                <span class="filepath">
-                  {file.old_path ? <span class="muted">{file.old_path} → </span> : null}
-                  {file.path}
-                </span>
-                <span class="counts">
-                  {file.added !== null ? <span class="plus">+{file.added}</span> : null}
-                  {file.removed !== null ? <span class="minus">−{file.removed}</span> : null}
-                  {file.added === null && file.removed === null ? <span class="muted">{file.status}</span> : null}
-                </span>
-              </button>
-            </li>
-          ))}
-        </ul>
-      )}
-      {layer === "worktree" && git.worktree?.truncated ? (
-        <p class="capnote" data-cap>
-          {git.worktree.stats.files} files changed; the list shows the first {git.worktree.files.length}.
-        </p>
-      ) : null}
-      {layer === "branch" && git.ahead ? <Commits git={git} /> : null}
+        {layer === "branch" && git.ahead ? <Commits git={git} /> : null}
       </div>
       <div class="diffside">
-      {diffLayer ? <LayerNotes layer={diffLayer} /> : null}
-      {open ? (
-        chosen ? (
-          <FileDiff file={chosen} />
-        ) : (
-          <p class="capnote">
-            {session.diff ? `No lines of ${open} are carried: the diff stopped before it.` : "Reading the diff…"}
-          </p>
-        )
-      ) : files.length ? (
-        <p class="muted">Choose a file to read its diff.</p>
-      ) : null}
+        {diffBehind ? <p class="muted">The tree moved: reading its diff again…</p> : null}
+        {diffLayer ? <LayerNotes layer={diffLayer} /> : null}
+        {open ? (
+          chosen ? (
+            <FileDiff file={chosen} />
+          ) : (
+            <p class="capnote">
+              {session.diff && !diffBehind
+                ? `No lines of ${open} are carried: the diff stopped before it.`
+                : "Reading the diff…"}
+            </p>
+          )
+        ) : files.length ? (
+          <p class="muted">Choose a file to read its diff.</p>
+        ) : null}
       </div>
     </div>
   );
