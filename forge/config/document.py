@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from forge.config.catalogue import AREAS, Area, Key, TomlValue, keys_of
+from forge.config.catalogue import AREAS, Area, Integer, Key, TomlValue, keys_of
 
 Resolved = Mapping[str, Any]
 """The loader's validated tree with defaults filled: a dict per `table` area, a list of entry dicts
@@ -41,7 +41,18 @@ def edit_shape(key: Key) -> dict[str, Any] | None:
     edit["required"] = key.required
     if key.area.edit_group is not None:
         edit["group"] = key.area.edit_group
+    if key.kind == "number":
+        edit["bounds"] = _bounds(key)
     return edit
+
+
+def _bounds(key: Key) -> dict[str, Any]:
+    """A number's input bounds (our addition), so a page can say them before a save: a whole
+    number within [min, max], or a duration whose `min` 0 is excluded (`expected` says so)."""
+    rule = key.rule
+    if isinstance(rule, Integer):
+        return {"integer": True, "min": rule.low, "max": rule.high, "expected": rule.expected}
+    return {"integer": False, "min": 0, "max": None, "expected": rule.expected}
 
 
 _EDIT_KIND = {"string": "string", "number": "number", "bool": "bool", "list": "list", "set": "list"}

@@ -114,6 +114,7 @@ def test_every_row_fits_the_schema(document: dict[str, Any]) -> None:
             assert edit["kind"] in EDIT_KINDS
             assert isinstance(edit["required"], bool)
             assert ("allowed" in edit) == (edit["kind"] == "enum")
+            assert ("bounds" in edit) == (edit["kind"] == "number")
             if key.area.form == "table":
                 assert row["group"] == []
                 assert "group" not in edit
@@ -162,7 +163,16 @@ def test_the_seed_example_row_for_server_port(document: dict[str, Any]) -> None:
         "kind": "number",
         "value": 8791,
         "class": "restart",
-        "edit": {"kind": "number", "required": True},
+        "edit": {
+            "kind": "number",
+            "required": True,
+            "bounds": {
+                "integer": True,
+                "min": 1,
+                "max": 65535,
+                "expected": "an integer from 1 to 65535",
+            },
+        },
     }
 
 

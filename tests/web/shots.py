@@ -15,6 +15,7 @@ from typing import Any
 from playwright.sync_api import Page, expect, sync_playwright
 
 from .conftest import CHROMIUM, CHROMIUM_ARGS, DESKTOP, Supervised, wait_for_screen
+from .trees import seat_repository
 
 OUT = Path(__file__).resolve().parents[2] / "docs" / "img"
 PHONE_SHOT: dict[str, Any] = {
@@ -42,6 +43,23 @@ h1{color:#0969da}li{margin:.4em 0}</style></head><body><h1>Build report</h1>
         pass
 
 
+PLAN_SHOWN = """# Plan: settings from the phone
+
+Goal: a person fixes a config key without a text editor.
+
+## Steps
+1. Draw a control per key from its `edit` shape.
+2. Save with the document's fingerprint; clear the draft on our own `settings_saved`.
+3. On `stale`, say someone else saved and offer a reload.
+
+> The server is the authority: the page shows the loader's own message.
+
+```
+make check && git commit
+```
+"""
+
+
 def shoot(page: Page, supervised: Supervised, demo: str, size: str) -> None:
     base = f"{supervised.url}#/seat/acme/proj/lead"
     page.goto(f"{base}/terminal")
@@ -66,8 +84,21 @@ def shoot(page: Page, supervised: Supervised, demo: str, size: str) -> None:
     page.goto(f"{supervised.url}#/")
     expect(page.locator(".seat").first).to_be_visible()
     page.screenshot(path=OUT / f"web-home-{size}.png")
+    page.goto(f"{base}/changes")
+    page.locator('[data-file="app.py"]').get_by_role("button").click()
+    expect(page.locator('[data-diff-file="app.py"] [data-line=added]')).to_be_visible()
+    page.screenshot(path=OUT / f"web-changes-{size}.png")
+    page.goto(f"{base}/docs")
+    page.get_by_label("Document").fill("plan.md")
+    page.get_by_role("button", name="Read").click()
+    expect(page.locator("[data-markdown]")).to_be_visible()
+    page.screenshot(path=OUT / f"web-docs-{size}.png")
     page.goto(f"{supervised.url}#/settings")
     expect(page.locator("fieldset").first).to_be_visible()
+    page.locator('[data-key="server.port"] input').fill("70000")
+    page.get_by_role("button", name="Save", exact=True).click()
+    expect(page.locator('[data-key="server.port"] [data-refusal]')).to_be_visible()
+    page.locator('[data-key="log.level"] select').select_option("debug")
     page.screenshot(path=OUT / f"web-settings-{size}.png")
 
 
@@ -78,6 +109,8 @@ def main() -> None:
     demo = f"http://127.0.0.1:{server.server_address[1]}/"
     with tempfile.TemporaryDirectory() as root:
         supervised = Supervised(Path(root))
+        seat_repository(supervised.root / "proj")
+        (supervised.root / "proj" / "plan.md").write_text(PLAN_SHOWN, encoding="utf-8")
         supervised.start()
         try:
             with sync_playwright() as playwright:

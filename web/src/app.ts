@@ -25,7 +25,8 @@ import {
   type Subject,
 } from "./wire";
 
-export type Pane = "terminal" | "browser" | "processes";
+export type Pane = "terminal" | "browser" | "processes" | "changes" | "docs";
+export const PANES: Pane[] = ["terminal", "browser", "processes", "changes", "docs"];
 export type Route =
   | { view: "home" }
   | { view: "settings" }
@@ -52,11 +53,10 @@ export function parseRoute(hash: string): Route {
   if (parts[0] === "settings") return { view: "settings" };
   if (parts[0] === "seat" && parts.length >= 4) {
     const [, org = "", project = "", label = "", pane = "terminal"] = parts;
-    const known: Pane[] = ["terminal", "browser", "processes"];
     return {
       view: "seat",
       seat: { org, project, label },
-      pane: known.includes(pane as Pane) ? (pane as Pane) : "terminal",
+      pane: PANES.includes(pane as Pane) ? (pane as Pane) : "terminal",
     };
   }
   return { view: "home" };
@@ -320,6 +320,17 @@ export class App {
           this.session = { ...this.session, terminal: body.terminal as Session["terminal"] };
         }
         break;
+      case "work_changed": {
+        const work = body.work as Session["work"];
+        if (this.session && key && sameSeat(key, this.session.slot)) {
+          this.session = { ...this.session, work, git: body.git as Session["git"] };
+        }
+        if (home && key) {
+          const agents = home.agents.map((row) => (sameSeat(row.slot, key) ? { ...row, work: work ?? null } : row));
+          this.home = { ...home, agents };
+        }
+        break;
+      }
       case "processes_changed":
         if (this.session && key && sameSeat(key, this.session.slot)) {
           this.session = { ...this.session, processes: body.processes as Session["processes"] };
@@ -330,8 +341,9 @@ export class App {
     }
   }
 
-  /** A seq gap on the held seat: read it whole again (a second hold, then let one go). */
-  private refreshSession(): void {
+  /** Read the held seat whole again (a second hold, then let one go): after a seq gap, or for
+   * what is never pushed (its diff). */
+  refreshSession(): void {
     const seat = this.heldSeat;
     if (!seat) return;
     this.nextSeq = null;

@@ -2,13 +2,16 @@
 
 import { useEffect, useRef, useState } from "preact/hooks";
 
-import { App, type Pane } from "./app";
+import { App, PANES, type Pane } from "./app";
 import { BrowserSurface } from "./browser";
+import { DocsPane } from "./docs";
+import { ChangesPane, SeatWork } from "./files";
 import type { ExtraKey } from "./keys";
 import { processTree } from "./processes";
-import { forgetToken, rememberToken } from "./socket";
+import { SettingsView } from "./settings";
+import { rememberToken } from "./socket";
 import { TerminalSurface } from "./terminal";
-import { sameSeat, seatKey, type AgentRow, type Json, type ProjectRow, type Seat, type Work } from "./wire";
+import { sameSeat, seatKey, type AgentRow, type ProjectRow, type Seat, type Work } from "./wire";
 
 /** A function that re-renders the calling component. */
 function useBump(): () => void {
@@ -295,7 +298,6 @@ function SeatRow({ app, agent }: { app: App; agent: AgentRow }) {
 // --- a seat ----------------------------------------------------------------------------------
 
 function SeatView({ app, seat, pane }: { app: App; seat: Seat; pane: Pane }) {
-  const panes: Pane[] = ["terminal", "browser", "processes"];
   return (
     <div class="seatview">
       <div class="seatbar">
@@ -303,8 +305,9 @@ function SeatView({ app, seat, pane }: { app: App; seat: Seat; pane: Pane }) {
           ←
         </a>
         <h2 class="seatname">{seatKey(seat)}</h2>
+        <SeatWork app={app} seat={seat} />
         <div class="panes" role="tablist">
-          {panes.map((name) => (
+          {PANES.map((name) => (
             <button
               type="button"
               role="tab"
@@ -320,6 +323,8 @@ function SeatView({ app, seat, pane }: { app: App; seat: Seat; pane: Pane }) {
       {pane === "terminal" ? <TerminalPane app={app} seat={seat} key={`t${seatKey(seat)}`} /> : null}
       {pane === "browser" ? <BrowserPane app={app} seat={seat} key={`b${seatKey(seat)}`} /> : null}
       {pane === "processes" ? <ProcessesPane app={app} seat={seat} /> : null}
+      {pane === "changes" ? <ChangesPane app={app} seat={seat} key={`c${seatKey(seat)}`} /> : null}
+      {pane === "docs" ? <DocsPane app={app} seat={seat} key={`d${seatKey(seat)}`} /> : null}
     </div>
   );
 }
@@ -670,59 +675,6 @@ function ProcessesPane({ app, seat }: { app: App; seat: Seat }) {
           ))}
         </tbody>
       </table>
-    </div>
-  );
-}
-
-// --- settings --------------------------------------------------------------------------------
-
-function shown(value: Json): string {
-  if (value === null) return "";
-  if (typeof value === "object") return JSON.stringify(value);
-  return String(value);
-}
-
-function SettingsView({ app }: { app: App }) {
-  const document = app.settings;
-  if (!document) return <p class="muted pad">Waiting for the settings…</p>;
-  return (
-    <div class="settings pad">
-      <p class="paired">
-        Paired with forge on <strong>{location.host}</strong>.{" "}
-        <button
-          type="button"
-          onClick={() => {
-            forgetToken();
-            location.reload();
-          }}
-        >
-          Forget this device
-        </button>
-      </p>
-      <p class="muted">
-        Read only: {document.source ?? "built-in defaults"} (fingerprint {document.fingerprint}). Edit forge.toml; the
-        page follows each reload.
-      </p>
-      {document.areas.map((area) => (
-        <fieldset key={area.id} disabled>
-          <legend>{area.name}</legend>
-          {area.note ? <p class="muted">{area.note}</p> : null}
-          {area.keys.map((key) => (
-            <label class="setting" key={key.path} title={key.note}>
-              <span class="key">
-                {key.group.length ? <span class="muted">{key.group.join(" / ")} · </span> : null}
-                {key.leaf}
-              </span>
-              {key.kind === "bool" ? (
-                <input type="checkbox" checked={key.value === true} readOnly />
-              ) : (
-                <input type="text" value={shown(key.value)} placeholder="unset" readOnly />
-              )}
-              <span class={`class class-${key.class}`}>{key.class.replace(/_/g, " ")}</span>
-            </label>
-          ))}
-        </fieldset>
-      ))}
     </div>
   );
 }

@@ -1,5 +1,7 @@
 // The socket's shapes as this page reads and writes them (docs/protocol.md); no I/O here.
 
+import type { Diff, GitLayer } from "./gitwire";
+
 export const PROTOCOL_VERSION = 29;
 
 export interface Seat {
@@ -104,6 +106,9 @@ export interface Session {
   header: { session_id: string; seq: number };
   terminal: TerminalSummary | null;
   processes: ProcessRow[] | null;
+  work?: Work | null;
+  git?: GitLayer | null;
+  diff?: Diff | null;
 }
 
 export interface TabRow {
@@ -122,13 +127,24 @@ export interface Tabs {
   rows: TabRow[];
 }
 
+/** How a key's control is drawn (null: read-only); `bounds` for a number key. */
+export interface EditShape {
+  kind: "string" | "number" | "bool" | "enum" | "list";
+  allowed?: string[];
+  required: boolean;
+  group?: string;
+  bounds?: { integer: boolean; min: number | null; max: number | null; expected: string };
+}
+
 export interface SettingsKey {
   path: string;
   leaf: string;
   group: string[];
+  pattern: string;
   kind: string;
   value: Json;
   class: string;
+  edit: EditShape | null;
   note?: string;
 }
 
