@@ -783,6 +783,7 @@ class Faults:
             ("kill9", self.kill9), ("kill9", self.kill9), ("hang", self.hang),
             ("pause", self.pause), ("reset", self.reset), ("half_open", self.half_open),
             ("hostile", self.hostile), ("config", self.config_edit), ("sighup", self.sighup),
+            ("kill9_lab_runner", self.kill9_lab_runner),
         ]  # fmt: skip
         await asyncio.sleep(every[1])
         while not self.run.stopping:
@@ -813,6 +814,21 @@ class Faults:
         self.run.fault(f"kill9_{kind}", f"{name} pid {pid}")
         os.kill(pid, signal.SIGKILL)
         self.spawn(self.expect_recovery(name, pid, before))
+
+    async def kill9_lab_runner(self) -> None:
+        """kill -9 of an attempt runner of the background `forge evaluate`: the run aborts, the
+        same command resumes it, and its verdicts still equal the first run's (lab_loop)."""
+        runners = []
+        for process in psutil.Process().children(recursive=True):
+            with contextlib.suppress(psutil.Error):
+                if process.environ().get("FORGE_WORKER_NAME", "").startswith("lab-attempt-"):
+                    runners.append(process)
+        if not runners:
+            return
+        runner = self.rng.choice(sorted(runners, key=lambda p: p.pid))
+        self.run.fault("kill9_lab_runner", f"attempt runner pid {runner.pid}")
+        with contextlib.suppress(psutil.Error):
+            runner.kill()
 
     async def hang(self) -> None:
         picked = self.pick_worker()
@@ -1023,6 +1039,10 @@ async def lab_loop(run: Run, root: Path, env: dict[str, str]) -> None:
             return kit.cli("--approve", digest, "--parallel", "2", out=out, env=env)
 
         result = await asyncio.to_thread(once)
+        while result.returncode == 1 and "attempt runner crashed" in result.stderr:
+            run.event(f"lab: round {round_} lost a runner; resuming")
+            run.count("lab_resumes")
+            result = await asyncio.to_thread(once)
         if result.returncode not in (0, 2):
             run.violate("lab", f"round {round_} exited {result.returncode}: {result.stderr[-300:]}")
             continue
