@@ -1056,7 +1056,7 @@ async def lab_loop(run: Run, root: Path, env: dict[str, str]) -> None:
         run.count("lab_attempts", len(verdicts))
 
 
-DISK_FULL = ["sh", "-c", 'trap "" XFSZ; ulimit -f 1; exec "$@"', "sh"]
+DISK_FULL = ["sh", "-c", 'trap "" XFSZ; ulimit -S -f 1; exec "$@"', "sh"]
 """A write budget for one gh call: no file over 512 bytes, so a queue entry cannot be spooled."""
 
 

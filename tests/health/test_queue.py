@@ -314,7 +314,7 @@ def test_a_full_disk_fails_the_write_loudly_and_it_never_lands_later(down: Forge
     # Python's own bytecode cache takes a short write as a whole one: compiled beforehand, a
     # capped interpreter only reads it.
     compileall.compile_dir(Path(forge.__file__).parent, quiet=1)
-    capped = ["sh", "-c", 'trap "" XFSZ; ulimit -f 1; exec "$@"', "sh", *down.shell.split()]
+    capped = ["sh", "-c", 'trap "" XFSZ; ulimit -S -f 1; exec "$@"', "sh", *down.shell.split()]
     full = subprocess.run(
         [*capped, str(down.shim), "issue", "comment", "1", "--body", "lost?"],
         capture_output=True, cwd=down.project,
