@@ -74,6 +74,8 @@ def configure(
     logging.getLogger("websockets").setLevel(logging.WARNING)
     structlog.configure(
         processors=[
+            # A record under the level is dropped before the chain stamps and renames it.
+            structlog.stdlib.filter_by_level,
             *_SHARED_PROCESSORS,
             structlog.stdlib.ProcessorFormatter.wrap_for_formatter,
         ],
