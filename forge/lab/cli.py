@@ -20,7 +20,8 @@ EXIT_CODES = """\
 exit codes:
   0    preview printed, or the run finished (complete or stopped) with every attempt correct
   1    refused (a faulty file, flag or path: every problem is listed) or the run aborted
-       (an input changed, the report could not be saved, an attempt runner was lost)
+       (an input changed, the report could not be saved, an attempt runner was lost), or
+       the supervisor running it was lost (the approve command resumes it)
   2    the run finished and some attempt was not correct, or was invalid
   130  interrupted by SIGINT (Ctrl-C); 143 by SIGTERM: in-flight attempts are discarded and
        the same approve command resumes the run
