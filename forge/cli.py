@@ -32,9 +32,10 @@ def _areas() -> list[Register]:
     from forge.supervisor.cli import register as register_supervisor
 
     registers.append(register_supervisor)
+    from forge.client.cli import run_evaluate
     from forge.lab.cli import register as register_lab
 
-    registers.append(register_lab)
+    registers.append(lambda subparsers: register_lab(subparsers, run_evaluate))
     from forge.client.cli import register as register_client
 
     registers.append(register_client)

@@ -9,9 +9,11 @@ level written (`[log] level`, set with `set_level`) through `FORGE_LOG_LEVEL`.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -46,14 +48,7 @@ def configure(
     process: str | None = None,
 ) -> None:
     """Route every record (ours and the libraries') to `log_file` and, on a terminal, stderr."""
-    formatter = structlog.stdlib.ProcessorFormatter(
-        processors=[
-            structlog.stdlib.ProcessorFormatter.remove_processors_meta,
-            structlog.processors.format_exc_info,
-            structlog.processors.JSONRenderer(sort_keys=False),
-        ],
-        foreign_pre_chain=[*_SHARED_PROCESSORS, structlog.stdlib.add_logger_name],
-    )
+    formatter = _formatter()
     handlers: list[logging.Handler] = []
     if log_file is not None:
         log_file.parent.mkdir(parents=True, exist_ok=True)
@@ -85,6 +80,37 @@ def configure(
     )
     if process is not None:
         structlog.contextvars.bind_contextvars(process=process, pid=os.getpid())
+
+
+def _formatter() -> logging.Formatter:
+    return structlog.stdlib.ProcessorFormatter(
+        processors=[
+            structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+            structlog.processors.format_exc_info,
+            structlog.processors.JSONRenderer(sort_keys=False),
+        ],
+        foreign_pre_chain=[*_SHARED_PROCESSORS, structlog.stdlib.add_logger_name],
+    )
+
+
+@contextlib.contextmanager
+def tee(log_file: Path, key: str, value: str) -> Iterator[None]:
+    """Also write our records bound to `key=value` (`structlog.contextvars`) to `log_file`, in
+    the same JSON lines, for the block: one Lab run's own log inside the supervisor."""
+
+    def bound(record: logging.LogRecord) -> bool:
+        return isinstance(record.msg, dict) and record.msg.get(key) == value
+
+    handler = logging.FileHandler(log_file, encoding="utf-8")
+    handler.setFormatter(_formatter())
+    handler.addFilter(bound)
+    root = logging.getLogger()
+    root.addHandler(handler)
+    try:
+        yield
+    finally:
+        root.removeHandler(handler)
+        handler.close()
 
 
 def set_level(name: str) -> None:

@@ -185,3 +185,15 @@ def run_attach(args: argparse.Namespace) -> int:
     )
     print(f"\nforge attach: {ending.why}", file=sys.stderr)
     return ending.code
+
+
+def run_evaluate(args: argparse.Namespace) -> int:
+    """`forge evaluate --cohort`: the preview says where a run would go; an approved run goes to
+    the running supervisor (followed from here) unless `--local`, Dask, or none answers."""
+    import asyncio
+
+    from forge.client.evaluate import evaluate
+
+    local = args.local or args.executor == "dask"
+    url, tls = (None, None) if local else _where(args)
+    return asyncio.run(evaluate(args, url, tls))

@@ -11,15 +11,17 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import NoReturn
 
 EXIT_CODES = """\
 exit codes:
   0    preview printed, or the run finished (complete or stopped) with every attempt correct
   1    refused (a faulty file, flag or path: every problem is listed) or the run aborted
-       (an input changed, the report could not be saved, an attempt runner was lost)
+       (an input changed, the report could not be saved, an attempt runner was lost), or
+       the supervisor running it was lost (the approve command resumes it)
   2    the run finished and some attempt was not correct, or was invalid
   130  interrupted by SIGINT (Ctrl-C); 143 by SIGTERM: in-flight attempts are discarded and
        the same approve command resumes the run
@@ -33,7 +35,9 @@ Compare two Formula variants (recipes) over frozen task plans.
 
 Without --approve, forge evaluate prints what would run, the seal that will hold (the sandbox,
 the network) and the activation digest with the exact approve command; it creates and runs
-nothing. With --approve DIGEST it runs the cohort into --out, or resumes a run there.
+nothing. With --approve DIGEST it runs the cohort into --out, or resumes a run there: in the running
+forge supervisor when one answers (its attempt runners; this command follows the run, and Ctrl-C
+stops it), else, or with --local, in this process.
 """
 
 
@@ -57,7 +61,15 @@ def _usage_exits_1(parser: argparse.ArgumentParser) -> None:
     parser.parse_known_args = parse_known_args  # type: ignore[method-assign, assignment]
 
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+RunCohort = Callable[[argparse.Namespace], int]
+"""Runs `evaluate --cohort`: the socket client's front (`forge.client.evaluate`), which hands an
+approved run to a running supervisor, wired in by `forge.cli`; without it, this process."""
+
+
+def register(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
+    run_cohort: RunCohort | None = None,
+) -> None:
     parser = subparsers.add_parser(
         "evaluate",
         help="compare two Formula variants over frozen task plans (--cohort; init, pin)",
@@ -108,8 +120,20 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="ADDRESS",
         help="with --executor dask: the scheduler, for example tcp://host:8786",
     )
+    parser.add_argument(
+        "--local",
+        action="store_true",
+        help="run in this process even when a forge supervisor is running (by default an "
+        "approved run is handed to it and followed from here)",
+    )
+    parser.add_argument(
+        "--url", help="the supervisor's socket (default: from forge.toml, as forge status finds it)"
+    )
+    parser.add_argument(
+        "--config", metavar="PATH", help="the forge.toml that names the supervisor's socket"
+    )
     parser.add_argument("--recheck", action="store_true", help=argparse.SUPPRESS)
-    parser.set_defaults(run=run, action=None)
+    parser.set_defaults(run=functools.partial(run, run_cohort), action=None)
     actions = parser.add_subparsers(dest="action", metavar="[init | pin | replay]")
 
     init = actions.add_parser(
@@ -199,7 +223,7 @@ def _register_learning(subparsers: argparse._SubParsersAction[argparse.ArgumentP
     suggestion.set_defaults(run=run_suggestion)
 
 
-def run(args: argparse.Namespace) -> int:
+def run(run_cohort: RunCohort | None, args: argparse.Namespace) -> int:
     if args.action == "init":
         from forge.lab.scaffold import init
 
@@ -208,6 +232,8 @@ def run(args: argparse.Namespace) -> int:
         from forge.lab.scaffold import pin
 
         return pin(args.pin_cohort)
+    if run_cohort is not None:
+        return run_cohort(args)
     from forge.lab.evaluate import evaluate
 
     return asyncio.run(evaluate(args))

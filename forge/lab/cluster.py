@@ -34,6 +34,7 @@ from distributed.scheduler import KilledWorker
 
 from forge import __version__
 from forge.attempt.command import MARKER_ENV
+from forge.attempt.deathwatch import deathwatch
 from forge.attempt.errors import LabRefusal, RunAborted
 from forge.attempt.handoff import Handoff
 from forge.attempt.layout import INPUTS_DIR
@@ -41,7 +42,6 @@ from forge.attempt.record import AttemptRecord
 from forge.attempt.run import AttemptSpec, run_attempt
 from forge.clock import SYSTEM_CLOCK, Clock
 from forge.lab.activation import MANIFEST_FILE
-from forge.lab.deathwatch import deathwatch
 from forge.lab.noworker import NoWorkerWait, waiting_note
 from forge.procs import find_by_environ, kill_processes
 

@@ -15,6 +15,8 @@ import os
 import shlex
 import signal
 import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from forge.attempt import sandbox
@@ -23,7 +25,7 @@ from forge.attempt.errors import LabRefusal, refusal
 from forge.attempt.git import SourceFacts, has_commit, inspect_source, list_files
 from forge.attempt.plan import MANIFESTS, unanchored_paths
 from forge.attempt.run import iso_utc
-from forge.attempt.settings import settings_from_env
+from forge.attempt.settings import LabSettings, settings_from_env
 from forge.clock import SYSTEM_CLOCK
 from forge.config import ConfigError, LabConfig, load_config, resolve_config_path
 from forge.ipc.manager import WorkerManager
@@ -38,6 +40,8 @@ from forge.lab.seal import check_mounts, hidden_paths, review_lines
 from forge.logs import configure
 
 EXECUTORS = ("local", "dask")
+LOCAL_RUNS = "Runs in: this process (--local)"
+"""The preview's last seal line when nothing else decides where a run goes."""
 SIGNAL_EXIT = {"SIGINT": 130, "SIGTERM": 143}
 
 
@@ -93,14 +97,36 @@ async def _readiness(cohort: Cohort, source: SourceFacts) -> list[str]:
     return problems
 
 
-async def evaluate(args: argparse.Namespace) -> int:
+@dataclass(frozen=True)
+class Prepared:
+    """An `evaluate` invocation checked and pinned: everything a preview or a run needs.
+
+    Built by `prepare` in the CLI and, for a run handed over the socket, again in the supervisor
+    (from the request's absolute paths and the caller's environment), so both refuse alike."""
+
+    args: argparse.Namespace
+    env: Mapping[str, str]
+    parallel: int
+    cohort: Cohort
+    source: SourceFacts
+    out: Path
+    out_text: str
+    hidden: tuple[str, ...]
+    digest: str
+    approve_argv: list[str]
+    settings: LabSettings
+    probe: sandbox.Probe
+
+
+async def prepare(args: argparse.Namespace, env: Mapping[str, str]) -> Prepared:
+    """Check the flags and every input (all problems at once), and compute the digest."""
     parallel = _check_flags(args)
     cohort_path = absolute(args.cohort)
     cohort = load_cohort(cohort_path)
     source = await inspect_source(absolute(args.source))
     out_text = canonical_out(absolute(args.out))
     out = Path(out_text)
-    hidden = hidden_paths(cohort_dir=cohort_path.parent, out=out, source=source, env=os.environ)
+    hidden = hidden_paths(cohort_dir=cohort_path.parent, out=out, source=source, env=env)
     problems = await _readiness(cohort, source)
     problems += check_mounts(cohort, hidden)
     if problems:
@@ -118,72 +144,131 @@ async def evaluate(args: argparse.Namespace) -> int:
         "--approve",
         digest,
     ]
-    settings = settings_from_env(os.environ)
-    probe = await asyncio.to_thread(sandbox.probe, os.environ)
-    if args.approve is None:
-        seal_text = review_lines(
-            cohort, probe, hidden=hidden, origin=source.origin, binds=settings.sandbox_binds
-        )
-        sys.stdout.write(
-            review_text(
-                cohort,
-                source=source.toplevel,
-                out=out_text,
-                digest=digest,
-                approve_argv=approve_argv,
-                seal=seal_text,
-            )
-        )
-        return 0
-    if args.approve != digest:
+    return Prepared(
+        args=args,
+        env=env,
+        parallel=parallel,
+        cohort=cohort,
+        source=source,
+        out=out,
+        out_text=out_text,
+        hidden=hidden,
+        digest=digest,
+        approve_argv=approve_argv,
+        settings=settings_from_env(env),
+        probe=await asyncio.to_thread(sandbox.probe, env),
+    )
+
+
+def preview(prepared: Prepared, runs: str) -> str:
+    """The review text; `runs` says where an approved run would go (`Runs in: ...`)."""
+    seal_text = review_lines(
+        prepared.cohort,
+        prepared.probe,
+        hidden=prepared.hidden,
+        origin=prepared.source.origin,
+        binds=prepared.settings.sandbox_binds,
+    )
+    return review_text(
+        prepared.cohort,
+        source=prepared.source.toplevel,
+        out=prepared.out_text,
+        digest=prepared.digest,
+        approve_argv=prepared.approve_argv,
+        seal=[*seal_text, runs],
+    )
+
+
+def check_approval(prepared: Prepared) -> None:
+    """Refuse an `--approve` that is not this invocation's digest."""
+    if prepared.args.approve != prepared.digest:
         raise LabRefusal(
-            f"--approve {args.approve} does not match the activation digest {digest}; "
-            f"review the cohort, then run: {shlex.join(approve_argv)}"
+            f"--approve {prepared.args.approve} does not match the activation digest "
+            f"{prepared.digest}; review the cohort, then run: {shlex.join(prepared.approve_argv)}"
         )
-    if probe.program is None:
-        sys.stderr.write(f"forge: recipe not sandboxed: {probe.reason}\n")
-    state = check_out(out, digest)
-    if args.executor == "dask":
-        _require_distributed()
-    dask_config = _lab_config() if args.executor == "dask" else None
+
+
+def open_run(prepared: Prepared) -> tuple[RunConfig, OutState]:
+    """Approve into `--out` (fresh: copy the inputs, write activation.json) or take up the run
+    there (same digest), and the run's configuration."""
+    args = prepared.args
+    state = check_out(prepared.out, prepared.digest)
     if state is OutState.FRESH:
         approval = activate(
-            cohort,
-            out=out,
-            digest=digest,
-            source=source.toplevel,
-            out_text=out_text,
+            prepared.cohort,
+            out=prepared.out,
+            digest=prepared.digest,
+            source=prepared.source.toplevel,
+            out_text=prepared.out_text,
             now=iso_utc(SYSTEM_CLOCK.time()),
         )
     else:
-        approval = read_activation(out)
-    configure(out / "lab.log", to_stderr=False, process="lab")
+        approval = read_activation(prepared.out)
     config = RunConfig(
-        cohort=cohort,
-        out=out,
-        source=Path(source.toplevel),
-        origin=source.origin,
+        cohort=prepared.cohort,
+        out=prepared.out,
+        source=Path(prepared.source.toplevel),
+        origin=prepared.source.origin,
         approval=approval,
-        caller_env=dict(os.environ),
-        settings=settings,
-        parallel=parallel,
+        caller_env=dict(prepared.env),
+        settings=prepared.settings,
+        parallel=prepared.parallel,
         keep_workspaces=args.keep_workspaces,
         runs_note={"resume": state is OutState.RESUME, "executor": args.executor},
-        hidden=hidden,
+        hidden=prepared.hidden,
     )
+    return config, state
+
+
+def run_code(cohort_run: CohortRun, final: RunState) -> int:
+    """The exit code of a finished run (O-1): 130/143 when a signal interrupted it."""
+    if cohort_run.interrupted_by is not None:
+        return SIGNAL_EXIT[cohort_run.interrupted_by]
+    return exit_code(final, cohort_run.ordered_records())
+
+
+def finish_lines(prepared: Prepared, status: str, abort_reason: str | None) -> None:
+    """What every finished run prints, in this process or followed over the socket."""
+    out = prepared.out
+    sys.stdout.write(f"{status}: report in {out / 'report.md'}\n")
+    lines = report_after_run(
+        prepared.cohort, Path(prepared.args.cohort), out, iso_utc(SYSTEM_CLOCK.time())
+    )
+    for line in lines:
+        sys.stderr.write(f"forge: {line}\n")
+    if status == "aborted" and abort_reason:
+        sys.stderr.write(f"forge: run aborted: {abort_reason}\n")
+
+
+async def evaluate(args: argparse.Namespace, runs: str = LOCAL_RUNS) -> int:
+    """`forge evaluate --cohort` in this process: the preview, or the run with its own runners."""
+    prepared = await prepare(args, os.environ)
+    if args.approve is None:
+        sys.stdout.write(preview(prepared, runs))
+        return 0
+    check_approval(prepared)
+    return await run_here(prepared)
+
+
+async def run_here(prepared: Prepared) -> int:
+    """Run an approved cohort in this process (`--local`, Dask, or no supervisor to take it)."""
+    args = prepared.args
+    if prepared.probe.program is None:
+        sys.stderr.write(f"forge: recipe not sandboxed: {prepared.probe.reason}\n")
+    check_out(prepared.out, prepared.digest)
+    if args.executor == "dask":
+        _require_distributed()
+    dask_config = _lab_config() if args.executor == "dask" else None
+    config, _ = open_run(prepared)
+    configure(prepared.out / "lab.log", to_stderr=False, process="lab")
     if dask_config is not None:
         cohort_run, final = await _on_dask(config, args.scheduler, dask_config)
     else:
         async with WorkerManager() as manager:
-            cohort_run, final = await _supervised(config, RunnerPool(manager, parallel, out))
-    sys.stdout.write(f"{final.status}: report in {out / 'report.md'}\n")
-    for line in report_after_run(cohort, Path(args.cohort), out, iso_utc(SYSTEM_CLOCK.time())):
-        sys.stderr.write(f"forge: {line}\n")
-    if final.status == "aborted" and final.abort_reason:
-        sys.stderr.write(f"forge: run aborted: {final.abort_reason}\n")
-    if cohort_run.interrupted_by is not None:
-        return SIGNAL_EXIT[cohort_run.interrupted_by]
-    return exit_code(final, cohort_run.ordered_records())
+            pool = RunnerPool(manager, config.parallel, config.out)
+            cohort_run, final = await _supervised(config, pool)
+    finish_lines(prepared, final.status, final.abort_reason)
+    return run_code(cohort_run, final)
 
 
 def _display() -> ProgressDisplay:

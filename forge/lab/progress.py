@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TextIO
 
 from forge.attempt.record import known
@@ -22,38 +24,69 @@ PLAIN_NOTE_S = 10.0
 """How often plain mode repeats a standing note."""
 
 
+@dataclass(frozen=True)
+class Step:
+    """One thing the display is told: what a `ProgressEvent` says, or a followed run's update."""
+
+    kind: str
+    """`started`, `recorded` or `status`; anything else only refreshes the live line."""
+    label: str | None
+    done: int
+    total: int
+    accepted: Mapping[str, int]
+    in_flight: Mapping[str, float]
+    """Label -> monotonic start time, on this process's clock."""
+    outcome: str | None = None
+    elapsed_ms: int | None = None
+    status: str = "running"
+
+
+def step_of(event: ProgressEvent) -> Step:
+    record = event.record
+    return Step(
+        kind=event.kind,
+        label=None if event.coordinate is None else event.coordinate.label,
+        done=event.done,
+        total=event.total,
+        accepted=event.accepted,
+        in_flight=event.in_flight,
+        outcome=None if record is None else outcome_class(record),
+        elapsed_ms=None if record is None else known(record.elapsed_ms),
+        status=event.status,
+    )
+
+
 class ProgressDisplay:
     def __init__(self, stream: TextIO, clock: Clock, *, live: bool) -> None:
         self.stream = stream
         self.clock = clock
         self.live = live
-        self.last: ProgressEvent | None = None
+        self.last: Step | None = None
         self._note: str | None = None
         self._noted_at: float | None = None
         self._ticker: asyncio.Task[None] | None = None
 
     def __call__(self, event: ProgressEvent) -> None:
-        self.last = event
+        self.show(step_of(event))
+
+    def show(self, step: Step) -> None:
+        self.last = step
         if self.live:
-            if (
-                event.kind == "recorded"
-                and event.record is not None
-                and event.coordinate is not None
-            ):
-                self._line(f"{event.coordinate.label}: {outcome_class(event.record)}")
+            if step.kind == "recorded" and step.label is not None:
+                self._line(f"{step.label}: {step.outcome}")
             self._status()
             return
-        if event.kind == "started" and event.coordinate is not None:
-            self._line(f"[{event.done}/{event.total}] start {event.coordinate.label}")
-        elif event.kind == "recorded" and event.record is not None and event.coordinate is not None:
-            accepted = ", ".join(f"{name} {n}" for name, n in event.accepted.items())
+        if step.kind == "started" and step.label is not None:
+            self._line(f"[{step.done}/{step.total}] start {step.label}")
+        elif step.kind == "recorded" and step.label is not None:
+            accepted = ", ".join(f"{name} {n}" for name, n in step.accepted.items())
             self._line(
-                f"[{event.done}/{event.total}] {event.coordinate.label}: "
-                f"{outcome_class(event.record)} ({known(event.record.elapsed_ms)} ms); "
+                f"[{step.done}/{step.total}] {step.label}: "
+                f"{step.outcome} ({step.elapsed_ms} ms); "
                 f"accepted so far: {accepted}"
             )
-        elif event.kind == "status":
-            self._line(f"run {event.status}: {event.done}/{event.total} recorded")
+        elif step.kind == "status":
+            self._line(f"run {step.status}: {step.done}/{step.total} recorded")
 
     def note(self, text: str | None) -> None:
         """Show `text` after the status until it is replaced or cleared (None)."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Callable
 from pathlib import Path
 
 from forge.attempt.command import MARKER_ENV
@@ -28,18 +29,41 @@ ATTEMPT_DEADLINE_S = 7 * 24 * 3600.0
 CANCEL_DEADLINE_S = 60.0
 
 
-class RunnerPool:
-    """An `Executor` backed by `size` attempt-runner workers."""
+Assign = Callable[[str, WorkerHandle | None], None]
+"""Told `(coordinate label, runner)` when a runner takes an attempt, `(label, None)` when it
+lets go of it."""
 
-    def __init__(self, manager: WorkerManager, size: int, out: Path) -> None:
+
+class RunnerPool:
+    """An `Executor` backed by `size` attempt-runner workers named `<prefix><n>`."""
+
+    def __init__(
+        self,
+        manager: WorkerManager,
+        size: int,
+        out: Path,
+        *,
+        prefix: str = "lab-attempt-",
+        on_assign: Assign | None = None,
+    ) -> None:
         self.out = out
+        self.manager = manager
+        self.on_assign = on_assign
+        self.names = [f"{prefix}{index + 1}" for index in range(size)]
         self.idle: asyncio.Queue[WorkerHandle] = asyncio.Queue()
-        for index in range(size):
-            handle = manager.start(LAB_ATTEMPT.spec(f"lab-attempt-{index + 1}"))
-            self.idle.put_nowait(handle)
+        for name in self.names:
+            self.idle.put_nowait(manager.start(LAB_ATTEMPT.spec(name)))
+
+    async def close(self) -> None:
+        """Stop the runners and drop their rows (a supervisor outlives many runs)."""
+        for name in self.names:
+            await self.manager.remove(name)
 
     async def __call__(self, spec: AttemptSpec) -> AttemptRecord:
         handle = await self.idle.get()
+        label = spec.coordinate.label
+        if self.on_assign is not None:
+            self.on_assign(label, handle)
         try:
             record = await call(
                 handle, Run(attempt=Handoff.of(spec, self.out)), within=ATTEMPT_DEADLINE_S
@@ -63,6 +87,8 @@ class RunnerPool:
             ) from None
         finally:
             self.idle.put_nowait(handle)
+            if self.on_assign is not None:
+                self.on_assign(label, None)
         return record
 
 

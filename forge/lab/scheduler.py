@@ -25,7 +25,7 @@ from forge.attempt.coordinates import Coordinate, coordinates
 from forge.attempt.errors import LabRefusal, RunAborted
 from forge.attempt.layout import ATTEMPTS_DIR, INPUTS_DIR
 from forge.attempt.record import AttemptRecord, cost_basis, dumps_record, known, read_record
-from forge.attempt.run import AttemptSpec
+from forge.attempt.run import AttemptSpec, discard_attempt_dir
 from forge.attempt.settings import LabSettings
 from forge.clock import Clock
 from forge.files import write_atomic
@@ -46,7 +46,8 @@ log = get_logger(__name__)
 @dataclass(frozen=True)
 class ProgressEvent:
     kind: str
-    """`started`, `recorded` or `status`."""
+    """`loaded` (once, after a resume read the records already there), `started`, `recorded`
+    or `status` (the run ended)."""
     coordinate: Coordinate | None
     done: int
     total: int
@@ -55,6 +56,8 @@ class ProgressEvent:
     """Label -> monotonic start time."""
     record: AttemptRecord | None = None
     status: str = "running"
+    recorded: tuple[tuple[Coordinate, AttemptRecord], ...] = ()
+    """`loaded` only: every record already there, in coordinate order."""
 
 
 @dataclass
@@ -96,6 +99,7 @@ class CohortRun:
         """Run every missing coordinate; returns the final state (never raises RunAborted)."""
         self._append_runs_log()
         self._load_records()
+        self._emit("loaded", None)
         self._check_stop_rules()
         try:
             self._write_report("running")
@@ -124,14 +128,15 @@ class CohortRun:
         return self.config.out / ATTEMPTS_DIR / coordinate.rel_dir
 
     def _load_records(self) -> None:
-        """Complete records count as done; a directory without one is cleared for a re-run."""
+        """Complete records count as done; a directory without one is cleared for a re-run, with
+        the private trees its `work` link names (a host that died mid-attempt left them)."""
         for coordinate in self.order:
             directory = self._attempt_dir(coordinate)
             record = _read_record(directory / RECORD_FILE)
             if record is not None:
                 self.records[coordinate.index] = record
             elif directory.exists():
-                shutil.rmtree(directory)
+                discard_attempt_dir(directory)
 
     def _supersede(self, coordinate: Coordinate) -> float:
         """Move a resumable (provider-unavailable) record aside; return the cost it carried."""
@@ -333,6 +338,9 @@ class CohortRun:
         with open(self.config.out / "runs.jsonl", "a", encoding="utf-8") as handle:
             handle.write(line + "\n")
 
+    def _recorded(self) -> tuple[tuple[Coordinate, AttemptRecord], ...]:
+        return tuple((c, self.records[c.index]) for c in self.order if c.index in self.records)
+
     def _emit(
         self,
         kind: str,
@@ -357,6 +365,11 @@ class CohortRun:
                 in_flight={self.order[i].label: self.started_at[i] for i in self.in_flight},
                 record=record,
                 status=status,
+                recorded=tuple(
+                    (c, self.records[c.index]) for c in self.order if c.index in self.records
+                )
+                if kind == "loaded"
+                else (),
             )
         )
 

@@ -24,6 +24,7 @@ from forge.supervisor import (
     dictation,
     documents,
     gitwatch,
+    lab,
     processes,
     settings,
     terminals,
@@ -61,13 +62,14 @@ async def running_supervisor(
 
         watcher = ConfigWatcher(loaded.source, loaded, reloaded)
         shells = terminals.install(supervisor, manager)
-        processes.install(supervisor, manager, shells.shell_pids)
+        views = processes.install(supervisor, manager, shells.shell_pids)
         browsers.install(supervisor, manager)
         settings.install(supervisor, watcher.check)
         documents.install(supervisor)
         gitwatch.install(supervisor)
         client_perf.install(supervisor)
         dictation.install(supervisor, manager)
+        lab.install(supervisor, manager, views.walker_handle)
         _publish_workers(supervisor, manager)
         await _refresh_service_status(supervisor)
         poller = asyncio.create_task(_poll_service_status(supervisor))

@@ -132,7 +132,7 @@ class ProcessViews:
         self.walks.update(seats)
         try:
             walked = await call(
-                self._walker_handle(),
+                self.walker_handle(),
                 Walk(sessions=[roots[seat] for seat in seats]),
                 within=WALK_TIMEOUT_S,
             )
@@ -165,7 +165,9 @@ class ProcessViews:
                 log.exception("seat_processes_tick_failed")
             await clock.sleep(max(started + WALK_INTERVAL_S - clock.monotonic(), 0.0))
 
-    def _walker_handle(self) -> WorkerHandle:
+    def walker_handle(self) -> WorkerHandle:
+        """The walker worker, started on first use and kept for the run (the Lab walks with it
+        too)."""
         if self._walker is None:
             self._walker = self._manager.start(WALKER.spec("walker"))
         return self._walker

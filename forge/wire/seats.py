@@ -29,8 +29,9 @@ class SessionSubject(msgspec.Struct, frozen=True):
     session: Seat
 
 
-UnitSubject = Literal["home", "board", "usage", "dictate_models", "extensions"]
-"""The subjects that are no seat; D1: each answers a snapshot, never an error."""
+UnitSubject = Literal["home", "board", "usage", "dictate_models", "extensions", "lab"]
+"""The subjects that are no seat; D1: each answers a snapshot, never an error. `lab` is our
+addition (`forge.wire.lab`)."""
 
 Subject = UnitSubject | SessionSubject
 """What `subscribe`/`unsubscribe` name and `snapshot.subject` echoes."""

@@ -1,17 +1,18 @@
-"""A Dask attempt dies with its worker: a tiny process per attempt kills what a dead worker leaves.
+"""An attempt dies with the process running it: a tiny watcher kills what a dead host leaves.
 
-Each command of an attempt leads a session of its own and gets SIGKILL when the thread that forked
-it dies (`die_with_parent`), but the rest of its tree (children, a double-forked stray in its own
-session) would outlive a kill -9 of the worker until Dask re-ran the task and the re-run refused:
-on a real cluster that re-run lands on another machine, and nothing would ever clean this one. So
-the task starts this watcher before the attempt, in a session of its own and without a
-parent-death signal. It waits on a pidfd of the worker *process* (not of the task's thread, which
-the worker's pool owns) and on its stdin:
+An attempt runs in a host process: an attempt-runner worker (`forge.workers.lab`, which dies
+with the `forge evaluate` or `forge supervise` that started it) or a Dask worker. Each command of
+an attempt leads a session of its own and gets SIGKILL when the thread that forked it dies
+(`die_with_parent`), but the rest of its tree (children, a double-forked stray in its own
+session, a sandboxed recipe whose bubblewrap was killed) would outlive a kill -9 of the host, and
+nothing would ever clean it. So the host starts this watcher before the attempt, in a session of
+its own and without a parent-death signal. It waits on a pidfd of the host *process* (not of the
+thread running the attempt, which a Dask worker's pool owns) and on its stdin:
 - `done` on stdin: the attempt ended and cleaned up after itself; the watcher exits.
-- the worker exits, or stdin closes without `done` (only the worker held the other end): the
+- the host exits, or stdin closes without `done` (only the host held the other end): the
   attempt is lost. The watcher SIGKILLs every process carrying the attempt's marker variable and
   every member of their process groups, sweeping until none is left, then exits.
-A watcher that starts after its worker already died (its parent is no longer the worker) sweeps at
+A watcher that starts after its host already died (its parent is no longer the host) sweeps at
 once, so no window is left between the fork and the pidfd. The watcher imports only `forge.procs`
 (the marker's name comes on its command line), so it starts in a fraction of a worker's time.
 """
@@ -65,7 +66,7 @@ async def deathwatch(marker: str, attempt_id: str) -> AsyncIterator[None]:
             ready = await asyncio.wait_for(watcher.stdout.readline(), READY_WITHIN_S) == READY
         if not ready:
             raise RunAborted(
-                f"attempt {attempt_id}: the watcher that ties it to its Dask worker did not start"
+                f"attempt {attempt_id}: the watcher that ties it to its host process did not start"
             )
         yield
     finally:
@@ -81,14 +82,14 @@ async def deathwatch(marker: str, attempt_id: str) -> AsyncIterator[None]:
 
 
 def main(argv: Sequence[str]) -> int:
-    """`python -m forge.lab.deathwatch <worker pid> <marker variable> <attempt id>`."""
+    """`python -m forge.attempt.deathwatch <host pid> <marker variable> <attempt id>`."""
     worker, marker, attempt_id = int(argv[0]), argv[1], argv[2]
     spared = _group_of(worker)
     if _worker_died(worker):
         killed = sweep(marker, attempt_id, spared_group=spared)
         with contextlib.suppress(OSError):  # The worker's stderr may have died with it.
             sys.stderr.write(
-                f"forge: Dask worker {worker} died; killed {killed} process(es) of attempt "
+                f"forge: attempt host {worker} died; killed {killed} process(es) of attempt "
                 f"{attempt_id}\n"
             )
             sys.stderr.flush()
