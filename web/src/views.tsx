@@ -7,6 +7,7 @@ import { BrowserSurface } from "./browser";
 import type { ExtraKey } from "./keys";
 import { processTree } from "./processes";
 import { forgetToken, rememberToken } from "./socket";
+import { MicButton, SpeakerSwitch, TabSoundToggle } from "./soundviews";
 import { TerminalSurface } from "./terminal";
 import { sameSeat, seatKey, type AgentRow, type Json, type ProjectRow, type Seat, type Work } from "./wire";
 
@@ -316,6 +317,7 @@ function SeatView({ app, seat, pane }: { app: App; seat: Seat; pane: Pane }) {
             </button>
           ))}
         </div>
+        <SpeakerSwitch app={app} seat={seat} />
       </div>
       {pane === "terminal" ? <TerminalPane app={app} seat={seat} key={`t${seatKey(seat)}`} /> : null}
       {pane === "browser" ? <BrowserPane app={app} seat={seat} key={`b${seatKey(seat)}`} /> : null}
@@ -397,6 +399,7 @@ function TerminalPane({ app, seat }: { app: App; seat: Seat }) {
             Take control
           </button>
         )}
+        <MicButton app={app} seat={seat} box="terminal" land={(text) => surface?.type(text)} />
         <span class="spacer" />
         <button type="button" aria-label="smaller text" onClick={() => surface?.setFontSize(-1)}>
           A−
@@ -540,6 +543,7 @@ function BrowserPane({ app, seat }: { app: App; seat: Seat }) {
         >
           +
         </button>
+        {surface ? <TabSoundToggle app={app} surface={surface} /> : null}
       </div>
       <form class="toolbar address" onSubmit={go}>
         <button type="button" aria-label="back" disabled={!surface?.canBack} onClick={() => surface?.nav(true)}>
@@ -629,6 +633,12 @@ function BrowserPane({ app, seat }: { app: App; seat: Seat }) {
           aria-label="text to type into the page"
           placeholder="type into the page"
           onInput={(event) => setTyped(event.currentTarget.value)}
+        />
+        <MicButton
+          app={app}
+          seat={seat}
+          box="browser"
+          land={(text) => setTyped((before) => (before ? `${before} ${text}` : text))}
         />
         <button type="submit">Type</button>
         <button type="button" onClick={() => surface?.sendKey("Enter", "Enter")}>
