@@ -15,6 +15,7 @@ export interface SoundTestHook {
   /** Frames of the viewed tab received, and those received after an off was answered. */
   framesIn: number;
   framesAfterOff: number;
+  offAnswered: boolean;
   samplesPlayed: number;
   level: number;
   maxLevel: number;
@@ -107,6 +108,7 @@ export class TabSound implements Surface {
     on: true,
     framesIn: 0,
     framesAfterOff: 0,
+    offAnswered: false,
     samplesPlayed: 0,
     level: 0,
     maxLevel: 0,
@@ -172,12 +174,15 @@ export class TabSound implements Surface {
   private tell(): void {
     const on = this.on;
     this.offAnswered = false;
+    this.hook.offAnswered = false;
     this.hook.on = on;
     this.onChange();
     this.app.socket
       .request({ kind: "browser_audio", on })
       .then(() => {
-        if (this.on === on) this.offAnswered = !on;
+        if (this.on !== on) return;
+        this.offAnswered = !on;
+        this.hook.offAnswered = !on;
       })
       .catch(() => undefined); // the link dropped: relink says it again
   }
