@@ -106,8 +106,7 @@ def test_a_tab_s_tone_plays_on_the_page_and_its_toggle_stops_the_frames(
         48000,
     )
     heard = sound(page)
-    assert heard["on"] and heard["framesAfterOff"] == 0, heard
-    assert heard["state"] == "running", heard
+    assert (heard["on"], heard["framesAfterOff"], heard["state"]) == (True, 0, "running"), heard
 
     other = desktop.new_page()  # a second viewer of the same tab keeps its sound on
     view(other, supervised)
