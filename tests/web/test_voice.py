@@ -1,6 +1,7 @@
 """Dictation and voice in a real browser: Chromium's fake microphone plays a corpus sentence, the
 page's mic sends it as kind-0 frames, and its words land in the seat's terminal; a second take
-is refused in words; the speaker switch plays the seat's clips in order."""
+and a take while dictation is off are refused in words; the speaker switch plays the seat's clips
+in order."""
 
 from __future__ import annotations
 
@@ -149,3 +150,23 @@ def test_the_speaker_switch_plays_the_seat_s_clips_in_order(
     assert (voice["clips"], voice["lastSeq"] > 1) == (2, True), voice
     page.get_by_label("stop hearing this seat").click()
     poll(page, "() => window.forgeVoice.listeners === 0")
+
+
+@pytest.fixture(scope="module")
+def plain(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Supervised]:
+    """`forge supervise` as configured by default: dictation off."""
+    server = Supervised(tmp_path_factory.mktemp("plain"))
+    server.start()
+    yield server
+    server.stop()
+
+
+def test_dictation_off_is_said_in_words(browser: Browser, plain: Supervised) -> None:
+    context = browser.new_context(**DESKTOP)
+    plain.pair(context)
+    page = context.new_page()
+    open_terminal(page, plain)
+    page.get_by_label("dictate").click()
+    expect(page.locator("[data-dictation-why]")).to_contain_text("dictation is off on this server")
+    expect(page.locator('.mic[data-box="terminal"]')).to_have_attribute("data-take-state", "idle")
+    context.close()

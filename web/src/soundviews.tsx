@@ -54,7 +54,7 @@ export function MicButton({ app, seat, box, land }: { app: App; seat: Seat; box:
         disabled={busy || state === "ending"}
         onClick={press}
       >
-        🎤
+        {state === "idle" ? "Dictate" : state === "ending" ? "…" : "Stop"}
       </button>
       {state === "live" || state === "ending" ? (
         <>
@@ -100,8 +100,8 @@ export function SpeakerSwitch({ app, seat }: { app: App; seat: Seat }) {
         class={on ? "primary" : ""}
         onClick={() => speaker.toggle()}
       >
-        {on ? "🔊" : "🔈"}
-        {on && speaker.listeners !== null && speaker.listeners > 1 ? ` ${speaker.listeners}` : ""}
+        Voice
+        {on && speaker.listeners !== null && speaker.listeners > 1 ? ` · ${speaker.listeners}` : ""}
       </button>
       {speaker.why ? (
         <span class="why" role="status">
@@ -135,7 +135,7 @@ export function TabSoundToggle({ app, surface }: { app: App; surface: BrowserSur
       title={why ?? (sound.on ? "this tab's sound plays here" : "this tab's sound is off here")}
       onClick={() => sound.toggle()}
     >
-      {why ? "🔇" : sound.on ? "🔊" : "🔈"}
+      {why ? "No sound" : "Sound"}
     </button>
   );
 }
