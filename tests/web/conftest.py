@@ -195,16 +195,16 @@ def screen_text(page: Page) -> str:
     return text
 
 
-def poll(page: Page, function: str, arg: Any = None) -> None:
-    """Wait until `function(arg)`, evaluated in the page, is true.
+def poll(page: Page, function: str, arg: Any = None, *, timeout_ms: int = TIMEOUT_MS) -> None:
+    """Wait until `function(arg)`, evaluated in the page, is true (within `timeout_ms`).
 
     Playwright's own `wait_for_function` re-evaluates its predicate with eval inside the page,
     which this page's CSP (no 'unsafe-eval') refuses after the first try; `evaluate` goes
     through the DevTools protocol, so the page's state is read from here, every 50 ms."""
-    deadline = time.monotonic() + TIMEOUT_MS / 1000
+    deadline = time.monotonic() + timeout_ms / 1000
     while not page.evaluate(function, arg):
         if time.monotonic() > deadline:
-            raise AssertionError(f"still false after {TIMEOUT_MS} ms: {function} ({arg!r})")
+            raise AssertionError(f"still false after {timeout_ms} ms: {function} ({arg!r})")
         page.wait_for_timeout(50)
 
 
