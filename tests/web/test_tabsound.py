@@ -22,6 +22,8 @@ except SoundMissing as missing:
     pytest.skip(str(missing), allow_module_level=True)
 
 FRAMES_A_SECOND = 50
+BUFFER_LIMIT = 48000 * 200 // 1000
+"""The player's jitter buffer holds at most 200 ms."""
 
 
 class TonePage(BaseHTTPRequestHandler):
@@ -107,6 +109,7 @@ def test_a_tab_s_tone_plays_on_the_page_and_its_toggle_stops_the_frames(
     )
     heard = sound(page)
     assert (heard["on"], heard["framesAfterOff"], heard["state"]) == (True, 0, "running"), heard
+    assert heard["buffered"] <= BUFFER_LIMIT, heard  # bounded: behind, the newest sound wins
 
     other = desktop.new_page()  # a second viewer of the same tab keeps its sound on
     view(other, supervised)
