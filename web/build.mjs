@@ -12,12 +12,33 @@ const assets = path.join(out, "assets");
 await rm(out, { recursive: true, force: true });
 await mkdir(assets, { recursive: true });
 
-const result = await esbuild.build({
-  entryPoints: { app: path.join(here, "src", "main.tsx") },
+const target = ["chrome109", "firefox115", "safari16"];
+
+// The AudioWorklet's processors load as a module of their own (audioWorklet.addModule), so they
+// are a second bundle under /assets/ whose hashed name the page is built with.
+const worklet = await esbuild.build({
+  entryPoints: { worklet: path.join(here, "src", "worklet.ts") },
   bundle: true,
   minify: true,
   format: "esm",
-  target: ["chrome109", "firefox115", "safari16"],
+  target,
+  entryNames: "[name]-[hash]",
+  outdir: assets,
+  metafile: true,
+  legalComments: "linked",
+  sourcemap: false,
+  logLevel: "warning",
+});
+const workletFile = Object.keys(worklet.metafile.outputs).find((file) => file.endsWith(".js"));
+if (!workletFile) throw new Error("the worklet bundle was not written");
+
+const result = await esbuild.build({
+  entryPoints: { app: path.join(here, "src", "main.tsx") },
+  define: { FORGE_WORKLET_URL: JSON.stringify(`/assets/${path.basename(workletFile)}`) },
+  bundle: true,
+  minify: true,
+  format: "esm",
+  target,
   jsx: "automatic",
   jsxImportSource: "preact",
   entryNames: "[name]-[hash]",

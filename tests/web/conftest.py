@@ -10,7 +10,8 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,19 @@ TIMEOUT_MS = 30_000
 expect.set_options(timeout=TIMEOUT_MS)
 
 
+@contextmanager
+def chromium(extra_args: Sequence[str] = ()) -> Iterator[Browser]:
+    """Debian's Chromium, launched with `CHROMIUM_ARGS` and `extra_args`."""
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"{CHROMIUM} is not installed")
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(
+            executable_path=CHROMIUM, args=[*CHROMIUM_ARGS, *extra_args]
+        )
+        yield launched
+        launched.close()
+
+
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
     """Debian's Chromium for one module's tests.
@@ -47,12 +61,8 @@ def browser() -> Iterator[Browser]:
     loop marked running for the whole session, and every asyncio test that ran after it failed
     ("Runner.run() cannot be called from a running event loop"). Stopped here, it is gone before
     the next module's tests run."""
-    if not Path(CHROMIUM).exists():
-        pytest.skip(f"{CHROMIUM} is not installed")
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+    with chromium() as launched:
         yield launched
-        launched.close()
 
 
 def free_port() -> int:
@@ -74,7 +84,8 @@ exec cat >> typed.bin
 class Supervised:
     """`forge supervise` as a person runs it, on a fixed port so a restart keeps the page's URL."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, extra: str = "") -> None:
+        """`extra` is more of forge.toml (a `[dictate]` table, say)."""
         self.root = root
         self.port = free_port()
         project = root / "proj"
@@ -89,7 +100,7 @@ class Supervised:
         self.config.write_text(
             f'[[projects]]\norg = "acme"\nname = "proj"\npath = "{project}"\nshell = "/bin/sh"\n'
             f'[[projects]]\norg = "acme"\nname = "typed"\npath = "{typed}"\n'
-            f'shell = "{recorder}"\n',
+            f'shell = "{recorder}"\n' + extra,
             encoding="utf-8",
         )
         self.env = dict(
@@ -184,16 +195,16 @@ def screen_text(page: Page) -> str:
     return text
 
 
-def poll(page: Page, function: str, arg: Any = None) -> None:
-    """Wait until `function(arg)`, evaluated in the page, is true.
+def poll(page: Page, function: str, arg: Any = None, *, timeout_ms: int = TIMEOUT_MS) -> None:
+    """Wait until `function(arg)`, evaluated in the page, is true (within `timeout_ms`).
 
     Playwright's own `wait_for_function` re-evaluates its predicate with eval inside the page,
     which this page's CSP (no 'unsafe-eval') refuses after the first try; `evaluate` goes
     through the DevTools protocol, so the page's state is read from here, every 50 ms."""
-    deadline = time.monotonic() + TIMEOUT_MS / 1000
+    deadline = time.monotonic() + timeout_ms / 1000
     while not page.evaluate(function, arg):
         if time.monotonic() > deadline:
-            raise AssertionError(f"still false after {TIMEOUT_MS} ms: {function} ({arg!r})")
+            raise AssertionError(f"still false after {timeout_ms} ms: {function} ({arg!r})")
         page.wait_for_timeout(50)
 
 

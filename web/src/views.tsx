@@ -10,6 +10,7 @@ import type { ExtraKey } from "./keys";
 import { processTree } from "./processes";
 import { SettingsView } from "./settings";
 import { rememberToken } from "./socket";
+import { MicButton, SpeakerSwitch, TabSoundToggle } from "./soundviews";
 import { TerminalSurface } from "./terminal";
 import { sameSeat, seatKey, type AgentRow, type ProjectRow, type Seat, type Work } from "./wire";
 
@@ -319,6 +320,7 @@ function SeatView({ app, seat, pane }: { app: App; seat: Seat; pane: Pane }) {
             </button>
           ))}
         </div>
+        <SpeakerSwitch app={app} seat={seat} />
       </div>
       {pane === "terminal" ? <TerminalPane app={app} seat={seat} key={`t${seatKey(seat)}`} /> : null}
       {pane === "browser" ? <BrowserPane app={app} seat={seat} key={`b${seatKey(seat)}`} /> : null}
@@ -402,6 +404,7 @@ function TerminalPane({ app, seat }: { app: App; seat: Seat }) {
             Take control
           </button>
         )}
+        <MicButton app={app} seat={seat} box="terminal" land={(text) => surface?.type(text)} />
         <span class="spacer" />
         <button type="button" aria-label="smaller text" onClick={() => surface?.setFontSize(-1)}>
           A−
@@ -545,6 +548,7 @@ function BrowserPane({ app, seat }: { app: App; seat: Seat }) {
         >
           +
         </button>
+        {surface ? <TabSoundToggle app={app} surface={surface} /> : null}
       </div>
       <form class="toolbar address" onSubmit={go}>
         <button type="button" aria-label="back" disabled={!surface?.canBack} onClick={() => surface?.nav(true)}>
@@ -634,6 +638,12 @@ function BrowserPane({ app, seat }: { app: App; seat: Seat }) {
           aria-label="text to type into the page"
           placeholder="type into the page"
           onInput={(event) => setTyped(event.currentTarget.value)}
+        />
+        <MicButton
+          app={app}
+          seat={seat}
+          box="browser"
+          land={(text) => setTyped((before) => (before ? `${before} ${text}` : text))}
         />
         <button type="submit">Type</button>
         <button type="button" onClick={() => surface?.sendKey("Enter", "Enter")}>

@@ -125,6 +125,8 @@ export interface Tabs {
   up: boolean;
   closing_at_ms: number | null;
   rows: TabRow[];
+  /** Why the profile's sound cannot reach its viewers (null: it can). */
+  audio_off?: string | null;
 }
 
 /** How a key's control is drawn (null: read-only); `bounds` for a number key. */
@@ -186,10 +188,13 @@ export function updateParts(update: unknown): [string, Record<string, unknown>] 
 
 // Binary frames: the first byte is the kind; integers are little-endian.
 
+export const KIND_DICTATION = 0;
 export const KIND_BROWSER_FRAME = 1;
+export const KIND_BROWSER_AUDIO = 2;
 export const KIND_TERMINAL_OUTPUT = 4;
 export const KIND_TERMINAL_INPUT = 5;
 export const BROWSER_HEADER_BYTES = 19;
+export const AUDIO_HEADER_BYTES = 14;
 export const TERMINAL_HEADER_BYTES = 7;
 export const FORMAT_WEBP = 1;
 export const FORMAT_JPEG = 2;
@@ -215,7 +220,18 @@ export interface BrowserFrame {
   image: Uint8Array<ArrayBuffer>;
 }
 
-export type BinaryFrame = TerminalChunk | BrowserFrame | { kind: "other"; tag: number };
+/** Kind 2: 20 ms of a tab's sound, i16 interleaved (little-endian, as every browser's memory). */
+export interface AudioFrame {
+  kind: "audio";
+  profile: number;
+  tab: number;
+  seq: number;
+  rate: number;
+  channels: number;
+  samples: Int16Array<ArrayBuffer>;
+}
+
+export type BinaryFrame = TerminalChunk | BrowserFrame | AudioFrame | { kind: "other"; tag: number };
 
 export function parseBinary(buffer: ArrayBuffer): BinaryFrame {
   const view = new DataView(buffer);
@@ -243,7 +259,26 @@ export function parseBinary(buffer: ArrayBuffer): BinaryFrame {
       image: new Uint8Array(buffer, BROWSER_HEADER_BYTES),
     };
   }
+  if (tag === KIND_BROWSER_AUDIO && buffer.byteLength >= AUDIO_HEADER_BYTES) {
+    return {
+      kind: "audio",
+      profile: view.getUint16(1, true),
+      tab: view.getUint16(3, true),
+      seq: view.getUint32(5, true),
+      rate: view.getUint32(9, true),
+      channels: view.getUint8(13),
+      samples: new Int16Array(buffer.slice(AUDIO_HEADER_BYTES, buffer.byteLength - ((buffer.byteLength - AUDIO_HEADER_BYTES) % 2))),
+    };
+  }
   return { kind: "other", tag };
+}
+
+/** Kind 0: one frame of the take's audio, i16 mono 16 kHz. */
+export function dictationFrame(samples: Int16Array): Uint8Array<ArrayBuffer> {
+  const frame = new Uint8Array(1 + samples.byteLength);
+  frame[0] = KIND_DICTATION;
+  frame.set(new Uint8Array(samples.buffer, samples.byteOffset, samples.byteLength), 1);
+  return frame;
 }
 
 const encoder = new TextEncoder();
