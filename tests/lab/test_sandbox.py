@@ -24,14 +24,14 @@ TREE = {
         Entry("proc", "dir"),
         Entry("dev", "dir"),
         Entry("run", "dir"),
-        Entry("work", "dir"),
+        Entry("data", "dir"),
         Entry("swapfile", "file"),
     ],
     "/home": [Entry("me", "dir"), Entry("you", "dir")],
-    "/work": [
+    "/data": [
         Entry("out", "dir"),
         Entry("tools", "dir"),
-        Entry("latest", "link", "out/attempts", "/work/out/attempts"),
+        Entry("latest", "link", "out/attempts", "/data/out/attempts"),
         Entry("socket", "other"),
     ],
 }
@@ -42,16 +42,16 @@ def scan(path: str) -> list[Entry] | None:
 
 
 def test_hidden_paths_are_absent_not_covered() -> None:
-    args = filesystem_args(["/home/me", "/work/out"], network=False, scan=scan)
+    args = filesystem_args(["/home/me", "/data/out"], network=False, scan=scan)
     text = "\0".join(args)
     assert "/home/me" not in text
-    assert "/work/out" not in text
+    assert "/data/out" not in text
     assert args[args.index("/usr") - 1 : args.index("/usr") + 2] == ["--ro-bind", "/usr", "/usr"]
     assert "--symlink\0usr/bin\0/bin" in text
     assert "--ro-bind\0/home/you\0/home/you" in text
-    assert "--ro-bind\0/work/tools\0/work/tools" in text
-    assert "--dir\0/work" in text
-    assert "/work/socket" not in text
+    assert "--ro-bind\0/data/tools\0/data/tools" in text
+    assert "--dir\0/data" in text
+    assert "/data/socket" not in text
     assert "--ro-bind\0/swapfile\0/swapfile" in text
     for scratch in ("/tmp", "/run", "/var/tmp", "/dev/shm"):
         assert f"--tmpfs\0{scratch}" in text

@@ -40,7 +40,7 @@ async def document(rig: Rig, path: str, reviewable: bool = False) -> dict[str, A
 
 @pytest.fixture
 async def documents_rig(tree_rig: Start, tmp_path: Path) -> Rig:
-    roots = tmp_path / "specs"
+    roots = tmp_path / "roots"
     roots.mkdir()
     (roots / "spec.md").write_text("# the spec\n")
     outside = tmp_path / "outside"
@@ -111,9 +111,9 @@ async def test_markdown_that_is_not_utf8_is_refused(documents_rig: Rig) -> None:
         ("paper.pdf", "pdf", False, "tree/paper.pdf"),
         ("data.csv", {"other": "csv"}, False, "tree/data.csv"),
         ("%2e%2e/literal.md", "markdown", True, "tree/%2e%2e/literal.md"),
-        ("into-root.md", "markdown", True, "specs/spec.md"),
+        ("into-root.md", "markdown", True, "roots/spec.md"),
         ("docs/up.md", "markdown", True, "tree/plan.md"),
-        ("SPECS/spec.md", "markdown", True, "specs/spec.md"),
+        ("ROOTS/spec.md", "markdown", True, "roots/spec.md"),
         ("TREE/plan.md", "markdown", True, "tree/plan.md"),
     ],
 )
@@ -126,7 +126,7 @@ async def test_a_document_reads_from_the_tree_or_a_document_root(
     reviewable: bool,
     resolved: str,
 ) -> None:
-    asked = path.replace("SPECS", str(tmp_path / "specs")).replace("TREE", str(tmp_path / "tree"))
+    asked = path.replace("ROOTS", str(tmp_path / "roots")).replace("TREE", str(tmp_path / "tree"))
     frame = await document(documents_rig, asked)
     assert frame["kind"] == "document_read", frame
     data = (tmp_path / resolved).read_bytes()
