@@ -506,6 +506,9 @@ function BrowserPane({ app, seat }: { app: App; seat: Seat }) {
   const [surface, setSurface] = useState<BrowserSurface | null>(null);
   const bump = useBump();
   const [address, setAddress] = useState("");
+  /** The person typed in the address bar since they last pressed Go: the tab's address, when
+   * it arrives, must not overwrite what they are typing. */
+  const edited = useRef(false);
   const [typed, setTyped] = useState("");
   const [prompt, setPrompt] = useState("");
   useEffect(() => {
@@ -517,10 +520,11 @@ function BrowserPane({ app, seat }: { app: App; seat: Seat }) {
   }, [app, seat]);
   const row = surface?.row;
   useEffect(() => {
-    if (row?.url) setAddress(row.url);
+    if (row?.url && !edited.current) setAddress(row.url);
   }, [row?.url]);
   const go = (event: Event) => {
     event.preventDefault();
+    edited.current = false;
     const url = /^[a-z]+:/i.test(address) ? address : `https://${address}`;
     surface?.navigate(url);
   };
@@ -567,7 +571,10 @@ function BrowserPane({ app, seat }: { app: App; seat: Seat }) {
           inputMode="url"
           aria-label="address"
           value={address}
-          onInput={(event) => setAddress(event.currentTarget.value)}
+          onInput={(event) => {
+            edited.current = true;
+            setAddress(event.currentTarget.value);
+          }}
           placeholder="https://…"
         />
         <button type="submit">{surface?.tab == null ? "Open" : "Go"}</button>
