@@ -7,7 +7,9 @@ answers, and followed on the `lab` subject: the same progress lines, the same cl
 the same exit code as a run in this process. Ctrl-C (or SIGTERM) sends `lab_stop` and waits for
 the run to end (130, 143). `--local`, `--executor dask`, or no supervisor answering runs it here,
 as before (the last said on stderr). A supervisor lost mid-run exits 1: the approve command
-resumes the run, here or in the next supervisor.
+resumes the run, here or in the next supervisor. One that answers the dial but not `lab_start`
+(a build from before the Lab on the socket) exits 1 too, after `HANDOVER_S`: it is not run here,
+since a slow supervisor may yet have started it into the same `--out`.
 """
 
 from __future__ import annotations
@@ -41,6 +43,9 @@ from forge.wire.lab import LAB, LabStart, LabStop, Signal
 
 DIAL_S = 5.0
 """How long finding the supervisor may take before the run goes local."""
+HANDOVER_S = 30.0
+"""How long the supervisor may take to hold the `lab` subject and answer `lab_start`; an older
+build answers neither (it refuses the unknown kinds without naming them)."""
 LOST_EXIT = 1
 
 
@@ -82,18 +87,23 @@ async def follow(connection: ForgeConnection, prepared: Prepared) -> int:
     args = prepared.args
     if prepared.probe.program is None:
         sys.stderr.write(f"forge: recipe not sandboxed: {prepared.probe.reason}\n")
-    await connection.subscribe(LAB)
-    answer = await connection.request(
-        LabStart(
-            cohort=str(absolute(args.cohort)),
-            source=str(absolute(args.source)),
-            out=prepared.out_text,
-            approve=args.approve,
-            parallel=prepared.parallel,
-            keep_workspaces=args.keep_workspaces,
-            env=dict(os.environ),
-        )
+    start = LabStart(
+        cohort=str(absolute(args.cohort)),
+        source=str(absolute(args.source)),
+        out=prepared.out_text,
+        approve=args.approve,
+        parallel=prepared.parallel,
+        keep_workspaces=args.keep_workspaces,
+        env=dict(os.environ),
     )
+    try:
+        async with asyncio.timeout(HANDOVER_S):
+            await connection.subscribe(LAB)
+            answer = await connection.request(start)
+    except TimeoutError:
+        return _not_taken(connection.url, f"did not answer lab_start within {HANDOVER_S:g} s")
+    except ServerRefused as refused:
+        return _not_taken(connection.url, f"refused the run ({refused.why})")
     if not answer.get("ok"):
         raise LabRefusal(str(answer.get("why")))
     run: str = answer["run"]
@@ -133,6 +143,16 @@ async def follow(connection: ForgeConnection, prepared: Prepared) -> int:
     ended = follower.ended
     finish_lines(prepared, ended.status, ended.abort_reason)
     return ended.exit_code if ended.exit_code is not None else LOST_EXIT
+
+
+def _not_taken(url: str, why: str) -> int:
+    sys.stderr.write(
+        f"forge: the forge supervisor at {url} {why}: a build from before the Lab on the "
+        "socket? The run was not started here (that supervisor may still take it into the same "
+        "--out): restart the supervisor with this forge, or add --local to run it in this "
+        "process\n"
+    )
+    return LOST_EXIT
 
 
 async def _stop(connection: ForgeConnection, run: str, name: str) -> None:

@@ -1,11 +1,15 @@
 """Screenshots of each view at phone and desktop size, for the README (docs/img/web-*.png).
 
-Run from the repository: `.venv/bin/python -m tests.web.shots`. It starts its own
-`forge supervise` and a small local page for the browser view, like the tests do.
+Run from the repository: `.venv/bin/python -m tests.web.shots [VIEW ...]` (`seat`: home, the seat's
+panes, settings; `lab`: the Lab page; all by default). It starts its own `forge supervise` and a
+small local page for the browser view, like the tests do; the Lab's run is the Lab kit's cohort
+handed over by `forge evaluate`, held at its gate while it is shot, then stopped.
 """
 
 from __future__ import annotations
 
+import signal
+import sys
 import tempfile
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -14,7 +18,10 @@ from typing import Any
 
 from playwright.sync_api import Page, expect, sync_playwright
 
+from tests.lab.kit import Kit
+
 from .conftest import CHROMIUM, CHROMIUM_ARGS, DESKTOP, Supervised, wait_for_screen
+from .labrun import held_cohort, start_run
 from .trees import seat_repository
 
 OUT = Path(__file__).resolve().parents[2] / "docs" / "img"
@@ -102,7 +109,17 @@ def shoot(page: Page, supervised: Supervised, demo: str, size: str) -> None:
     page.screenshot(path=OUT / f"web-settings-{size}.png")
 
 
-def main() -> None:
+def shoot_lab(page: Page, supervised: Supervised, size: str) -> None:
+    """A run with one attempt recorded and two held at the gate, their process trees live."""
+    page.goto(f"{supervised.url}#/lab")
+    page.locator(".labruns li").first.get_by_role("link").click()
+    expect(page.locator('table.attempts tr[data-state="recorded"]')).to_have_count(1)
+    expect(page.locator("section.attemptprocs table.processes")).to_have_count(2)
+    page.screenshot(path=OUT / f"web-lab-{size}.png")
+
+
+def main(views: list[str]) -> None:
+    views = views or ["seat", "lab"]
     OUT.mkdir(parents=True, exist_ok=True)
     server = ThreadingHTTPServer(("127.0.0.1", 0), Demo)
     threading.Thread(target=server.serve_forever, daemon=True).start()
@@ -112,19 +129,31 @@ def main() -> None:
         seat_repository(supervised.root / "proj")
         (supervised.root / "proj" / "plan.md").write_text(PLAN_SHOWN, encoding="utf-8")
         supervised.start()
+        run = None
         try:
+            if "lab" in views:
+                kit = Kit(Path(root) / "lab")
+                held_cohort(kit, b_held=False)
+                run = start_run(kit, supervised, parallel=2, held=2)
             with sync_playwright() as playwright:
                 browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
                 for size, options in (("desktop", DESKTOP), ("phone", PHONE_SHOT)):
                     context = browser.new_context(**options)
                     supervised.pair(context)
-                    shoot(context.new_page(), supervised, demo, size)
+                    page = context.new_page()
+                    if "seat" in views:
+                        shoot(page, supervised, demo, size)
+                    if "lab" in views:
+                        shoot_lab(page, supervised, size)
                     context.close()
                 browser.close()
         finally:
+            if run is not None:  # stopped as Ctrl-C stops it: the supervisor ends the attempts
+                run.send_signal(signal.SIGINT)
+                run.communicate(timeout=90)
             supervised.stop()
             server.shutdown()
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

@@ -30,6 +30,7 @@ export const PANES: Pane[] = ["terminal", "browser", "processes", "changes", "do
 export type Route =
   | { view: "home" }
   | { view: "settings" }
+  | { view: "lab"; run: string | null }
   | { view: "seat"; seat: Seat; pane: Pane };
 
 /** Something on screen that is attached on the socket: a terminal, a browser tab. */
@@ -51,6 +52,7 @@ const FORMATS_KEY = "forge.formats";
 export function parseRoute(hash: string): Route {
   const parts = hash.replace(/^#\/?/, "").split("/").map(decodeURIComponent);
   if (parts[0] === "settings") return { view: "settings" };
+  if (parts[0] === "lab") return { view: "lab", run: parts[1] || null };
   if (parts[0] === "seat" && parts.length >= 4) {
     const [, org = "", project = "", label = "", pane = "terminal"] = parts;
     return {
@@ -65,6 +67,7 @@ export function parseRoute(hash: string): Route {
 export function routeHash(route: Route): string {
   if (route.view === "settings") return "#/settings";
   if (route.view === "home") return "#/";
+  if (route.view === "lab") return route.run ? `#/lab/${encodeURIComponent(route.run)}` : "#/lab";
   const { org, project, label } = route.seat;
   return `#/seat/${[org, project, label, route.pane].map(encodeURIComponent).join("/")}`;
 }

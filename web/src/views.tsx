@@ -7,7 +7,8 @@ import { BrowserSurface } from "./browser";
 import { DocsPane } from "./docs";
 import { ChangesPane, SeatWork } from "./files";
 import type { ExtraKey } from "./keys";
-import { processTree } from "./processes";
+import { LabPage } from "./lab";
+import { ProcessTable } from "./processtable";
 import { SettingsView } from "./settings";
 import { rememberToken } from "./socket";
 import { MicButton, SpeakerSwitch, TabSoundToggle } from "./soundviews";
@@ -67,6 +68,9 @@ export function Shell({ app }: { app: App }) {
           <a href="#/" aria-current={route.view === "home" ? "page" : undefined}>
             Home
           </a>
+          <a href="#/lab" aria-current={route.view === "lab" ? "page" : undefined}>
+            Lab
+          </a>
           <a href="#/settings" aria-current={route.view === "settings" ? "page" : undefined}>
             Settings
           </a>
@@ -121,6 +125,7 @@ export function Shell({ app }: { app: App }) {
         {app.link === "unpaired" ? <UnpairedView app={app} /> : null}
         {app.link !== "unpaired" && route.view === "home" ? <HomeView app={app} /> : null}
         {app.link !== "unpaired" && route.view === "settings" ? <SettingsView app={app} /> : null}
+        {app.link !== "unpaired" && route.view === "lab" ? <LabPage app={app} run={route.run} /> : null}
         {app.link !== "unpaired" && route.view === "seat" ? <SeatView app={app} seat={route.seat} pane={route.pane} /> : null}
       </main>
     </div>
@@ -669,29 +674,8 @@ function ProcessesPane({ app, seat }: { app: App; seat: Seat }) {
   if (!session) return <p class="muted pad">Reading the seat…</p>;
   if (!session.processes) return <p class="muted pad">No processes yet: open the seat's terminal.</p>;
   return (
-    <div class="table-wrap pad">
-      <table class="processes">
-        <thead>
-          <tr>
-            <th>pid</th>
-            <th>program</th>
-            <th class="num">cpu %</th>
-            <th class="num">memory</th>
-          </tr>
-        </thead>
-        <tbody>
-          {processTree(session.processes).map(({ row, depth }) => (
-            <tr key={row.pid}>
-              <td>{row.pid}</td>
-              <td class="cmd" style={{ paddingLeft: `${0.5 + depth}em` }} title={row.cmdline.join(" ")}>
-                <strong>{row.name}</strong> <span class="muted">{row.cmdline.slice(1).join(" ")}</span>
-              </td>
-              <td class="num">{row.cpu_percent.toFixed(1)}</td>
-              <td class="num">{(row.rss_bytes / 1048576).toFixed(1)} MiB</td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+    <div class="pad">
+      <ProcessTable rows={session.processes} />
     </div>
   );
 }

@@ -10,7 +10,7 @@ export interface Seat {
   label: string;
 }
 
-export type Subject = "home" | "board" | "usage" | "dictate_models" | "extensions" | { session: Seat };
+export type Subject = "home" | "board" | "usage" | "dictate_models" | "extensions" | "lab" | { session: Seat };
 
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
