@@ -191,22 +191,34 @@ async def _kill_leftovers(pid: int, marker: str, clock: Clock, helper: str | Non
     if not alive:
         return 0
     strays = [p for p in alive if _is_stray(p, helper)]
-    log.info("lab_strays_killed", pids=alive, attempt=marker)
+    log.info("lab_strays_killed", pids=alive, strays=_described(strays), attempt=marker)
     await kill_processes(alive, grace_s=KILL_GRACE_S, clock=clock)
     return len(strays)
 
 
 def _is_stray(pid: int, helper: str | None) -> bool:
-    """A process still running that is not the `helper`. One that ends, or turns zombie, as it is
-    looked at was no stray (a sandbox's init exits right after its command, later under load)."""
+    """A process still running that is not the `helper`, known by its name (the kernel's, which
+    outlives the command line: read as the sandbox's init ends, its argv may come back empty).
+    One that ends, or turns zombie, as it is looked at was no stray."""
     try:
         process = psutil.Process(pid)
-        argv = process.cmdline()
+        name = process.name()
         if process.status() == psutil.STATUS_ZOMBIE:
             return False
     except psutil.Error:
         return False
-    return not (helper is not None and argv[:1] == [helper])
+    return helper is None or name != os.path.basename(helper)[:15]
+
+
+def _described(pids: list[int]) -> list[str]:
+    """`pid name` of each process, for the log (a name read as the process ends is `?`)."""
+    described = []
+    for pid in pids:
+        try:
+            described.append(f"{pid} {psutil.Process(pid).name()}")
+        except psutil.Error:
+            described.append(f"{pid} ?")
+    return described
 
 
 async def _feed(proc: asyncio.subprocess.Process, data: bytes | None) -> None:
