@@ -82,7 +82,7 @@ export function Shell({ app }: { app: App }) {
         ) : null}
         {app.buildChanged ? (
           <div class="banner info" role="alert" data-notice="build-changed">
-            The server's build changed ({greeting?.forge_version_short}); this page is {app.pageBuild}.{" "}
+            The server's build changed to {greeting?.forge_version}; this page is {app.pageBuild}.{" "}
             <button type="button" onClick={() => location.reload()}>
               Reload
             </button>
