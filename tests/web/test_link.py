@@ -4,73 +4,17 @@ rewrite the greeting (a new server build). Time is Playwright's clock where the 
 
 from __future__ import annotations
 
-import json
-import re
-from typing import Any
-
-from playwright.sync_api import BrowserContext, Page, WebSocketRoute, expect
+from playwright.sync_api import BrowserContext, expect
 
 from .conftest import Supervised, open_terminal, wait_for_screen
-
-NEW_BUILD = "9.9.9 \u00b7 newbuild"
-
-
-class Link:
-    """One routed socket: what the page sent on it, and switches over what the server says."""
-
-    def __init__(self, route: WebSocketRoute, new_build: bool) -> None:
-        self.route = route
-        self.url = route.url
-        self.sent: list[dict[str, Any]] = []
-        self.pongs = 0
-        self.deaf = False
-        """True: nothing the server says reaches the page any more (a half-open socket)."""
-        self.server = route.connect_to_server()
-        route.on_message(self.from_page)
-        self.server.on_message(lambda message: self.from_server(message, new_build))
-
-    def from_page(self, message: str | bytes) -> None:
-        if isinstance(message, str):
-            self.sent.append(json.loads(message))
-        self.server.send(message)
-
-    def from_server(self, message: str | bytes, new_build: bool) -> None:
-        if self.deaf:
-            return
-        if new_build and isinstance(message, str) and message.startswith('{"kind":"greeting"'):
-            greeting = json.loads(message)
-            greeting["forge_version"] = NEW_BUILD
-            message = json.dumps(greeting)
-        self.pongs += message == '{"kind":"pong"}'
-        self.route.send(message)
-
-    def kinds(self) -> list[str]:
-        return [str(message["kind"]) for message in self.sent]
-
-
-def routed(page: Page) -> list[Link]:
-    """Every socket the page opens from now on, in order; links after the first see a new build."""
-    links: list[Link] = []
-    page.route_web_socket(
-        re.compile(r"/socket"), lambda route: links.append(Link(route, new_build=bool(links)))
-    )
-    return links
-
-
-def wait_until(page: Page, check: Any) -> None:
-    """Let the page run until `check()` (read on this side) holds."""
-    for _ in range(600):
-        if check():
-            return
-        page.wait_for_timeout(50)
-    raise AssertionError("the page never did it")
+from .routing import routed, wait_until
 
 
 def test_a_dropped_link_redials_re_holds_the_seat_and_tells_of_a_new_build(
     desktop: BrowserContext, supervised: Supervised
 ) -> None:
     page = desktop.new_page()
-    links = routed(page)
+    links = routed(page, new_build=True)
     open_terminal(page, supervised)
     first = links[0]
     view = next(m for m in first.sent if m["kind"] == "terminal_view")
@@ -100,7 +44,7 @@ def test_a_quiet_link_is_probed_and_a_silent_one_redialled(
 ) -> None:
     page = desktop.new_page()
     page.clock.install()
-    links = routed(page)
+    links = routed(page, new_build=True)
     page.goto(supervised.url)
     expect(page.locator("[data-link]")).to_have_attribute("data-link", "open")
     first = links[0]

@@ -404,6 +404,9 @@ function TerminalPane({ app, seat }: { app: App; seat: Seat }) {
         <button type="button" aria-label="larger text" onClick={() => surface?.setFontSize(1)}>
           A+
         </button>
+        <button type="button" onClick={() => void surface?.copy()}>
+          Copy
+        </button>
         <button type="button" onClick={() => void surface?.paste()}>
           Paste
         </button>
