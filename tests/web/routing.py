@@ -20,6 +20,8 @@ class Link:
         self.url = route.url
         self.sent: list[dict[str, Any]] = []
         self.pongs = 0
+        self.formats: list[int] = []
+        """The picture format of each browser frame (kind 1) the server sent: 1 WebP, 2 JPEG."""
         self.deaf = False
         """True: nothing the server says reaches the page any more (a half-open socket)."""
         self.server = route.connect_to_server()
@@ -34,6 +36,8 @@ class Link:
     def from_server(self, message: str | bytes, new_build: bool) -> None:
         if self.deaf:
             return
+        if isinstance(message, bytes) and message[:1] == b"\x01" and len(message) > 13:
+            self.formats.append(message[13])
         if new_build and isinstance(message, str) and message.startswith('{"kind":"greeting"'):
             greeting = json.loads(message)
             greeting["forge_version"] = NEW_BUILD

@@ -46,6 +46,8 @@ export interface Notice {
 }
 
 const FORMATS_KEY = "forge.formats";
+/** A notice floats over the view this long, unless dismissed first. */
+const NOTICE_MS = 8000;
 
 export function parseRoute(hash: string): Route {
   const parts = hash.replace(/^#\/?/, "").split("/").map(decodeURIComponent);
@@ -147,6 +149,9 @@ export class App {
   notify(text: string): void {
     const notice = { id: this.noticeIds++, text };
     this.notices = [...this.notices.slice(-4), notice];
+    window.setTimeout(() => {
+      this.dismiss(notice.id);
+    }, NOTICE_MS);
     this.changed();
   }
 

@@ -115,12 +115,18 @@ export class BrowserSurface implements Surface {
 
   relink(bootChanged: boolean): void {
     this.wantControl = this.wantControl || this.controls;
+    // The old link's viewer went with it: no gesture or size is sent until the view answers
+    // (a click sent before the re-attach was refused, and lost).
+    this.viewer = null;
+    this.controller = null;
+    this.attaching = true;
     const tab = bootChanged ? null : this.tab;
     this.app.socket
       .request({ kind: "browser_tabs", seat: this.seat })
       .then((body) => {
         const answer = body as { ok: boolean; tabs?: Tabs; why?: string };
         if (answer.ok && answer.tabs) this.tabs = answer.tabs;
+        this.attaching = false;
         this.onChange();
         if (tab !== null || (this.tabs?.rows.length ?? 0) > 0) this.view(tab);
       })
@@ -340,7 +346,7 @@ export class BrowserSurface implements Surface {
 
   /** The canvas's own size in device pixels, for the tab's layout (its owner's applies). */
   private resize(): void {
-    if (this.tab === null || this.canvas.clientWidth === 0) return;
+    if (this.tab === null || this.viewer === null || this.canvas.clientWidth === 0) return;
     const scale = Math.max(0.5, Math.min(4, window.devicePixelRatio || 1));
     const width = Math.min(8192, Math.max(1, Math.round(this.canvas.clientWidth * scale)));
     const height = Math.min(8192, Math.max(1, Math.round(this.canvas.clientHeight * scale)));

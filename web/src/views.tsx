@@ -104,6 +104,8 @@ export function Shell({ app }: { app: App }) {
             {home.service_status.reason ? ` — ${home.service_status.reason}` : ""}
           </div>
         ) : null}
+      </div>
+      <div class="notices" aria-live="polite">
         {app.notices.map((notice) => (
           <div class="banner note" key={notice.id}>
             {notice.text}
