@@ -500,6 +500,7 @@ function BrowserPane({ app, seat }: { app: App; seat: Seat }) {
   useApp(app);
   const canvas = useRef<HTMLCanvasElement>(null);
   const files = useRef<HTMLInputElement>(null);
+  const addressInput = useRef<HTMLInputElement>(null);
   const [surface, setSurface] = useState<BrowserSurface | null>(null);
   const bump = useBump();
   const [address, setAddress] = useState("");
@@ -514,7 +515,8 @@ function BrowserPane({ app, seat }: { app: App; seat: Seat }) {
   }, [app, seat]);
   const row = surface?.row;
   useEffect(() => {
-    if (row?.url) setAddress(row.url);
+    // The tab's address, unless the person is typing one (a late tabs answer overwrote it).
+    if (row?.url && document.activeElement !== addressInput.current) setAddress(row.url);
   }, [row?.url]);
   const go = (event: Event) => {
     event.preventDefault();
@@ -561,6 +563,7 @@ function BrowserPane({ app, seat }: { app: App; seat: Seat }) {
         <input
           type="text"
           inputMode="url"
+          ref={addressInput}
           aria-label="address"
           value={address}
           onInput={(event) => setAddress(event.currentTarget.value)}
