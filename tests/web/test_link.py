@@ -24,6 +24,7 @@ def test_a_dropped_link_redials_re_holds_the_seat_and_tells_of_a_new_build(
     expect(page.locator("[data-link]")).to_have_attribute("data-link", "open")
     expect(page.locator("[data-notice=build-changed]")).to_contain_text("9.9.9")
     expect(page.locator("[data-role]")).to_have_attribute("data-role", "controller")
+    assert page.locator(".notices .banner").all_inner_texts() == []  # nothing sent out of turn
     second = links[1]
     kinds = second.kinds()
     # Home first, then only the seat on screen, its terminal by id, and `showing` again.

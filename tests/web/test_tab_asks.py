@@ -121,6 +121,7 @@ def test_low_latency_redials_for_jpeg_and_keeps_drawing(
     assert links[1].url.endswith("/socket?formats=webp%2Cjpeg"), links[1].url
     wait_until(page, lambda: {"kind": "browser_control", "take": True} in links[1].sent)
     expect(page.locator(".browserpane [data-role]")).to_have_attribute("data-role", "controller")
+    assert page.locator(".notices .banner").all_inner_texts() == []  # nothing sent out of turn
     drawn = page.evaluate("() => window.forgeBrowser.drawn")
     page.locator("canvas.page").click()
     wait_for_colour(page, "red")

@@ -38,6 +38,8 @@ export interface Surface {
   binary(frame: BinaryFrame): void;
   /** The link is (again) up and home is read: attach, or re-attach what was attached. */
   relink(bootChanged: boolean): void;
+  /** The link dropped: nothing is attached any more until `relink` (send nothing as a viewer). */
+  dropped?(): void;
 }
 
 export interface Notice {
@@ -115,6 +117,7 @@ export class App {
         if (state === "reconnecting") {
           this.droppedAt ??= performance.now();
           this.heldSeat = null;
+          for (const surface of this.surfaces) surface.dropped?.();
         }
         this.changed();
       },

@@ -113,12 +113,16 @@ export class BrowserSurface implements Surface {
 
   // --- attaching -------------------------------------------------------------------------
 
-  relink(bootChanged: boolean): void {
+  /** The old link's viewer went with it: no gesture or size is sent until a view answers (a
+   * click, or the size a closing banner changed, sent before the re-attach was refused). */
+  dropped(): void {
     this.wantControl = this.wantControl || this.controls;
-    // The old link's viewer went with it: no gesture or size is sent until the view answers
-    // (a click sent before the re-attach was refused, and lost).
     this.viewer = null;
     this.controller = null;
+  }
+
+  relink(bootChanged: boolean): void {
+    this.dropped();
     this.attaching = true;
     const tab = bootChanged ? null : this.tab;
     this.app.socket
