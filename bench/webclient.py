@@ -50,7 +50,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
-from playwright.async_api import Browser, CDPSession, Page, async_playwright
+from playwright.async_api import Browser, CDPSession, Page, ViewportSize, async_playwright
 from ptyprocess import PtyProcess
 from websockets.asyncio.server import ServerConnection, serve
 from websockets.datastructures import Headers
@@ -60,7 +60,7 @@ ROOT = Path(__file__).resolve().parents[1]
 WEB = ROOT / "web"
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-sync"]
-VIEWPORT = {"width": 1280, "height": 800}
+VIEWPORT: ViewportSize = {"width": 1280, "height": 800}
 SHELL = ["/bin/bash", "--noprofile", "--norc"]
 SEAT = "bench/web/main"
 LINE = "x" * 73
@@ -310,7 +310,7 @@ class Side:
 async def renderer_cpu(browser_cdp: CDPSession) -> float:
     """CPU seconds of Chromium's renderer and GPU processes (the pages' own work)."""
     info = await browser_cdp.send("SystemInfo.getProcessInfo")
-    return sum(p["cpuTime"] for p in info["processInfo"] if p["type"] in ("renderer", "GPU"))
+    return float(sum(p["cpuTime"] for p in info["processInfo"] if p["type"] in ("renderer", "GPU")))
 
 
 async def task_seconds(cdp: CDPSession) -> float:
@@ -386,7 +386,7 @@ async def flood(side: Side, browser_cdp: CDPSession, megabytes: int) -> dict[str
 
 
 async def open_forge_terminal(browser: Browser, forge: Forge) -> Side:
-    context = await browser.new_context(viewport=VIEWPORT)  # type: ignore[arg-type]
+    context = await browser.new_context(viewport=VIEWPORT)
     await context.add_init_script(f"localStorage.setItem('forge.token', {forge.token!r})")
     page = await context.new_page()
     await page.goto(f"{forge.url}#/seat/{SEAT}/terminal")
@@ -401,7 +401,7 @@ async def open_forge_terminal(browser: Browser, forge: Forge) -> Side:
 
 
 async def open_floor(browser: Browser, floor_url: str, size: tuple[int, int]) -> Side:
-    context = await browser.new_context(viewport=VIEWPORT)  # type: ignore[arg-type]
+    context = await browser.new_context(viewport=VIEWPORT)
     page = await context.new_page()
     await page.goto(f"{floor_url}/floor.html?w={size[0]}&h={size[1]}")
     await page.locator("body[data-open]").wait_for(state="attached")
@@ -428,7 +428,7 @@ async def wait_for_prompt(page: Page) -> None:
 
 async def browser_tab(browser: Browser, forge: Forge, url: str, seconds: float) -> dict[str, Any]:
     """Forge's page viewing an animated tab with "low latency" on: received, drawn, latency."""
-    context = await browser.new_context(viewport=VIEWPORT)  # type: ignore[arg-type]
+    context = await browser.new_context(viewport=VIEWPORT)
     await context.add_init_script(
         f"localStorage.setItem('forge.token', {forge.token!r});"
         "localStorage.setItem('forge.formats', 'webp,jpeg');"

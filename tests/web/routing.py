@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 from playwright.sync_api import Page, WebSocketRoute
@@ -60,7 +61,7 @@ def routed(page: Page, *, new_build: bool = False) -> list[Link]:
     return links
 
 
-def wait_until(page: Page, check: Any) -> None:
+def wait_until(page: Page, check: Callable[[], bool]) -> None:
     """Let the page run until `check()`, read on this side (the wire as recorded), holds."""
     for _ in range(600):
         if check():

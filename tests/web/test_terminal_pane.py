@@ -5,6 +5,7 @@ the scrollback."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from playwright.sync_api import BrowserContext, Page, expect
 
@@ -29,8 +30,8 @@ def open_seat(page: Page, supervised: Supervised, label: str) -> None:
     expect(page.locator("[data-role]")).to_have_attribute("data-role", "controller")
 
 
-def perf_records(supervised: Supervised) -> list[dict[str, object]]:
-    lines: list[dict[str, object]] = []
+def perf_records(supervised: Supervised) -> list[dict[str, Any]]:
+    lines: list[dict[str, Any]] = []
     for path in supervised.root.rglob("forge-perf-web.log"):
         lines += [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
     return lines
@@ -51,7 +52,7 @@ def test_a_hidden_page_pauses_flushes_its_perf_and_returns_to_a_fresh_view(
     wait_until(page, lambda: "client_perf" in link.kinds())
     wait_until(
         page,
-        lambda: any(r["record"]["name"] == "keystroke_paint" for r in perf_records(supervised)),  # type: ignore[index]
+        lambda: any(r["record"]["name"] == "keystroke_paint" for r in perf_records(supervised)),
     )
 
     other = desktop.new_page()
