@@ -12,7 +12,8 @@ Both run the same shell (`bash --noprofile --norc`). Measured in the page, for b
 (`window.forgeTerminal.term` is patched: a write whose bytes hold the awaited glyph marks the
 next xterm.js `onRender` as the paint that shows it):
 - keystroke -> glyph painted, p50/p99: from `keydown` (the event's own timestamp) to that render,
-  ten keys on one page, then ten on the other (the load moves; both see the same);
+  ten keys on one page, then ten on the other (the load moves; both see the same), and the part
+  of it until the echo's bytes reached `term.write` (the socket and the server behind it);
 - a 20 MB flood (`yes <73 x> | head -c N`, then `DONE`): time from Enter to the render of the last
   line, renderer and GPU process CPU (Chromium's SystemInfo), the page main thread's busy time
   (CDP Performance TaskDuration), and the latency of keys typed every 200 ms during it (the
@@ -101,6 +102,8 @@ MEASURE_JS = """() => {
     const write = term.write.bind(term);
     term.write = (data, callback) => {
         const hits = bench.waiting.filter((w) => !w.parsed && has(data, w.code));
+        const now = performance.now();
+        for (const w of hits) w.wrote ??= now;
         write(data, () => {
             for (const w of hits) w.parsed = true;
             if (callback) callback();
@@ -110,6 +113,7 @@ MEASURE_JS = """() => {
         const now = performance.now();
         for (const w of bench.waiting.filter((w) => w.parsed)) {
             (bench.samples[w.tag] ??= []).push(now - w.at);
+            (bench.samples[w.tag + "_wire"] ??= []).push(w.wrote - w.at);
         }
         bench.waiting = bench.waiting.filter((w) => !w.parsed);
     });
@@ -332,10 +336,14 @@ async def settle(page: Page, tag: str, count: int, timeout_s: float = 10.0) -> N
         await asyncio.sleep(0.01)
 
 
-async def keystrokes(side: Side, keys: int) -> list[float]:
-    """Type `keys` letters one at a time, each after the last one's glyph was painted."""
+async def keystrokes(side: Side, keys: int) -> tuple[list[float], list[float]]:
+    """Type `keys` letters one at a time, each after the last one's glyph was painted; returns
+    keydown -> painted and keydown -> its bytes handed to xterm.js (the wire and the server)."""
     page = side.page
-    await page.evaluate("() => { window.bench.samples.key = []; window.bench.tag = 'key'; }")
+    await page.evaluate(
+        "() => { window.bench.samples.key = []; window.bench.samples.key_wire = [];"
+        " window.bench.tag = 'key'; }"
+    )
     letters = "abcdefghijklmnopqrstuvwxyz"
     for n in range(keys):
         if n and n % 40 == 0:
@@ -346,7 +354,7 @@ async def keystrokes(side: Side, keys: int) -> list[float]:
         await page.keyboard.press(letters[n % 26])
         await settle(page, "key", before + 1, 5.0)
     await page.keyboard.press("Control+U")
-    return await samples(page, "key")
+    return await samples(page, "key"), await samples(page, "key_wire")
 
 
 async def flood(side: Side, browser_cdp: CDPSession, megabytes: int) -> dict[str, Any]:
@@ -495,8 +503,9 @@ async def run(args: argparse.Namespace) -> None:
             progress("keystrokes, ten at a time on each page in turn")
             for block in range(0, args.keys, 10):
                 for side in sides if block % 20 == 0 else sides[::-1]:
-                    typed = await keystrokes(side, min(10, args.keys - block))
-                    results.setdefault(f"keys_{side.name}", []).extend(typed)
+                    painted, wire = await keystrokes(side, min(10, args.keys - block))
+                    results.setdefault(f"keys_{side.name}", []).extend(painted)
+                    results.setdefault(f"wire_{side.name}", []).extend(wire)
             for repeat in range(args.repeats):
                 for side in sides if repeat % 2 == 0 else sides[::-1]:
                     progress(f"flood {repeat + 1}: {side.name}")
@@ -539,6 +548,13 @@ def report(
         print(
             f"{name:<6} keystroke->paint  p50 {percentile(values, 0.5):6.1f} ms"
             f"   p99 {percentile(values, 0.99):6.1f} ms   ({len(values)} of {args.keys} keys)"
+        )
+    for name in ("forge", "floor"):
+        wire = results[f"wire_{name}"]
+        print(
+            f"{name:<6}   of which keydown->bytes in the page  p50"
+            f" {percentile(wire, 0.5):6.1f} ms   p99 {percentile(wire, 0.99):6.1f} ms"
+            "   (the rest is xterm.js's parse and render)"
         )
     p50 = percentile(keys["forge"], 0.5) / percentile(keys["floor"], 0.5)
     p99 = percentile(keys["forge"], 0.99) / percentile(keys["floor"], 0.99)
