@@ -40,6 +40,8 @@ export interface Surface {
   binary(frame: BinaryFrame): void;
   /** The link is (again) up and home is read: attach, or re-attach what was attached. */
   relink(bootChanged: boolean): void;
+  /** The link dropped: nothing is attached any more until `relink` (send nothing as a viewer). */
+  dropped?(): void;
 }
 
 export interface Notice {
@@ -48,6 +50,8 @@ export interface Notice {
 }
 
 const FORMATS_KEY = "forge.formats";
+/** A notice floats over the view this long, unless dismissed first. */
+const NOTICE_MS = 8000;
 
 export function parseRoute(hash: string): Route {
   const parts = hash.replace(/^#\/?/, "").split("/").map(decodeURIComponent);
@@ -116,6 +120,7 @@ export class App {
         if (state === "reconnecting") {
           this.droppedAt ??= performance.now();
           this.heldSeat = null;
+          for (const surface of this.surfaces) surface.dropped?.();
         }
         this.changed();
       },
@@ -150,6 +155,9 @@ export class App {
   notify(text: string): void {
     const notice = { id: this.noticeIds++, text };
     this.notices = [...this.notices.slice(-4), notice];
+    window.setTimeout(() => {
+      this.dismiss(notice.id);
+    }, NOTICE_MS);
     this.changed();
   }
 

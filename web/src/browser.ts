@@ -113,14 +113,24 @@ export class BrowserSurface implements Surface {
 
   // --- attaching -------------------------------------------------------------------------
 
-  relink(bootChanged: boolean): void {
+  /** The old link's viewer went with it: no gesture or size is sent until a view answers (a
+   * click, or the size a closing banner changed, sent before the re-attach was refused). */
+  dropped(): void {
     this.wantControl = this.wantControl || this.controls;
+    this.viewer = null;
+    this.controller = null;
+  }
+
+  relink(bootChanged: boolean): void {
+    this.dropped();
+    this.attaching = true;
     const tab = bootChanged ? null : this.tab;
     this.app.socket
       .request({ kind: "browser_tabs", seat: this.seat })
       .then((body) => {
         const answer = body as { ok: boolean; tabs?: Tabs; why?: string };
         if (answer.ok && answer.tabs) this.tabs = answer.tabs;
+        this.attaching = false;
         this.onChange();
         if (tab !== null || (this.tabs?.rows.length ?? 0) > 0) this.view(tab);
       })
@@ -340,7 +350,7 @@ export class BrowserSurface implements Surface {
 
   /** The canvas's own size in device pixels, for the tab's layout (its owner's applies). */
   private resize(): void {
-    if (this.tab === null || this.canvas.clientWidth === 0) return;
+    if (this.tab === null || this.viewer === null || this.canvas.clientWidth === 0) return;
     const scale = Math.max(0.5, Math.min(4, window.devicePixelRatio || 1));
     const width = Math.min(8192, Math.max(1, Math.round(this.canvas.clientWidth * scale)));
     const height = Math.min(8192, Math.max(1, Math.round(this.canvas.clientHeight * scale)));

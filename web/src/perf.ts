@@ -15,7 +15,12 @@ export class PerfBatch {
   private records: PerfRecord[] = [];
   private timer: number | null = null;
 
-  constructor(private readonly send: (records: PerfRecord[]) => boolean) {}
+  constructor(private readonly send: (records: PerfRecord[]) => boolean) {
+    // A hidden page may be frozen or discarded (a phone's tab switcher): its records go first.
+    document.addEventListener("visibilitychange", () => {
+      if (document.visibilityState === "hidden") this.flush();
+    });
+  }
 
   add(name: string, ms: number | undefined, fields: Record<string, unknown> = {}): void {
     const record: PerfRecord = { name, at_ms: Date.now(), ...fields };

@@ -349,6 +349,17 @@ export class TerminalSurface implements Surface {
     }
   }
 
+  /** The selection, or with none the rows on screen, to the clipboard (a phone cannot select). */
+  async copy(): Promise<void> {
+    const text = this.term.hasSelection() ? this.term.getSelection() : visibleText(this.term);
+    try {
+      await navigator.clipboard.writeText(text);
+      this.app.notify(this.term.hasSelection() ? "copied the selection" : "copied the screen");
+    } catch {
+      this.app.notify("the browser did not take the clipboard (select and use the keyboard's copy)");
+    }
+  }
+
   scrollBy(lines: number): void {
     this.term.scrollLines(lines);
   }
@@ -396,4 +407,14 @@ export class TerminalSurface implements Surface {
 function fontSize(): number {
   const stored = Number(localStorage.getItem(FONT_KEY));
   return stored >= MIN_FONT && stored <= MAX_FONT ? stored : 14;
+}
+
+/** The rows in the viewport, trailing blanks trimmed. */
+function visibleText(term: Terminal): string {
+  const buffer = term.buffer.active;
+  const rows: string[] = [];
+  for (let y = buffer.viewportY; y < buffer.viewportY + term.rows; y++) {
+    rows.push(buffer.getLine(y)?.translateToString(true) ?? "");
+  }
+  return rows.join("\n").trimEnd();
 }

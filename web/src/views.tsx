@@ -90,7 +90,7 @@ export function Shell({ app }: { app: App }) {
         ) : null}
         {app.buildChanged ? (
           <div class="banner info" role="alert" data-notice="build-changed">
-            The server's build changed ({greeting?.forge_version_short}); this page is {app.pageBuild}.{" "}
+            The server's build changed to {greeting?.forge_version}; this page is {app.pageBuild}.{" "}
             <button type="button" onClick={() => location.reload()}>
               Reload
             </button>
@@ -112,6 +112,8 @@ export function Shell({ app }: { app: App }) {
             {home.service_status.reason ? ` — ${home.service_status.reason}` : ""}
           </div>
         ) : null}
+      </div>
+      <div class="notices" aria-live="polite">
         {app.notices.map((notice) => (
           <div class="banner note" key={notice.id}>
             {notice.text}
@@ -416,6 +418,9 @@ function TerminalPane({ app, seat }: { app: App; seat: Seat }) {
         </button>
         <button type="button" aria-label="larger text" onClick={() => surface?.setFontSize(1)}>
           A+
+        </button>
+        <button type="button" onClick={() => void surface?.copy()}>
+          Copy
         </button>
         <button type="button" onClick={() => void surface?.paste()}>
           Paste
