@@ -216,10 +216,11 @@ async def wait_for_exit(pid: int) -> None:
 async def kill_processes(
     pids: Iterable[int], *, grace_s: float = 2.0, clock: Clock = SYSTEM_CLOCK
 ) -> list[int]:
-    """SIGTERM each process, SIGKILL what is still alive after `grace_s`; return who was signalled.
+    """SIGTERM each process, SIGKILL what is still alive after `grace_s`; return who was signalled
+    once every target is gone or a zombie (a SIGKILLed process on a loaded machine may run on for
+    a moment: a caller counting what outlived it must not find it), or another `grace_s` passed.
 
-    Never waits on a process (that would steal a child's exit status from its owner); it polls
-    until each target is gone or a zombie.
+    Never waits on a process (that would steal a child's exit status from its owner); it polls.
     """
     targets: list[psutil.Process] = []
     for pid in pids:
@@ -232,10 +233,13 @@ async def kill_processes(
     deadline = clock.monotonic() + grace_s
     while clock.monotonic() < deadline and any(_alive(p) for p in targets):
         await clock.sleep(KILL_POLL_S)
-    for proc in targets:
-        if _alive(proc):
-            with contextlib.suppress(psutil.NoSuchProcess):
-                proc.send_signal(signal.SIGKILL)
+    killed = [proc for proc in targets if _alive(proc)]
+    for proc in killed:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            proc.send_signal(signal.SIGKILL)
+    deadline = clock.monotonic() + grace_s
+    while killed and clock.monotonic() < deadline and any(_alive(p) for p in killed):
+        await clock.sleep(KILL_POLL_S)
     return [p.pid for p in targets]
 
 
