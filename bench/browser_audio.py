@@ -40,6 +40,8 @@ from typing import Any
 import psutil
 from websockets.asyncio.client import ClientConnection, connect
 
+from forge.access.token import read_token
+from forge.client.auth import subprotocols
 from forge.wire.binary import BROWSER_AUDIO_HEADER
 from forge.workers.audio.protocol import sink_name
 from forge.workers.browser.sound import FRAME_BYTES, SILENT_PEAK, peak
@@ -207,7 +209,8 @@ def _pct(values: list[float], q: int) -> float:
 
 async def run(url: str, page: str, supervisor: psutil.Process, root: Path, args: Any) -> None:
     seq = [0]
-    lead = Listener(await connect(url, max_size=None))
+    offer = subprotocols(read_token(root / "state" / "forge" / "token"))
+    lead = Listener(await connect(url, max_size=None, subprotocols=offer))
     tab = (await lead.ask({"kind": "browser_open", "seat": SEAT, "url": page}))["tab"]
     await lead.ask({"kind": "browser_view", "seat": SEAT, "tab": tab})
     await lead.ask({"kind": "browser_tabs", "seat": SEAT})
@@ -248,7 +251,7 @@ async def run(url: str, page: str, supervisor: psutil.Process, root: Path, args:
                              args.seconds)  # fmt: skip
     parec.stop()
     await lead.ask({"kind": "browser_audio", "on": True})
-    others = [Listener(await connect(url, max_size=None)) for _ in range(3)]
+    others = [Listener(await connect(url, max_size=None, subprotocols=offer)) for _ in range(3)]
     for other in others:
         await other.ask({"kind": "browser_view", "seat": SEAT, "tab": tab})
     await asyncio.sleep(1.0)

@@ -33,6 +33,8 @@ from typing import TypeVar
 
 from websockets.asyncio.client import ClientConnection, connect
 
+from forge.client.auth import subprotocols
+
 SEAT = {"org": "acme", "project": "proj", "label": "lead"}
 
 
@@ -86,7 +88,7 @@ def change(tree: Path, files: int, count: int, lines: int) -> None:
 
 
 async def greeted(url: str) -> ClientConnection:
-    client = await connect(url, max_size=None)
+    client = await connect(url, max_size=None, subprotocols=subprotocols())
     await client.recv()
     await client.recv()
     return client
