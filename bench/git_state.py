@@ -1,6 +1,6 @@
 """A seat's git state on a 20,000-file repository, and the socket's ping latency while it is read.
 
-    .venv/bin/python bench/git_state.py [--files 20000] [--changed 5000] [--rounds 8]
+    .venv/bin/python -P bench/git_state.py [--files 20000] [--changed 5000] [--rounds 8]
 
 A supervisor runs in its own process (the socket, the seat-files services: settings, documents,
 the git watch; no worker hosts) with one project on a fresh repository of `--files` files in 200
@@ -131,7 +131,7 @@ T = TypeVar("T")
 async def while_pinging(url: str, work: Awaitable[T]) -> tuple[list[float], T]:
     """`work`'s result, and the ping round trips measured while it ran."""
     pinger = await asyncio.create_subprocess_exec(
-        sys.executable, __file__, "ping", url,
+        sys.executable, "-P", __file__, "ping", url,
         stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
     )  # fmt: skip
     assert pinger.stdin is not None
@@ -219,7 +219,7 @@ async def drive(args: argparse.Namespace, folder: Path) -> None:
         f'path = "{tree}"\n'
     )
     server = await asyncio.create_subprocess_exec(
-        sys.executable, __file__, "serve", str(config),
+        sys.executable, "-P", __file__, "serve", str(config),
         stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
     )  # fmt: skip
     assert server.stdout is not None
