@@ -115,7 +115,8 @@ def test_a_bwrap_that_cannot_create_namespaces_says_why() -> None:
 def test_a_real_sandbox_hides_and_protects(tmp_path: Path) -> None:
     """This machine's bwrap: the hidden folder is absent, the system read-only, /tmp private."""
     found = probe(os.environ)
-    assert found.program is not None, found.reason
+    if found.program is None:  # e.g. a container without user namespaces: the layout seal's tests
+        pytest.skip(f"bubblewrap cannot run here: {found.reason}")
     hidden = tmp_path / "hidden"
     hidden.mkdir()
     (hidden / "answer").write_text("42")
