@@ -1018,6 +1018,28 @@ class Faults:
 # --- background load: the Lab and gh ------------------------------------------------------
 
 
+async def stoppable(argv: list[str], env: dict[str, str]) -> tuple[int, str]:
+    """Run `forge evaluate` to its end; cancelled, stop it as Ctrl-C does and wait for it (the
+    run's end must leave no evaluation running)."""
+    process = await asyncio.create_subprocess_exec(
+        *argv, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
+    try:
+        _, stderr = await process.communicate()
+    except asyncio.CancelledError:
+        with contextlib.suppress(ProcessLookupError):
+            process.send_signal(signal.SIGINT)
+        try:
+            async with asyncio.timeout(60):
+                await process.wait()
+        except TimeoutError:
+            process.kill()
+            await process.wait()
+        raise
+    assert process.returncode is not None
+    return process.returncode, stderr.decode("utf-8", "replace")
+
+
 async def lab_loop(run: Run, root: Path, env: dict[str, str]) -> None:
     """`forge evaluate --parallel 2` again and again; every report's verdicts equal the first's."""
     kit_module = _load("lab_kit", ROOT / "tests" / "lab" / "kit.py")
@@ -1034,17 +1056,18 @@ async def lab_loop(run: Run, root: Path, env: dict[str, str]) -> None:
         round_ += 1
         out = root / f"out-{round_}"
 
-        def once(out: Path = out) -> Any:
-            digest = kit.digest(out=out)
-            return kit.cli("--approve", digest, "--parallel", "2", out=out, env=env)
+        async def once(out: Path = out) -> tuple[int, str]:
+            digest = await asyncio.to_thread(kit.digest, out=out)
+            argv = kit.argv("--approve", digest, "--parallel", "2", out=out)
+            return await stoppable(argv, kit.env(env))
 
-        result = await asyncio.to_thread(once)
-        while result.returncode == 1 and "attempt runner crashed" in result.stderr:
+        code, stderr = await once()
+        while code == 1 and "attempt runner crashed" in stderr:
             run.event(f"lab: round {round_} lost a runner; resuming")
             run.count("lab_resumes")
-            result = await asyncio.to_thread(once)
-        if result.returncode not in (0, 2):
-            run.violate("lab", f"round {round_} exited {result.returncode}: {result.stderr[-300:]}")
+            code, stderr = await once()
+        if code not in (0, 2):
+            run.violate("lab", f"round {round_} exited {code}: {stderr[-300:]}")
             continue
         report = json.loads((out / "report.json").read_text())
         verdicts = checks.verdicts(report)
