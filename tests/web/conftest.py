@@ -220,7 +220,41 @@ def wait_for_screen(page: Page, pattern: str, *, without: str | None = None) -> 
     )
 
 
-class ColourPage(BaseHTTPRequestHandler):
+class OnePage(BaseHTTPRequestHandler):
+    """Answers every GET with `body()` (HTML, its `BODY` unless a page says otherwise), quietly:
+    a test's page for a seat's tab."""
+
+    BODY = b""
+
+    def body(self) -> bytes:
+        return self.BODY
+
+    def do_GET(self) -> None:
+        body = self.body()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@contextmanager
+def served(page: type[OnePage], path: str = "/") -> Iterator[str]:
+    """`page` served on a free local port while the block runs; yields its URL."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), page)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}{path}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+class ColourPage(OnePage):
     """A page that turns red where it is tapped or clicked (and says so in its title)."""
 
     BODY = b"""<!doctype html><html><head><meta name="viewport" content="width=device-width">
@@ -231,22 +265,8 @@ document.addEventListener('pointerdown', hit);
 document.addEventListener('touchstart', hit);
 </script></body></html>"""
 
-    def do_GET(self) -> None:
-        self.send_response(200)
-        self.send_header("Content-Type", "text/html")
-        self.send_header("Content-Length", str(len(self.BODY)))
-        self.end_headers()
-        self.wfile.write(self.BODY)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
 
 @pytest.fixture(scope="module")
 def colour_page() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), ColourPage)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/"
-    server.shutdown()
-    server.server_close()
+    with served(ColourPage) as url:
+        yield url

@@ -4,16 +4,13 @@ chooser answered from the page's own file input, a download saved through the br
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
 import pytest
 from playwright.sync_api import BrowserContext, Page, expect
 
-from .conftest import Supervised, poll
+from .conftest import OnePage, Supervised, poll, served
 from .routing import routed, wait_until
 from .test_browser import open_tab, wait_for_colour
 
@@ -39,27 +36,15 @@ PAGES = {
 }
 
 
-class AskingPage(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:
-        body = HEAD + PAGES.get(self.path.split("?")[0], b"") + b"</body></html>"
-        self.send_response(200)
-        self.send_header("Content-Type", "text/html")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
+class AskingPage(OnePage):
+    def body(self) -> bytes:
+        return HEAD + PAGES.get(self.path.split("?")[0], b"") + b"</body></html>"
 
 
 @pytest.fixture(scope="module")
 def asking() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), AskingPage)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    with served(AskingPage, "") as url:
+        yield url
 
 
 def ready(page: Page, supervised: Supervised, url: str, label: str) -> None:

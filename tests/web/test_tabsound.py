@@ -4,9 +4,7 @@ no frame arrives while another viewer of the tab keeps hearing it; on again, the
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
@@ -14,7 +12,7 @@ from playwright.sync_api import Browser, BrowserContext, Page, expect
 
 from forge.workers.audio.protocol import SoundMissing, find_binaries
 
-from .conftest import DESKTOP, Supervised, chromium, poll
+from .conftest import DESKTOP, OnePage, Supervised, chromium, poll, served
 
 try:
     find_binaries()
@@ -26,7 +24,7 @@ BUFFER_LIMIT = 48000 * 200 // 1000
 """The player's jitter buffer holds at most 200 ms."""
 
 
-class TonePage(BaseHTTPRequestHandler):
+class TonePage(OnePage):
     """A page that plays a 440 Hz sine from the first press anywhere on it (a user gesture)."""
 
     BODY = b"""<!doctype html><html><head><title>quiet</title>
@@ -44,25 +42,11 @@ document.addEventListener('pointerdown', () => {
 });
 </script></body></html>"""
 
-    def do_GET(self) -> None:
-        self.send_response(200)
-        self.send_header("Content-Type", "text/html")
-        self.send_header("Content-Length", str(len(self.BODY)))
-        self.end_headers()
-        self.wfile.write(self.BODY)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
 
 @pytest.fixture(scope="module")
 def tone_page() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), TonePage)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/tone"
-    server.shutdown()
-    server.server_close()
+    with served(TonePage, "/tone") as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
