@@ -22,10 +22,8 @@ import socket
 import statistics
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -34,6 +32,7 @@ from PIL import Image
 from websockets.asyncio.client import ClientConnection, connect
 
 from forge.client.auth import subprotocols
+from forge.testing.pages import page_of, serve_in_thread
 from forge.wire.binary import BROWSER_FRAME_HEADER, FORMAT_JPEG, browser_frame
 from forge.wire.client import Press
 from forge.workers.browser.cdp import CdpEvent
@@ -74,19 +73,6 @@ function frame() {{
 }}
 frame();
 </script>"""
-
-
-class _Page(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:
-        body = PAGE.encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "text/html")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
 
 
 def free_port() -> int:
@@ -373,9 +359,7 @@ def _p90(values: list[float]) -> float:
 
 
 async def main(seconds: float) -> None:
-    page_server = ThreadingHTTPServer(("127.0.0.1", 0), _Page)
-    threading.Thread(target=page_server.serve_forever, daemon=True).start()
-    page = f"http://127.0.0.1:{page_server.server_address[1]}/"
+    page_server, page = serve_in_thread(page_of(PAGE.encode()))
     with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as scratch:
         root = Path(scratch)
         (root / "proj").mkdir()

@@ -33,7 +33,6 @@ import sys
 import tempfile
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +41,7 @@ from websockets.asyncio.client import ClientConnection, connect
 
 from forge.access.token import read_token
 from forge.client.auth import subprotocols
+from forge.testing.pages import page_of, serve_in_thread
 from forge.wire.binary import BROWSER_AUDIO_HEADER
 from forge.workers.audio.protocol import sink_name
 from forge.workers.browser.sound import FRAME_BYTES, SILENT_PEAK, peak
@@ -63,19 +63,6 @@ document.getElementById('b').onclick = () => {
   document.title = (on ? 'on:' : 'off:') + Date.now();
 };
 </script>"""
-
-
-class _Page(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:
-        body = PAGE.encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "text/html")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
 
 
 async def serve(config: Path, port: int) -> None:
@@ -300,9 +287,7 @@ async def run(url: str, page: str, supervisor: psutil.Process, root: Path, args:
 
 
 async def main(args: Any) -> None:
-    page_server = ThreadingHTTPServer(("127.0.0.1", 0), _Page)
-    threading.Thread(target=page_server.serve_forever, daemon=True).start()
-    page = f"http://127.0.0.1:{page_server.server_address[1]}/"
+    page_server, page = serve_in_thread(page_of(PAGE.encode()))
     with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as scratch:
         root = Path(scratch)
         (root / "proj").mkdir()

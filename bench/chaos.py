@@ -47,13 +47,11 @@ import socket
 import struct
 import subprocess
 import tempfile
-import threading
 import time
 import uuid
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +63,7 @@ from websockets.exceptions import ConnectionClosed
 
 from forge.client.auth import subprotocols
 from forge.files import write_atomic
+from forge.testing.pages import page_of, serve_in_thread
 from forge.wire import client as wire_client
 from forge.wire.binary import BROWSER_FRAME_HEADER, TERMINAL_OUTPUT_HEADER, terminal_input
 
@@ -582,19 +581,6 @@ class BrowserActor:
                         {"kind": "browser_input", "seq": self.input_seq, "event": press}
                     )
                 self.run.count("browser_taps")
-
-
-class _Page(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:
-        body = PAGE.encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "text/html")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
 
 
 # --- monitor: home rows, held seats (the walker), pings -----------------------------------
@@ -1239,9 +1225,7 @@ async def chaos(minutes: float, seed: int, out: Path, small: bool) -> int:
         await asyncio.sleep(0.1)
     supervisor = psutil.Process(supervisor_proc.pid)
 
-    http = ThreadingHTTPServer(("127.0.0.1", 0), _Page)
-    threading.Thread(target=http.serve_forever, daemon=True).start()
-    page = f"http://127.0.0.1:{http.server_address[1]}/"
+    http, page = serve_in_thread(page_of(PAGE.encode()))
 
     plans = [
         TerminalPlan("flood", {"org": "chaos", "project": "alpha", "label": "flood"}, "flood",

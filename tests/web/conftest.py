@@ -8,16 +8,16 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_playwright
+
+from forge.testing.pages import OnePage, served
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -218,40 +218,6 @@ def wait_for_screen(page: Page, pattern: str, *, without: str | None = None) -> 
         }}""",
         [pattern, without],
     )
-
-
-class OnePage(BaseHTTPRequestHandler):
-    """Answers every GET with `body()` (HTML, its `BODY` unless a page says otherwise), quietly:
-    a test's page for a seat's tab."""
-
-    BODY = b""
-
-    def body(self) -> bytes:
-        return self.BODY
-
-    def do_GET(self) -> None:
-        body = self.body()
-        self.send_response(200)
-        self.send_header("Content-Type", "text/html")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-
-@contextmanager
-def served(page: type[OnePage], path: str = "/") -> Iterator[str]:
-    """`page` served on a free local port while the block runs; yields its URL."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), page)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}{path}"
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 class ColourPage(OnePage):

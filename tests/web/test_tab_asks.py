@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import BrowserContext, Page, expect
 
-from .conftest import OnePage, Supervised, poll, served
+from forge.testing.pages import OnePage, served
+
+from .conftest import Supervised, poll
 from .routing import routed, wait_until
 from .test_browser import open_tab, wait_for_colour
 

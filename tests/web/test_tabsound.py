@@ -10,9 +10,10 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, expect
 
+from forge.testing.pages import OnePage, served
 from forge.workers.audio.protocol import SoundMissing, find_binaries
 
-from .conftest import DESKTOP, OnePage, Supervised, chromium, poll, served
+from .conftest import DESKTOP, Supervised, chromium, poll
 
 try:
     find_binaries()
