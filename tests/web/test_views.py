@@ -11,6 +11,9 @@ from .conftest import PHONE, Supervised, poll, wait_for_screen
 from .test_browser import open_tab, wait_for_colour
 
 NARROW: dict[str, Any] = {**PHONE, "viewport": {"width": 360, "height": 740}}
+NO_SHIFT = 0.001
+"""The layout-shift score counted as none: on a loaded machine Chromium once reported 0.00007
+(a sub-pixel move) here with nothing visibly moving."""
 SHIFTS_JS = """() => {
     window.forgeShifts = 0;
     new PerformanceObserver((list) => {
@@ -80,7 +83,7 @@ def test_nothing_moves_when_output_or_frames_arrive(
     page.locator(".term").click()
     page.keyboard.type("sleep 1; seq 1 3000; echo fini''shed\n")  # output after the input window
     wait_for_screen(page, r"^finished$")
-    assert page.evaluate("() => window.forgeShifts") == 0
+    assert page.evaluate("() => window.forgeShifts") < NO_SHIFT
 
     open_tab(page, supervised, f"{colour_page}?still", "still")
     wait_for_colour(page, "blue")
@@ -89,4 +92,4 @@ def test_nothing_moves_when_output_or_frames_arrive(
     page.locator("canvas.page").click()
     wait_for_colour(page, "red")
     poll(page, "(drawn) => window.forgeBrowser.drawn > drawn", drawn)
-    assert page.evaluate("() => window.forgeShifts") == 0
+    assert page.evaluate("() => window.forgeShifts") < NO_SHIFT
