@@ -48,6 +48,7 @@ import struct
 import subprocess
 import tempfile
 import time
+import tracemalloc
 import uuid
 from collections import deque
 from collections.abc import Awaitable, Callable
@@ -1184,7 +1185,7 @@ async def sample(
         await asyncio.sleep(5)
 
 
-async def chaos(minutes: float, seed: int, out: Path, small: bool) -> int:
+async def chaos(minutes: float, seed: int, out: Path, small: bool, trace_memory: bool) -> int:
     rng = random.Random(seed)
     run = Run(seed)
     out.mkdir(parents=True, exist_ok=True)  # noqa: ASYNC240 (once, before any load)
@@ -1209,8 +1210,13 @@ async def chaos(minutes: float, seed: int, out: Path, small: bool) -> int:
           f"Python {platform.python_version()}, {when}, "
           f"load average at start {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}",
           flush=True)  # fmt: skip
+    forge = (
+        [sys.executable, "-P", str(ROOT / "bench" / "traced_supervise.py"), str(out)]
+        if trace_memory
+        else [sys.executable, "-m", "forge.cli"]
+    )
     supervisor_proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "forge.cli", "supervise", "--config", str(config),
+        *forge, "supervise", "--config", str(config),
         "--port", str(port), "--log-level", "info",
         stdout=asyncio.subprocess.DEVNULL, stderr=(out / "supervisor.stderr").open("wb"),
     )  # fmt: skip
@@ -1286,6 +1292,8 @@ async def chaos(minutes: float, seed: int, out: Path, small: bool) -> int:
     for stop in (signal.SIGINT, signal.SIGTERM):
         asyncio.get_running_loop().add_signal_handler(stop, ended.set)
     next_report = time.monotonic() + 60
+    warm = min(300.0, minutes * 60 / 4)
+    snapshots = [warm, minutes * 60 - 5] if trace_memory else []
     while time.monotonic() < deadline and not ended.is_set():
         await asyncio.sleep(1)
         for name, task in zip(names, tasks, strict=True):
@@ -1296,6 +1304,9 @@ async def chaos(minutes: float, seed: int, out: Path, small: bool) -> int:
         if supervisor_proc.returncode is not None:
             run.violate("supervisor_died", f"exit {supervisor_proc.returncode}")
             break
+        if snapshots and run.now() >= snapshots[0]:
+            snapshots.pop(0)
+            supervisor_proc.send_signal(signal.SIGUSR2)
         if time.monotonic() > next_report:
             next_report += 60
             rss = series["rss_mb"][-1][1] if series["rss_mb"] else 0
@@ -1347,7 +1358,6 @@ async def chaos(minutes: float, seed: int, out: Path, small: bool) -> int:
             run.violate("orphans", f"left behind: pid {proc.pid} {' '.join(proc.cmdline())[:120]}")
             proc.kill()
 
-    warm = min(300.0, minutes * 60 / 4)
     after = {k: [(t, v) for t, v in s if t >= warm] for k, s in series.items()}
     forge_p99 = checks.percentile(samples["forge"], 99)
     bare_p99 = checks.percentile(samples["bare"], 99)
@@ -1395,6 +1405,8 @@ async def chaos(minutes: float, seed: int, out: Path, small: bool) -> int:
     (out / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
     (out / "series.json").write_text(json.dumps(series))
     print(json.dumps(summary, indent=1, default=str))
+    if trace_memory:
+        print(memory_growth(out))
     if run.violations:
         print(f"\n{len(run.violations)} invariant violations (seed {seed}; replay: --seed {seed}):")
         for at, rule, detail in run.violations[:50]:
@@ -1407,19 +1419,39 @@ async def chaos(minutes: float, seed: int, out: Path, small: bool) -> int:
     return 0
 
 
+def memory_growth(out: Path, top: int = 15) -> str:
+    """The allocation sites whose held memory grew most between the two snapshots, by traceback."""
+    taken = sorted(out.glob("snapshot-*.bin"))
+    if len(taken) < 2:
+        return f"memory: {len(taken)} snapshot(s) in {out}, two are needed to compare"
+    before, after = (tracemalloc.Snapshot.load(str(path)) for path in taken[:2])
+    lines = [f"memory: what the supervisor held at the end beyond after warm-up (top {top})"]
+    for stat in after.compare_to(before, "traceback")[:top]:
+        lines.append(f"  {stat.size_diff / 1e6:+8.3f} MB {stat.count_diff:+7d} blocks")
+        lines.extend(f"      {line}" for line in stat.traceback.format(limit=6))
+    text = "\n".join(lines)
+    (out / "memory.txt").write_text(text + "\n")
+    return text
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--minutes", type=float, default=60)
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--out", type=Path, default=Path("chaos-out"))
     parser.add_argument("--small", action="store_true", help="fewer actors (the test's variant)")
+    parser.add_argument(
+        "--trace-memory", action="store_true",
+        help="run the supervisor under tracemalloc and print what grew after warm-up",
+    )  # fmt: skip
     parser.add_argument("--echo-server", type=int, metavar="PORT", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.echo_server is not None:
         asyncio.run(echo_server(args.echo_server))
         return
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
-    sys.exit(asyncio.run(chaos(args.minutes, seed, args.out, args.small)))
+    run = chaos(args.minutes, seed, args.out.resolve(), args.small, args.trace_memory)
+    sys.exit(asyncio.run(run))
 
 
 if __name__ == "__main__":

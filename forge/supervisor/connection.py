@@ -48,6 +48,11 @@ _PONG = JsonFrame.encode(server.pong()).text
 INBOX_LIMIT = 256
 """Client frames waiting for the dispatcher; past this the reader stops reading (TCP pushback)."""
 
+CORK_BEHIND = 2
+"""Frames waiting behind the one being sent before the socket is corked. Corking costs two
+`setsockopt` calls, more than it saves on a pair of frames (a connection's greeting and
+settings); from three frames on, fewer segments and wakeups pay for it."""
+
 Accept = Callable[["Connection", str | bytes], object | None]
 """Decode one client frame: the item to dispatch, or None when it was answered or dropped."""
 Dispatch = Callable[["Connection", object], Awaitable[None]]
@@ -235,9 +240,9 @@ class Connection:
             self._busy = self._inbox.qsize() > 0
 
     async def _write(self) -> None:
-        """Send the backlog in order. While more frames wait behind the one being sent, the
-        socket is corked so a burst of small frames leaves as full segments (fewer loopback
-        packets and wakeups); it is uncorked the moment the backlog is empty."""
+        """Send the backlog in order. While `CORK_BEHIND` or more frames wait behind the one
+        being sent, the socket is corked so a burst of small frames leaves as full segments
+        (fewer loopback packets and wakeups); it is uncorked the moment the backlog is empty."""
         cork = _Cork(self._ws.transport.get_extra_info("socket"))
         while True:
             entry = self._backlog.pop()
@@ -246,7 +251,7 @@ class Connection:
                 self._wakeup.clear()
                 await self._wakeup.wait()
                 continue
-            if len(self._backlog) > 0:
+            if len(self._backlog) >= CORK_BEHIND:
                 cork.hold()
             self._write_started = self._clock.monotonic()
             try:

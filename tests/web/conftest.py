@@ -195,8 +195,16 @@ def screen_text(page: Page) -> str:
     return text
 
 
-def poll(page: Page, function: str, arg: Any = None, *, timeout_ms: int = TIMEOUT_MS) -> None:
-    """Wait until `function(arg)`, evaluated in the page, is true (within `timeout_ms`).
+def poll(
+    page: Page,
+    function: str,
+    arg: Any = None,
+    *,
+    timeout_ms: int = TIMEOUT_MS,
+    describe: str | None = None,
+) -> None:
+    """Wait until `function(arg)`, evaluated in the page, is true (within `timeout_ms`); on
+    failure the message carries what `describe` (a JS function) reads from the page.
 
     Playwright's own `wait_for_function` re-evaluates its predicate with eval inside the page,
     which this page's CSP (no 'unsafe-eval') refuses after the first try; `evaluate` goes
@@ -204,7 +212,10 @@ def poll(page: Page, function: str, arg: Any = None, *, timeout_ms: int = TIMEOU
     deadline = time.monotonic() + timeout_ms / 1000
     while not page.evaluate(function, arg):
         if time.monotonic() > deadline:
-            raise AssertionError(f"still false after {timeout_ms} ms: {function} ({arg!r})")
+            seen = f"; the page shows {page.evaluate(describe)!r}" if describe else ""
+            raise AssertionError(
+                f"still false after {timeout_ms} ms: {function} ({arg!r}){seen}"
+            )
         page.wait_for_timeout(50)
 
 

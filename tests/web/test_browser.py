@@ -30,7 +30,15 @@ def open_tab(page: Page, supervised: Supervised, url: str, label: str) -> None:
 
 
 def wait_for_colour(page: Page, colour: str) -> None:
-    poll(page, f"(colour) => ({PIXEL_JS})([0.5, 0.5]) === colour", colour)
+    poll(
+        page,
+        f"(colour) => ({PIXEL_JS})([0.5, 0.5]) === colour",
+        colour,
+        describe=f"""() => ({{colour: ({PIXEL_JS})([0.5, 0.5]),
+            drawn: window.forgeBrowser?.drawn, received: window.forgeBrowser?.received,
+            tab: window.forgeBrowser?.surface.tab, rows: window.forgeBrowser?.surface.tabs?.rows,
+            address: document.querySelector("[aria-label=address]")?.value}})""",
+    )
 
 
 def tap_turns_the_page_red(
