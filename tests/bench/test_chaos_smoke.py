@@ -1,16 +1,13 @@
 """One minute of bench/chaos.py (fewer actors, a fixed seed): the same code as the hour-long run.
 
 It starts a real supervisor with terminals, a Chromium, the walker, the Lab and the gh shim,
-and injects faults, so it costs about three minutes of two busy cores: it runs only when asked,
-
-    FORGE_CHAOS_SMOKE=1 .venv/bin/pytest -q tests/bench/test_chaos_smoke.py
-
-and is kept out of the default suite, which must stay under ten minutes on two cores.
+and injects faults; a run takes about 75 s and one core (measured: 72 s wall, 78 s of CPU for
+the script, the supervisor and its workers), so it is part of the default suite: a regression
+in any invariant fails CI with the seed and the event log's tail.
 """
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -19,12 +16,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
-pytestmark = [
-    pytest.mark.skipif(
-        os.environ.get("FORGE_CHAOS_SMOKE") != "1", reason="set FORGE_CHAOS_SMOKE=1 to run"
-    ),
-    pytest.mark.timeout(600),
-]
+pytestmark = pytest.mark.timeout(600)
 
 
 def test_a_minute_of_chaos_breaks_no_invariant(tmp_path: Path) -> None:
