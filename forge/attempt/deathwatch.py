@@ -13,8 +13,9 @@ thread running the attempt, which a Dask worker's pool owns) and on its stdin:
   attempt is lost. The watcher SIGKILLs every process carrying the attempt's marker variable and
   every member of their process groups, sweeping until none is left, then exits.
 A watcher that starts after its host already died (its parent is no longer the host) sweeps at
-once, so no window is left between the fork and the pidfd. The watcher imports only `forge.procs`
-(the marker's name comes on its command line), so it starts in a fraction of a worker's time.
+once, so no window is left between the fork and the pidfd. The watcher is its own module
+(`forge.attempt.watcher`, the marker's name on its command line) and imports nothing but the
+standard library until it must sweep, so it starts in a bare interpreter's time.
 """
 
 from __future__ import annotations
@@ -22,25 +23,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import select
-import signal
 import sys
-import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 
+from forge.attempt import watcher as watcher_module
 from forge.attempt.errors import RunAborted
-from forge.procs import find_by_environ, group_pids, is_live
+from forge.attempt.watcher import DONE, READY
 
-READY = b"ready\n"
-"""The watcher's one line on stdout: it holds the pidfd and is waiting."""
-DONE = b"done\n"
-"""What the task writes when the attempt ended on its own."""
 READY_WITHIN_S = 60.0
 """How long a task waits for its watcher to start (an interpreter start on a loaded worker)."""
-SWEEP_S = 0.02
-"""The pause between two sweeps, while SIGKILLed processes finish exiting."""
-SWEEP_FOR_S = 10.0
-"""A bound on the sweeps, for a tree that forks faster than it is killed."""
 
 
 @contextlib.asynccontextmanager
@@ -50,7 +41,7 @@ async def deathwatch(marker: str, attempt_id: str) -> AsyncIterator[None]:
     watcher = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        __name__,
+        watcher_module.__name__,
         str(os.getpid()),
         marker,
         attempt_id,
@@ -79,69 +70,3 @@ async def deathwatch(marker: str, attempt_id: str) -> AsyncIterator[None]:
                 watcher.kill()
         watcher.stdin.close()
         await watcher.wait()
-
-
-def main(argv: Sequence[str]) -> int:
-    """`python -m forge.attempt.deathwatch <host pid> <marker variable> <attempt id>`."""
-    worker, marker, attempt_id = int(argv[0]), argv[1], argv[2]
-    spared = _group_of(worker)
-    if _worker_died(worker):
-        killed = sweep(marker, attempt_id, spared_group=spared)
-        with contextlib.suppress(OSError):  # The worker's stderr may have died with it.
-            sys.stderr.write(
-                f"forge: attempt host {worker} died; killed {killed} process(es) of attempt "
-                f"{attempt_id}\n"
-            )
-            sys.stderr.flush()
-    return 0
-
-
-def _worker_died(worker: int) -> bool:
-    """Block until the attempt ends (False) or the worker process is gone (True)."""
-    try:
-        pidfd = os.pidfd_open(worker)
-    except ProcessLookupError:
-        return True
-    if os.getppid() != worker:
-        return True  # Reparented: the worker died before the pidfd opened; its pid may be reused.
-    os.write(sys.stdout.fileno(), READY)
-    stdin = sys.stdin.fileno()
-    poller = select.poll()
-    poller.register(pidfd, select.POLLIN)
-    poller.register(stdin, select.POLLIN)
-    if any(fd == pidfd for fd, _ in poller.poll()):
-        return True
-    return os.read(stdin, len(DONE)) != DONE
-
-
-def sweep(marker: str, attempt_id: str, *, spared_group: int | None = None) -> int:
-    """SIGKILL the attempt's marked processes and their groups until none is left; how many.
-
-    `spared_group` (the worker's own group) is never swept as a group, whatever lands in it.
-    """
-    killed: set[int] = set()
-    deadline = time.monotonic() + SWEEP_FOR_S
-    while time.monotonic() < deadline:
-        marked = find_by_environ(marker, attempt_id)
-        groups = {_group_of(pid) for pid in marked} - {None, spared_group, os.getpgid(0)}
-        members = {pid for group in groups if group is not None for pid in group_pids(group)}
-        live = [pid for pid in sorted(set(marked) | members) if pid != os.getpid() and is_live(pid)]
-        if not live:
-            break
-        for pid in live:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-        killed.update(live)
-        time.sleep(SWEEP_S)
-    return len(killed)
-
-
-def _group_of(pid: int) -> int | None:
-    try:
-        return os.getpgid(pid)
-    except ProcessLookupError:
-        return None
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

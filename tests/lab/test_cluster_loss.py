@@ -21,7 +21,7 @@ import pytest
 from distributed import Client
 
 from forge.attempt.command import MARKER_ENV
-from forge.attempt.deathwatch import sweep
+from forge.attempt.watcher import sweep
 
 from .kit import HELD_MS, Kit, marker_processes, wait_for, wait_until
 
