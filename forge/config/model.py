@@ -96,6 +96,8 @@ class DocumentsConfig:
 @dataclass(frozen=True)
 class LogConfig:
     level: str
+    max_size_mib: int
+    backups: int
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import psutil
 from websockets.asyncio.client import ClientConnection
 
 from forge.testing.supervised import STARTUP_S, Start, Supervised, quiet
@@ -129,3 +130,15 @@ async def test_a_killed_terminal_host_is_logged_as_not_restarted(
     await quiet(client)
     assert supervised.records("worker_restart_scheduled") == []
     assert supervised.records("worker_exited") == []
+
+
+async def test_the_log_rotation_reaches_every_worker(supervise: Start, tmp_path: Path) -> None:
+    """`[log] max_size_mib` and `backups` bound forge.log in every process that writes it: a
+    worker is started with them (`FORGE_LOG_ROTATION`) as it is with the log's path."""
+    toml = project_toml(tmp_path) + "[log]\nmax_size_mib = 3\nbackups = 2\n"
+    supervised = await supervise(toml)
+    await open_held_terminal(supervised)
+    spawned = await supervised.record("worker_spawned", kind="terminal")
+    environ = psutil.Process(spawned["pid"]).environ()
+    assert environ["FORGE_LOG_ROTATION"] == f"{3 * 1024 * 1024}:2"
+    assert environ["FORGE_LOG_FILE"] == str(supervised.log)
