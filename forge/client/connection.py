@@ -24,6 +24,7 @@ import msgspec
 from websockets.asyncio.client import ClientConnection
 from websockets.asyncio.client import connect as ws_connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus, InvalidURI
+from websockets.frames import CloseCode
 
 from forge.access.token import token_path
 from forge.client.auth import subprotocols
@@ -395,7 +396,7 @@ async def _within(clock: Clock, seconds: float, work: Awaitable[T]) -> T:
 
 def _close_reason(ws: ClientConnection) -> str:
     code = ws.close_code
-    if code is None:
+    if code is None or code == CloseCode.ABNORMAL_CLOSURE:  # no close frame: the link just ended
         return "the connection dropped"
     reason = ws.close_reason
     return f"closed by the server (code {code}{': ' + reason if reason else ''})"
