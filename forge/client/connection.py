@@ -40,7 +40,7 @@ from forge.client.frames import (
     Snapshot,
     decode_frame,
 )
-from forge.client.probe import SEED_TIMING, Beat, Probe, ProbeTiming
+from forge.client.probe import DEFAULT_TIMING, Beat, Probe, ProbeTiming
 from forge.clock import SYSTEM_CLOCK, Clock
 from forge.errors import UserError
 from forge.logs import get_logger
@@ -110,7 +110,7 @@ class ForgeConnection:
         url: str,
         *,
         clock: Clock = SYSTEM_CLOCK,
-        timing: ProbeTiming = SEED_TIMING,
+        timing: ProbeTiming = DEFAULT_TIMING,
         open_timeout: float = OPEN_TIMEOUT_S,
         tls: ssl.SSLContext | None = None,
         token: str | None = None,
@@ -314,7 +314,7 @@ async def connect(
     url: str,
     *,
     clock: Clock = SYSTEM_CLOCK,
-    timing: ProbeTiming = SEED_TIMING,
+    timing: ProbeTiming = DEFAULT_TIMING,
     open_timeout: float = OPEN_TIMEOUT_S,
     tls: ssl.SSLContext | None = None,
     token: str | None = None,
