@@ -3,8 +3,10 @@
 Every process (supervisor, workers, CLI) calls `configure` once; modules call `get_logger()` and
 log a record name with fields: `log.info("socket_origin_refused", origin=o, peer=p)` writes
 `{"record": "socket_origin_refused", "origin": ..., "peer": ..., "level": "info", "ts": ...}`.
-Workers inherit the log path through `FORGE_LOG_FILE` and append to the same file, and the lowest
-level written (`[log] level`, set with `set_level`) through `FORGE_LOG_LEVEL`.
+Workers inherit the log path through `FORGE_LOG_FILE` and append to the same file, the lowest
+level written (`[log] level`, set with `set_level`) through `FORGE_LOG_LEVEL`, and the file's
+rotation (`[log] max_size_mib` and `backups`) through `FORGE_LOG_ROTATION`. Every writer of the file
+follows a rotation another one made; only those given a rotation make one (`forge.logs_rotation`).
 """
 
 from __future__ import annotations
@@ -19,10 +21,14 @@ from typing import Any
 
 import structlog
 
+from forge.logs_rotation import Rotation, SharedRotatingFileHandler
+
 LOG_FILE_ENV = "FORGE_LOG_FILE"
 """Environment variable that hands the log path from the supervisor to its workers."""
 LOG_LEVEL_ENV = "FORGE_LOG_LEVEL"
 """Environment variable that hands `[log] level` from the supervisor to the workers it starts."""
+LOG_ROTATION_ENV = "FORGE_LOG_ROTATION"
+"""Environment variable that hands the log's rotation, `<max bytes>:<backups>`, to the workers."""
 
 LEVELS = {
     "debug": logging.DEBUG,
@@ -46,14 +52,20 @@ def configure(
     to_stderr: bool | None = None,
     level: int = logging.DEBUG,
     process: str | None = None,
+    rotation: Rotation | None = None,
 ) -> None:
-    """Route every record (ours and the libraries') to `log_file` and, on a terminal, stderr."""
+    """Route every record (ours and the libraries') to `log_file` and, on a terminal, stderr;
+    `log_file` is rotated per `rotation` (without one, this process only appends)."""
     formatter = _formatter()
     handlers: list[logging.Handler] = []
     if log_file is not None:
         log_file.parent.mkdir(parents=True, exist_ok=True)
-        handlers.append(logging.FileHandler(log_file, encoding="utf-8"))
+        handlers.append(SharedRotatingFileHandler(log_file, rotation))
         os.environ[LOG_FILE_ENV] = str(log_file)
+        if rotation is None:
+            os.environ.pop(LOG_ROTATION_ENV, None)
+        else:
+            os.environ[LOG_ROTATION_ENV] = f"{rotation.max_bytes}:{rotation.backups}"
     if to_stderr is None:
         to_stderr = sys.stderr.isatty()
     if to_stderr:
@@ -122,10 +134,25 @@ def set_level(name: str) -> None:
 
 def configure_from_env(process: str) -> None:
     """For a worker: write where the supervisor writes (or nowhere if it set no file), from the
-    level it set (every level if it set none)."""
+    level it set (every level if it set none), rotating the file as it does."""
     path = os.environ.get(LOG_FILE_ENV)
     level = LEVELS.get(os.environ.get(LOG_LEVEL_ENV, ""), logging.DEBUG)
-    configure(Path(path) if path else None, to_stderr=False, level=level, process=process)
+    configure(
+        Path(path) if path else None,
+        to_stderr=False,
+        level=level,
+        process=process,
+        rotation=_rotation_from_env(),
+    )
+
+
+def _rotation_from_env() -> Rotation | None:
+    """`FORGE_LOG_ROTATION`'s rotation; None when it is unset or not `<max bytes>:<backups>`."""
+    max_bytes, _, backups = os.environ.get(LOG_ROTATION_ENV, "").partition(":")
+    try:
+        return Rotation(max_bytes=int(max_bytes), backups=int(backups))
+    except ValueError:
+        return None
 
 
 def get_logger(name: str | None = None) -> structlog.stdlib.BoundLogger:

@@ -28,7 +28,7 @@ T = TypeVar("T")
 P = ParamSpec("P")
 
 COHORT_LIMIT = 65_536
-"""The seed's 64 KiB, checked on the raw bytes before decoding."""
+"""A cohort file is at most 64 KiB, checked on the raw bytes before decoding."""
 
 HYPOTHESIS_MAX_CHARS = 2000
 MAX_TASKS = 50

@@ -40,7 +40,7 @@ class LearnAtom:
 
 
 LEARN_TIMEOUT_MAX_MS = 900_000
-"""The seed's bound on a learn atom's timeout (15 minutes)."""
+"""The longest timeout a learn atom may ask for (15 minutes); a longer one is refused."""
 DEFAULT_RECURRENCE_THRESHOLD = 3
 
 

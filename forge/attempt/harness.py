@@ -2,7 +2,7 @@
 
 The atom prints one JSON object: `{schemaVersion: "v1", outcome, usage: {costUsd, model,
 costBasis}, terminalReason, error}`. Anything else is a failed attempt. Transient provider errors
-are recognised from `terminalReason`/`error` exactly as the seed lists them.
+are recognised from `terminalReason`/`error`/`apiErrorStatus` by `is_transient`'s rules.
 """
 
 from __future__ import annotations
@@ -100,7 +100,8 @@ def served_model_mismatch(report: HarnessReport, pinned: str) -> bool:
 
 
 def is_transient(report: HarnessReport) -> bool:
-    """The seed's transient provider error: network class, overloaded, or HTTP 502/503/504/529."""
+    """A transient provider error, worth a wait and a resume: a network-class API error,
+    overloaded, or HTTP 502/503/504/529."""
     if report.outcome == "completed":
         return False
     error = report.error or ""

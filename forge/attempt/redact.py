@@ -10,7 +10,7 @@ import re
 from collections.abc import Mapping
 
 TAIL_BYTES = 8192
-"""The seed's 8 KiB tails."""
+"""An output tail kept for a failure is the stream's last 8 KiB."""
 
 _SECRET_NAME_RE = re.compile(r"TOKEN|SECRET|KEY|PASS|AUTH", re.IGNORECASE)
 _MIN_SECRET_LEN = 6

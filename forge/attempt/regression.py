@@ -2,7 +2,7 @@
 
 Parsing is pure: failed node ids come from pytest's `FAILED|ERROR <nodeid>` summary lines of the
 full stream, before any tail is cut. A re-run verdict reads the `-v` line of that one test. The
-seed's rules: a test with at least one passing and one failing base run is flakyAtBase, three
+rules: a test with at least one passing and one failing base run is flakyAtBase, three
 failures brokenAtBase (it excuses nothing), three passes neither, anything else unclassified.
 """
 

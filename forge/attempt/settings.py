@@ -1,11 +1,12 @@
 """Run-time knobs that are not part of the activation: transient waits and test hooks.
 
-Production uses the seed's waits (30 s, then 120 s) and the Dask client lease of row X4 (refreshed
-every 5 s, stale after 30 s). Tests scale them with `FORGE_LAB_TRANSIENT_WAITS_MS` and
-`FORGE_LAB_LEASE_MS` (`<refresh>,<stale>`) and use `FORGE_LAB_TEST_HOOKS` (JSON, read only when set)
-to hold a coordinate at a phase until a file appears, lower the acceptance timeout, force a
-capture, cleanup or report-save failure (acceptance table O-26), or mount a folder writable in the
-recipe's sandbox (`sandboxBinds`: the tests' probe channel).
+Production waits 30 s, then 120 s, after a transient provider error, and keeps the Dask client lease
+refreshed every 5 s, stale after 30 s (docs/lab-dask.md). Tests scale them with
+`FORGE_LAB_TRANSIENT_WAITS_MS` and `FORGE_LAB_LEASE_MS` (`<refresh>,<stale>`) and use
+`FORGE_LAB_TEST_HOOKS` (JSON, read only when set) to hold a coordinate at a phase until a file
+appears, lower the acceptance timeout, force a capture, cleanup or report-save failure (acceptance
+table O-26), or mount a folder writable in the recipe's sandbox (`sandboxBinds`: the tests' probe
+channel).
 """
 
 from __future__ import annotations

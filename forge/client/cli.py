@@ -16,6 +16,8 @@ import argparse
 import os
 import ssl
 import sys
+from collections.abc import Coroutine
+from typing import Any
 
 from forge.client.errors import NO_SUPERVISOR_EXIT
 
@@ -58,8 +60,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "ORG/PROJECT/LABEL and send it to every client of the seat; clients play it while their "
         "voice is on. Nothing is played on this machine.",
         epilog=f"exit status: 0 said; 1 nothing was said (nobody has voice on for the seat, "
-        f"[tts] is off, or the engine failed; the reason is printed); 2 a bad seat, flag or "
-        f"forge.toml; {NO_SUPERVISOR_EXIT} no supervisor answered at the URL.",
+        f"[tts] is off, the engine failed, or the supervisor refused it), or the connection to "
+        f"the supervisor closed before it answered; the reason is printed; 2 a bad seat, flag "
+        f"or forge.toml; {NO_SUPERVISOR_EXIT} no supervisor answered at the URL.",
     )
     say.add_argument("seat", metavar="ORG/PROJECT/LABEL", help="the seat whose voice speaks")
     say.add_argument("text", help="what to say")
@@ -75,7 +78,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description="Ask the running supervisor to run the committed corpus through the "
         "dictation model in use (and the speaking loop when [tts] is on); the run lands in the "
         "dictate_models subject's results and is printed here.",
-        epilog=f"exit status: 0 the bench ran; 1 it failed; {NO_SUPERVISOR_EXIT} no supervisor.",
+        epilog=f"exit status: 0 the bench ran; 1 it failed, was refused, or the connection to the "
+        f"supervisor closed before it answered (the reason is printed); 2 a bad flag or "
+        f"forge.toml; {NO_SUPERVISOR_EXIT} no supervisor.",
     )
     bench.add_argument(
         "--clip", action="append", metavar="NAME", help="run only this corpus clip (repeatable)"
@@ -142,7 +147,6 @@ def run_status(args: argparse.Namespace) -> int:
 
 
 def run_say(args: argparse.Namespace) -> int:
-    import asyncio
     import sys
 
     from forge.client.attach import parse_seat
@@ -151,7 +155,9 @@ def run_say(args: argparse.Namespace) -> int:
     seat = parse_seat(args.seat)
     url, tls = _where(args)
     _quiet_logs("say")
-    answer = asyncio.run(say(url, seat, args.text, args.voice, tls=tls))
+    answer = _answer("say", say(url, seat, args.text, args.voice, tls=tls))
+    if answer is None:
+        return NOT_SAID
     if not answer.get("ok"):
         print(f"forge say: nothing was said: {answer.get('why')}", file=sys.stderr)
         return NOT_SAID
@@ -160,15 +166,32 @@ def run_say(args: argparse.Namespace) -> int:
 
 
 def run_dictate_bench(args: argparse.Namespace) -> int:
-    import asyncio
-
     from forge.client.speech import bench, render_bench
 
     url, tls = _where(args)
     _quiet_logs("dictate-bench")
-    answer = asyncio.run(bench(url, args.clip, tls=tls))
+    answer = _answer("dictate bench", bench(url, args.clip, tls=tls))
+    if answer is None:
+        return 1
     print(render_bench(answer))
     return 0 if answer.get("ok") else 1
+
+
+def _answer(verb: str, call: Coroutine[Any, Any, dict[str, Any]]) -> dict[str, Any] | None:
+    """The supervisor's answer to one call; None once one line on stderr has said why there is
+    none: it refused the call, or the connection closed first (it stopped or died mid-call)."""
+    import asyncio
+
+    from forge.client.errors import ConnectionLost, ServerRefused
+
+    try:
+        return asyncio.run(call)
+    except ConnectionLost as lost:
+        why = f"the connection to the supervisor closed before it answered: {lost.reason}"
+    except ServerRefused as refused:
+        why = f"the supervisor refused it: {refused.why}"
+    print(f"forge {verb}: {why}", file=sys.stderr)
+    return None
 
 
 def run_attach(args: argparse.Namespace) -> int:

@@ -24,6 +24,7 @@ import msgspec
 from websockets.asyncio.client import ClientConnection
 from websockets.asyncio.client import connect as ws_connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus, InvalidURI
+from websockets.frames import CloseCode
 
 from forge.access.token import token_path
 from forge.client.auth import subprotocols
@@ -39,7 +40,7 @@ from forge.client.frames import (
     Snapshot,
     decode_frame,
 )
-from forge.client.probe import SEED_TIMING, Beat, Probe, ProbeTiming
+from forge.client.probe import DEFAULT_TIMING, Beat, Probe, ProbeTiming
 from forge.clock import SYSTEM_CLOCK, Clock
 from forge.errors import UserError
 from forge.logs import get_logger
@@ -109,7 +110,7 @@ class ForgeConnection:
         url: str,
         *,
         clock: Clock = SYSTEM_CLOCK,
-        timing: ProbeTiming = SEED_TIMING,
+        timing: ProbeTiming = DEFAULT_TIMING,
         open_timeout: float = OPEN_TIMEOUT_S,
         tls: ssl.SSLContext | None = None,
         token: str | None = None,
@@ -313,7 +314,7 @@ async def connect(
     url: str,
     *,
     clock: Clock = SYSTEM_CLOCK,
-    timing: ProbeTiming = SEED_TIMING,
+    timing: ProbeTiming = DEFAULT_TIMING,
     open_timeout: float = OPEN_TIMEOUT_S,
     tls: ssl.SSLContext | None = None,
     token: str | None = None,
@@ -395,7 +396,7 @@ async def _within(clock: Clock, seconds: float, work: Awaitable[T]) -> T:
 
 def _close_reason(ws: ClientConnection) -> str:
     code = ws.close_code
-    if code is None:
+    if code is None or code == CloseCode.ABNORMAL_CLOSURE:  # no close frame: the link just ended
         return "the connection dropped"
     reason = ws.close_reason
     return f"closed by the server (code {code}{': ' + reason if reason else ''})"

@@ -1,6 +1,6 @@
 """What the server sends, decoded for a client: typed frames, or `OtherFrame` for the rest.
 
-The shapes are the ones `forge.wire.server` builds and the seed names; the terminal's frames
+The shapes are the ones `forge.wire.server` builds (docs/protocol.md); the terminal's frames
 are `forge.wire.terminal`'s own structs (the ones the server encodes, re-exported here); binary
 frames are read with `forge.wire.binary`'s layouts, and kind 3 (a gzipped JSON frame on a
 `?deflate=1` connection) is unwrapped into the frame it carries. A kind this client does not

@@ -2,8 +2,8 @@
 
 The server's own WebSocket ping proves we read; it cannot prove we will ever hear a close, so a
 half-open socket (a laptop that slept, a network that went away) would sit open for ever drawing
-stale data. Like the shell's transport in the seed, quiet is measured in bytes under the socket
-at beats: a beat that sees the byte count moved restarts the quiet from itself, a probe goes out
+stale data. As on any byte-counting transport, quiet is measured in bytes under the socket at
+beats: a beat that sees the byte count moved restarts the quiet from itself, a probe goes out
 after `quiet_s` without a byte, and `deadline_s` after a probe that drew no byte the link is
 dead and the caller closes it (its reconnect then runs). A probe already out is never re-armed.
 Pure: the caller passes the time and the byte count; see `ForgeConnection` for the beat loop.
@@ -27,21 +27,21 @@ class Beat(Enum):
 @dataclass(frozen=True, slots=True)
 class ProbeTiming:
     quiet_s: float = 15.0
-    """Seconds without a byte before a probe goes out (the seed's 15 s)."""
+    """Seconds without a byte before a probe goes out."""
     deadline_s: float = 10.0
-    """Seconds a probe may go unanswered on a byte-counting transport (the seed's shell: 10 s)."""
+    """Seconds a probe may go unanswered before the link is declared dead."""
     beat_s: float = 1.0
     """How often the byte count is looked at; adds at most one beat to each bound."""
 
 
-SEED_TIMING = ProbeTiming()
-"""The seed's numbers for a byte-counting transport."""
+DEFAULT_TIMING = ProbeTiming()
+"""The protocol's numbers (T21): a probe after 15 s of quiet, the link dead 10 s later."""
 
 
 class Probe:
     """One connection's probe state; `beat` at every `timing.beat_s`, `wake` on a return."""
 
-    def __init__(self, now: float, received: int = 0, timing: ProbeTiming = SEED_TIMING) -> None:
+    def __init__(self, now: float, received: int = 0, timing: ProbeTiming = DEFAULT_TIMING) -> None:
         self.timing = timing
         self._received = received
         self._quiet_since = now

@@ -4,7 +4,7 @@ client keeps what it held and asks for it again.
 `ClientSession` remembers the subjects it subscribed, the seat it shows and the terminal it is
 attached to (with its control and size). When the connection ends, `next_event` returns one
 `Disconnected`, then redials with a doubling delay on the injected clock until a supervisor
-answers, and replays in the seed's order: re-subscribe, re-attach the terminal (a fresh
+answers, and replays in the protocol's order: re-subscribe, re-attach the terminal (a fresh
 `terminal_view` repaints it), take control and resize again, re-send `showing`. A subject the
 new server refuses is let go and its error returned as an event; a terminal the server no longer
 has, or any terminal after a supervisor restart (home's `boot_id` changed: ids start from 1
@@ -21,7 +21,7 @@ from typing import Any
 from forge.client.connection import OPEN_TIMEOUT_S, ForgeConnection
 from forge.client.errors import ConnectionLost, ServerRefused, SupervisorUnreachable
 from forge.client.frames import Error, Frame, Greeting, Snapshot
-from forge.client.probe import SEED_TIMING, ProbeTiming
+from forge.client.probe import DEFAULT_TIMING, ProbeTiming
 from forge.clock import SYSTEM_CLOCK, Clock
 from forge.logs import get_logger
 from forge.wire.client import TerminalControl, TerminalResize, TerminalView
@@ -38,7 +38,7 @@ class Redial:
     most_s: float = 5.0
 
 
-SEED_REDIAL = Redial()
+DEFAULT_REDIAL = Redial()
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,8 +76,8 @@ class ClientSession:
         url: str,
         *,
         clock: Clock = SYSTEM_CLOCK,
-        timing: ProbeTiming = SEED_TIMING,
-        redial: Redial = SEED_REDIAL,
+        timing: ProbeTiming = DEFAULT_TIMING,
+        redial: Redial = DEFAULT_REDIAL,
         open_timeout: float = OPEN_TIMEOUT_S,
         tls: ssl.SSLContext | None = None,
     ) -> None:
@@ -205,7 +205,7 @@ class ClientSession:
         return Reconnected(connection.greeting)
 
     async def _replay(self, connection: ForgeConnection) -> None:
-        """Ask again for everything held, in the seed's order (T21). A subject the new server
+        """Ask again for everything held, in the protocol's order (T21). A subject the new server
         refuses is let go (its error is an event); a terminal of another supervisor run is gone."""
         boot_id = await _boot_of(connection)
         restarted, self.boot_id = boot_id != self.boot_id, boot_id

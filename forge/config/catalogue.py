@@ -555,6 +555,28 @@ KEYS: tuple[Key, ...] = (
         note="the lowest level written to the log (a running worker keeps the one it started with)",
     ),
     Key(
+        LOG,
+        "max_size_mib",
+        kind="number",
+        reload="restart",
+        rule=Integer(1, 1024),
+        default=10,
+        required=True,
+        note="forge.log is renamed forge.log.1 once it would pass this size in MiB (the older "
+        "copies shift to .2, .3 ...), so a supervisor running for weeks keeps a bounded log",
+    ),
+    Key(
+        LOG,
+        "backups",
+        kind="number",
+        reload="restart",
+        rule=Integer(1, 100),
+        default=5,
+        required=True,
+        note="how many rotated copies (forge.log.1 to forge.log.N) are kept; an older one is "
+        "deleted",
+    ),
+    Key(
         LAB,
         "dask_no_worker_s",
         kind="number",

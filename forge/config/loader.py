@@ -364,7 +364,11 @@ def _typed(resolved: Mapping[str, Any], base: Path) -> ForgeConfig:
             audio=bool(browser["audio"]),
         ),
         documents=DocumentsConfig(max_size_mib=resolved["documents"]["max_size_mib"]),
-        log=LogConfig(level=resolved["log"]["level"]),
+        log=LogConfig(
+            level=resolved["log"]["level"],
+            max_size_mib=resolved["log"]["max_size_mib"],
+            backups=resolved["log"]["backups"],
+        ),
         lab=LabConfig(dask_no_worker_s=float(resolved["lab"]["dask_no_worker_s"])),
         tts=TtsConfig(
             enabled=resolved["tts"]["enabled"],

@@ -96,6 +96,8 @@ class DocumentsConfig:
 @dataclass(frozen=True)
 class LogConfig:
     level: str
+    max_size_mib: int
+    backups: int
 
 
 @dataclass(frozen=True)
@@ -132,7 +134,7 @@ class ForgeConfig:
         return None
 
     def browser_profile_for(self, project: ProjectConfig) -> str:
-        """The project's own profile, else its org's, else `default` (the seed's resolution)."""
+        """The project's own profile, else its org's, else `default`."""
         if project.browser_profile is not None:
             return project.browser_profile
         org = self.org(project.org)

@@ -1,8 +1,8 @@
 """`forge health | cache | queue | shim`: thin argparse adapters over the engine, cache and queue.
 
-`forge-health` and `forge-queue` are the same parsers as console scripts; their exit codes answer
-the seed's questions (0 operational, 3 degraded, 4 unreachable, 5 unknown; 0 nothing undelivered,
-3 something pending or set aside).
+`forge-health` and `forge-queue` are the same parsers as console scripts; their exit codes are
+the answer a script reads (0 operational, 3 degraded, 4 unreachable, 5 unknown; 0 nothing
+undelivered, 3 something pending or set aside).
 """
 
 from __future__ import annotations

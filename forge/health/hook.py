@@ -1,5 +1,5 @@
-"""The Python side of the shim: run only where the seed needs Python (cache serve and
-invalidation, queue, replay).
+"""The Python side of the shim: run only for what the shell script cannot do alone (cache serve
+and invalidation, queue, replay).
 
 `python -I -m forge.health.hook ACTION -- ARGV...`, with the live call's outcome in FORGE_SHIM_*
 variables. Whatever goes wrong here, the caller still gets the live call's own stdout, stderr and

@@ -25,7 +25,7 @@ def service_status(
 
 
 def home_service_status(status: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    """The seed's rule for home's `service_status`: null when there is nothing to tell the
+    """Home's `service_status`: null when there is nothing to tell the
     person. A verdict is news when the forge is degraded or unreachable, or writes wait in (or
     were set aside from, or lie corrupt in) the queue; operational and unknown (no evidence yet)
     with an empty queue are null."""

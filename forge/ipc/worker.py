@@ -1,9 +1,10 @@
 """The worker base class: every worker kind subclasses `Worker` and is run by `run_worker`.
 
 The base does everything but the work: connect, hello, heartbeats from the worker's own event
-loop, request dispatch, bulk streams, graceful stop on `stop` or SIGTERM, and orphan safety. A
-subclass declares `kind`, decorates request handlers with `@handles(RequestStruct)`, and may
-override `setup`, `teardown` and `on_bulk`.
+loop, request dispatch, bulk streams, graceful stop on `stop`, SIGTERM or SIGINT (quietly: a
+worker never prints a KeyboardInterrupt traceback; the supervisor orders stops), and orphan
+safety. A subclass declares `kind`, decorates request handlers with `@handles(RequestStruct)`,
+and may override `setup`, `teardown` and `on_bulk`.
 """
 
 from __future__ import annotations
@@ -251,7 +252,7 @@ class Worker:
         return BulkStream(self._bulk, self._bulk_now, stream_id)
 
     def request_stop(self) -> None:
-        """Begin a graceful stop (also what `stop` from the manager and SIGTERM do)."""
+        """Begin a graceful stop (also what `stop` from the manager, SIGTERM and SIGINT do)."""
         self._stopping.set()
 
     def spawn(self, coroutine: Awaitable[None]) -> asyncio.Task[None]:
@@ -266,7 +267,8 @@ class Worker:
     async def serve(self) -> int:
         """Run until stopped; returns the process exit code."""
         loop = asyncio.get_running_loop()
-        loop.add_signal_handler(signal.SIGTERM, self.request_stop)
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, self.request_stop)
         try:
             setup = asyncio.ensure_future(self.setup())
             stopping = asyncio.ensure_future(self._stopping.wait())

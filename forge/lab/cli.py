@@ -3,8 +3,8 @@ verbs' arguments and help. The work is in `forge.lab.evaluate`, `scaffold`, `rep
 `learn_cli`.
 
 Only argparse is imported here, so building the `forge` parser stays cheap for every other verb.
-A usage error exits 1, not argparse's 2: for this verb 2 means "the run finished and some attempt
-was not correct".
+A usage error of `evaluate` or any of its subcommands exits 1, not argparse's 2: for this verb 2
+means "the run finished and some attempt was not correct".
 """
 
 from __future__ import annotations
@@ -187,6 +187,7 @@ def register(
         help="build frozen evaluation tasks from merged pull requests",
         description="Build frozen evaluation tasks from a project's own merged pull requests.",
     )
+    _usage_exits_1(replay)
     replay.add_argument("--repo", metavar="OWNER/REPO")
     replay.add_argument("--pr", metavar="N", action="append", default=[])
     replay.add_argument("--source", metavar="CHECKOUT")

@@ -1,7 +1,7 @@
 """Recurring failures: three classes, each a pure function of a finished attempt record, and the
 streak rule that turns a run of them into one learn request.
 
-The seed's classes, carried over (docs/lab-replay.md):
+The classes (docs/lab-replay.md):
 - `process-timed-out`: the attempt's last coding invocation hit its timeout and verification did
   not pass afterwards (a record without invocations, from before coding ran, is not counted);
 - `analysis-policy-violation`: forge has no analysis stage, so the policy is the plan's scope: the
@@ -20,7 +20,7 @@ from forge.attempt.verify import ACCEPTANCE_ID
 
 CLASSES = ("process-timed-out", "analysis-policy-violation", "protected-regression-failed")
 RECENT_RECORDS = 128
-"""The streak is read among the Lab's most recently modified records, as the seed bounds it."""
+"""The streak is read among the Lab's 128 most recently modified records, never further back."""
 
 
 def exhibits(failure_class: str, record: AttemptRecord) -> bool:

@@ -1,6 +1,6 @@
 """Replay's pure rules: which merged pull requests make tasks, and which tests grade them.
 
-The seed's Go rules, carried over to Python projects (docs/lab-replay.md lists each translation):
+The rules for Python projects (docs/lab-replay.md lists each one):
 hidden tests are the PR's added or modified `test_*.py`, `*_test.py` and `conftest.py` files; the
 tests they define are their top-level `test*` functions and their test classes (`Test*` without an
 `__init__`, or `unittest.TestCase` subclasses), addressed as pytest node ids.
@@ -19,7 +19,8 @@ from forge.lab.replay_github import PullRequest
 MAX_FILES = 25
 MAX_LINES = 2000
 MAX_NODEIDS_BYTES = 4000
-"""The seed bounds its `-run` pattern at 4,000 bytes; the node ids joined by spaces get the same."""
+"""The hidden tests' node ids, joined by spaces, are at most 4,000 bytes; past it the PR is
+skipped (`hidden test node ids too long`)."""
 PROJECT_MANIFESTS = ("pyproject.toml", "setup.py", "setup.cfg")
 
 
@@ -68,7 +69,7 @@ def changed_lines(pull: PullRequest) -> int:
 
 
 def metadata_skip(pull: PullRequest, issue_number: int | None) -> str | None:
-    """The first of the seed's skips the PR's own metadata decides, in the seed's order."""
+    """The first skip the PR's own metadata decides, in the order the checks below are made."""
     if not hidden_test_files(pull):
         return "no test changes (no added or modified test_*.py, *_test.py or conftest.py)"
     if issue_number is None:

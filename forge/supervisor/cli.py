@@ -53,6 +53,7 @@ def run(args: argparse.Namespace) -> int:
     from forge import paths
     from forge.config import load_config, require_config_path
     from forge.logs import configure, set_level
+    from forge.logs_rotation import Rotation
     from forge.testhooks import SUPERVISOR_DRILLS
 
     overrides: dict[str, Any] = {}
@@ -69,7 +70,9 @@ def run(args: argparse.Namespace) -> int:
         overrides.update(self_signed_overrides(sys.stdout))
     loaded = load_config(require_config_path(args.config, os.environ), overrides=overrides)
     log_file = paths.state_dir() / "forge.log"
-    configure(log_file, process="supervisor")
+    log = loaded.config.log
+    rotation = Rotation(max_bytes=log.max_size_mib * 1024 * 1024, backups=log.backups)
+    configure(log_file, process="supervisor", rotation=rotation)
     set_level(loaded.config.log.level)
     asyncio.run(serve(loaded, log_file=log_file, drills=SUPERVISOR_DRILLS.enabled()))
     return 0

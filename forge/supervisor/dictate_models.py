@@ -1,9 +1,10 @@
 """The `dictate_models` subject's snapshot, built from the config and what the worker said. Pure.
 
-Field names are the seed's. This machine reaches no model feed, so `check` is always
-`unreachable`, `rows`/`updates` are empty and nothing is installed from a feed (`installed` lists
-the model in use when it came from `[dictate] models_dir`). `in_use` has the dictation row (its
-preflight state) and, when `[tts]` is on, the speaking row (pending or ready).
+Field names are the protocol's (docs/protocol.md, "Dictation and voice"). This machine reaches no
+model feed, so `check` is always `unreachable`, `rows`/`updates` are empty and nothing is installed
+from a feed (`installed` lists the model in use when it came from `[dictate] models_dir`). `in_use`
+has the dictation row (its preflight state) and, when `[tts]` is on, the speaking row (pending or
+ready).
 """
 
 from __future__ import annotations

@@ -151,7 +151,8 @@ def board(config: ForgeConfig) -> Data:
 
 
 def usage() -> Data:
-    """D1: the seed's four windows with nothing pooled, and no price table loaded."""
+    """D1: the four windows (today, week, month, lifetime) with nothing pooled, and no price
+    table loaded."""
     window: Data = {"by_model": [], "by_project": [], "total": None}
     return {
         "today": window,
@@ -163,7 +164,7 @@ def usage() -> Data:
 
 
 def dictate_models(config: ForgeConfig) -> Data:
-    """D1: dictation's switch from forge.toml and the seed's models page with nothing in it: no
+    """D1: dictation's switch from forge.toml and the models page with nothing in it: no
     models directory, no catalogue check yet, nothing installed, running or measured."""
     return {
         "enabled": config.dictate.enabled,

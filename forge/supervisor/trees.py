@@ -106,9 +106,13 @@ class TreeProcess:
         self._child = asyncio.get_running_loop().create_task(self._start())
 
     async def _start(self) -> _Child:
+        """In a session of its own, as every worker is: a terminal's Ctrl-C (SIGINT to the
+        supervisor's process group) is the supervisor's to act on, and it ends this child by
+        closing its stdin (which also happens when the supervisor dies)."""
         process = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "forge.supervisor.treeside",
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, limit=LINE_LIMIT,
+            start_new_session=True,
         )  # fmt: skip
         return _Child(process)
 

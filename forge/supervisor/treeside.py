@@ -12,13 +12,14 @@ second for 20,000 files). The supervisor only reads lines (`treeproto`).
 A watch reports `ready` once it is up and `changed` after each burst that touches something a
 work row reads: the tree's files, and inside a git folder only HEAD, the index, refs, packed-refs
 and the *_HEAD marks (object writes and lock files are noise). A burst ends after `STEP_MS` of
-quiet or `DEBOUNCE_MS` in all. The process ends when its stdin closes.
+quiet or `DEBOUNCE_MS` in all. The process ends when its stdin closes, or quietly on SIGINT.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -171,7 +172,10 @@ class _Side:
 async def serve() -> None:
     side = _Side()
     reader = asyncio.StreamReader(limit=LINE_LIMIT)
-    await side.loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    stdin, _ = await side.loop.connect_read_pipe(
+        lambda: asyncio.StreamReaderProtocol(reader), sys.stdin
+    )
+    side.loop.add_signal_handler(signal.SIGINT, stdin.close)  # ends as a closed stdin does
     decoder = msgspec.json.Decoder(AnyAsk)
     try:
         while line := await reader.readline():

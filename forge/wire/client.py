@@ -280,7 +280,8 @@ class BrowserDialogAnswer(ClientMessage, frozen=True, tag="browser_dialog_answer
 
 
 # Dictation and voice verbs (served by the dictation area). `dictate_stop`, `dictate_cancel`,
-# `voice_say` and `dictate_bench` are our additions: the seed names no end of a take.
+# `voice_say` and `dictate_bench` are our additions to the protocol (docs/protocol.md, "Dictation
+# and voice"): `dictate_stop` and `dictate_cancel` are what ends a take.
 
 
 class DictateOptions(msgspec.Struct, frozen=True):
@@ -341,9 +342,9 @@ class DictateBench(ClientMessage, frozen=True, tag="dictate_bench"):
     reply_to: ReplyTo | None = None
 
 
-# Verbs the seed defines that this server does not serve yet; `unserved` answers them (O-S11).
-# Verbs the seed defines that `unserved` answers (O-S11), and three that forge.supervisor's
-# documents and settings services serve: document_read, file_content, settings_edit.
+# Verbs of the protocol that `unserved` answers, so a client cannot loop on them (O-S11), and
+# three that forge.supervisor's documents and settings services serve: document_read,
+# file_content, settings_edit.
 
 
 class More(ClientMessage, frozen=True, tag="more"):

@@ -1,11 +1,11 @@
-"""The `command` verb: the core's Command enum, externally tagged, and its `reply_to` rule.
+"""The `command` verb: the Command enum, externally tagged, and its `reply_to` rule.
 
 `{"cancel": {"key": {...}}}` is a struct variant and `"vault_lock"` a unit variant (S13). Exactly
-the commands whose outcome rides only the reply must carry `reply_to`, and no other may (S15):
-both mismatches are refused before anything runs. The seed names four of its nine such commands
-(the biometric four); the spawn, despawn and review-write variants are not named in it, so this
-server does not know them and refuses them as unknown commands (O-S10). A refusal of one of the
-four sent with `reply_to` is that reply's body (S16): `reply_channel` says where it goes.
+the commands whose outcome rides only the reply must carry `reply_to`, and no other may (S15): both
+mismatches are refused before anything runs. Four such commands have names (the biometric four); the
+spawn, despawn and three review-write commands that also take `reply_to` have none yet, so this
+server does not know them and refuses them as unknown commands (O-S10). A refusal of one of the four
+sent with `reply_to` is that reply's body (S16): `reply_channel` says where it goes.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ UNIT_COMMANDS = frozenset(
         "vault_lock",
     }
 )
-"""The seed's seven unit variants: they cross as the bare name."""
+"""The seven unit variants: they cross as the bare name."""
 
 REPLY_COMMANDS = frozenset(
     {"biometric_release", "biometric_enrol", "biometric_rewrite", "vault_enrolment_material"}
@@ -44,7 +44,7 @@ STRUCT_COMMANDS = frozenset(
         "commit_diff",
     }
 ) | (REPLY_COMMANDS)
-"""The struct variants the seed names (and so this server knows)."""
+"""The struct variants this server knows (a struct variant not listed is an unknown command)."""
 
 KNOWN_COMMANDS = UNIT_COMMANDS | STRUCT_COMMANDS
 

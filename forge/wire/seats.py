@@ -1,4 +1,4 @@
-"""Seats and subjects in their wire shapes (the seed's Rust enums, externally tagged).
+"""Seats and subjects in their wire shapes (enums externally tagged, as serde writes them).
 
 A seat is `{"org", "project", "label"}` wherever a verb names one (`seat`, `key`, `slot`,
 `session`: four names, one shape, O-S1). A subject is a bare string for the unit subjects and

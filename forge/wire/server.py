@@ -18,7 +18,7 @@ from forge.wire.binary import Kind
 from forge.wire.seats import Seat, Subject
 
 PROTOCOL_VERSION = 29
-"""O-G1: the protocol the seed's clients speak; fixed, never negotiated (G03)."""
+"""O-G1: the protocol version every client speaks; fixed, never negotiated (G03)."""
 
 DEFLATE_THRESHOLD = 65536
 """T19: server JSON of this many UTF-8 bytes or more crosses as kind 3 on a deflate connection."""

@@ -1,11 +1,11 @@
-"""Answers to verbs and commands the seed defines and this server does not serve yet (O-S11,
+"""Answers to verbs and commands of the protocol that this server does not serve yet (O-S11,
 O-G4, O-S10).
 
 Each answer is chosen so a client cannot loop on it: `more` gets an empty page with a null
 cursor (an error would mean "ask again"), and `client_perf` nothing at all. `more` answers only
-for a started seat (`seat_of`): for a seat that is not there the seed's refusal by name stands
-(S04), because an empty page would tell a client the seat's history ended. A command the seed
-names and nothing serves is refused by name (`unserved_command`), never as unknown. (Dictation
+for a started seat (`seat_of`): for a seat that is not there the refusal by name stands (S04),
+because an empty page would tell a client the seat's history ended. A known command that
+nothing serves is refused by name (`unserved_command`), never as unknown. (Dictation
 and voice, settings edits, documents and file contents are served by their areas.)
 """
 
@@ -34,7 +34,7 @@ def seat_of(message: ClientMessage) -> Seat | None:
 
 
 def unserved_command(call: CommandCall) -> ClientRefusal:
-    """A command the seed names that no area serves yet (O-S10): refused by its name."""
+    """A known command that no area serves yet (O-S10): refused by its name."""
     return ClientRefusal("command", f"{call.name} is not supported by this server")
 
 

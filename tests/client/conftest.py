@@ -5,7 +5,9 @@ restart a supervisor, or hand it their own WorkerManager)."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -78,3 +80,14 @@ async def in_process(
 async def with_terminals(in_process: InProcess) -> Supervisor:
     """An in-process supervisor serving the terminal verbs with real terminal host workers."""
     return await in_process.start()
+
+
+async def forge(*args: str) -> tuple[int, str, str]:
+    """Run `forge ARGS...` as a person does; its exit code, stdout and stderr."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "forge.cli", *args,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, err = await process.communicate()
+    assert process.returncode is not None
+    return process.returncode, out.decode(), err.decode()

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
-import sys
 
 from forge.client.connection import connect
 from forge.ipc.manager import WorkerManager
@@ -13,17 +11,7 @@ from forge.testing.supervised import Start
 from forge.wire.client import TerminalView
 from forge.wire.seats import HOME, Seat
 
-from .conftest import InProcess
-
-
-async def forge(*args: str) -> tuple[int, str, str]:
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "forge.cli", *args,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
-    out, err = await process.communicate()
-    assert process.returncode is not None
-    return process.returncode, out.decode(), err.decode()
+from .conftest import InProcess, forge
 
 
 async def test_status_finds_the_supervisor_from_forge_toml_and_answers_0(

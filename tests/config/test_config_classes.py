@@ -88,6 +88,9 @@ CONSUMERS: dict[tuple[str, str], ReloadClass] = {
     ("supervisor/browsers.py", "browser.idle_close_s"): "next_session",
     # `forge supervise` applies the level at start and on every reload.
     ("supervisor/cli.py", "log.level"): "live",
+    # forge.log's rotation is set as the supervisor starts and handed to each worker it starts.
+    ("supervisor/cli.py", "log.max_size_mib"): "restart",
+    ("supervisor/cli.py", "log.backups"): "restart",
     # Access: the socket takes its auth mode and TLS files when it starts listening (the files'
     # contents are reloaded when they change, their paths are not); `forge supervise` prints
     # the pairing line once. `forge token` and a client's TLS pin read the file at each run.

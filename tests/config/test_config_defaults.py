@@ -31,6 +31,7 @@ def test_a_missing_file_is_the_defaults(tmp_path: Path) -> None:
     assert config.browser.idle_close_s == 600
     assert config.documents.max_size_mib == 10
     assert config.log.level == "info"
+    assert (config.log.max_size_mib, config.log.backups) == (10, 5)
     assert config.terminal.shell is None
     assert loaded.source == path
     assert loaded.raw == b""

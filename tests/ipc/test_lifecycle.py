@@ -204,6 +204,21 @@ async def test_stop_is_graceful_and_never_restarts(manager: WorkerManager) -> No
         await call(worker, Echo(value=1))
 
 
+async def test_sigint_stops_a_worker_in_order_and_quietly(
+    manager: WorkerManager, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """A SIGINT (a Ctrl-C sent to the worker's group) is a graceful stop like SIGTERM: teardown,
+    exit 0, no KeyboardInterrupt traceback on the stderr it shares with the supervisor. Nobody
+    asked the manager for it, so the worker is restarted."""
+    worker = manager.start(misbehaving("interrupted"))
+    await ready(worker)
+    assert worker.pid is not None
+    os.killpg(worker.pid, signal.SIGINT)
+    await ready(worker, restarts=1)
+    assert (worker.row.last_exit, worker.row.last_reason) == (0, "exit code 0")
+    assert "Traceback" not in capfd.readouterr().err
+
+
 async def test_stop_escalates_to_sigkill_for_a_worker_that_ignores_sigterm(
     forge_dirs: dict[str, Path],
 ) -> None:

@@ -8,10 +8,13 @@ import json
 import os
 import signal
 import socket
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+import psutil
+import pytest
 from websockets.asyncio.client import ClientConnection
 
 from forge.testing.supervised import STARTUP_S, Start, Supervised, quiet
@@ -129,3 +132,69 @@ async def test_a_killed_terminal_host_is_logged_as_not_restarted(
     await quiet(client)
     assert supervised.records("worker_restart_scheduled") == []
     assert supervised.records("worker_exited") == []
+
+
+async def test_the_log_rotation_reaches_every_worker(supervise: Start, tmp_path: Path) -> None:
+    """`[log] max_size_mib` and `backups` bound forge.log in every process that writes it: a
+    worker is started with them (`FORGE_LOG_ROTATION`) as it is with the log's path."""
+    toml = project_toml(tmp_path) + "[log]\nmax_size_mib = 3\nbackups = 2\n"
+    supervised = await supervise(toml)
+    await open_held_terminal(supervised)
+    spawned = await supervised.record("worker_spawned", kind="terminal")
+    environ = psutil.Process(spawned["pid"]).environ()
+    assert environ["FORGE_LOG_ROTATION"] == f"{3 * 1024 * 1024}:2"
+    assert environ["FORGE_LOG_FILE"] == str(supervised.log)
+
+
+@pytest.fixture
+def git_project(tmp_path: Path) -> Path:
+    """forge.toml naming one project whose tree is a git repository with one commit."""
+    config = tmp_path / "forge.toml"
+    config.write_text(project_toml(tmp_path), encoding="utf-8")
+    for git in (["init", "-q", "-b", "main"], ["commit", "-q", "--allow-empty", "-m", "base"]):
+        subprocess.run(
+            [
+                "git",
+                "-C",
+                str(tmp_path / "proj"),
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+                *git,
+            ],
+            check=True,
+        )
+    return config
+
+
+async def test_ctrl_c_stops_it_with_no_traceback_from_any_child(
+    forge_dirs: dict[str, Path], free_port: int, tmp_path: Path, git_project: Path
+) -> None:
+    """Ctrl-C in the terminal sends SIGINT to its whole foreground process group: the supervisor
+    stops in order (exit 0) and no process it started prints a KeyboardInterrupt traceback (its
+    tree process, which answers git reads, did, once it had served one)."""
+    del forge_dirs
+    config = git_project
+    # A session of its own, as a shell gives a foreground job: its group is what Ctrl-C signals.
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "forge.cli", "supervise", "--config", str(config),
+        "--port", str(free_port), start_new_session=True,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    supervised = Supervised(process, free_port, config, tmp_path / "unused.log")
+    try:
+        assert process.stdout is not None
+        async with asyncio.timeout(STARTUP_S):
+            assert b"forge supervise: serving" in await process.stdout.readline()
+        client = await supervised.greeted()
+        await client.send(json.dumps({"kind": "terminal_view", "seat": SEAT, "reply_to": 1}))
+        await client.send(json.dumps({"kind": "subscribe", "what": {"session": SEAT}}))
+        async with asyncio.timeout(STARTUP_S):
+            snapshot = await read_json(client, "snapshot")
+        assert snapshot["data"]["work"]["branch"] == "main"  # the tree process has answered
+    finally:
+        os.killpg(process.pid, signal.SIGINT)
+        _, err = await process.communicate()
+    assert "Traceback" not in err.decode(), err.decode()
+    assert (process.returncode, err) == (0, b"")

@@ -9,6 +9,10 @@ ROOT = Path(__file__).resolve().parents[2]
 OUT_OF_PAGES = re.compile(r"\.\./|\bshared/|\bARCHITECTURE\.md\b")
 """A path out of the checkout, or the planning documents that were never part of it."""
 OUT_OF_CODE = re.compile(r"\bshared/(?:seeds|specs)\b")
+ORIGIN_IN_CODE = re.compile(r"\bthe seeds?\b|\bseed's\b|\bSEED_", re.IGNORECASE)
+"""A rule stated as where it came from ("the seed's 15 s") rather than as the rule itself."""
+ORIGIN_IN_PAGES = re.compile(r"\bseed's\b", re.IGNORECASE)
+"""The same in the pages, where "the seed" of a chaos run (its random seed) is meant literally."""
 
 
 def lines_matching(paths: list[Path], pattern: re.Pattern[str]) -> list[str]:
@@ -26,3 +30,16 @@ def test_no_doc_or_docstring_points_outside_the_repository() -> None:
     pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
     assert lines_matching(pages, OUT_OF_PAGES) == []
     assert lines_matching(sorted((ROOT / "forge").rglob("*.py")), OUT_OF_CODE) == []
+
+
+def test_no_rule_is_stated_by_where_it_came_from() -> None:
+    """A reader has only this repository: a docstring, comment or page states each rule and
+    bound itself ("a probe after 15 s of quiet"), never as what some earlier text said."""
+    code = [
+        *sorted((ROOT / "forge").rglob("*.py")),
+        *sorted((ROOT / "web" / "src").rglob("*.ts")),
+        *sorted((ROOT / "web" / "src").rglob("*.tsx")),
+    ]
+    assert lines_matching(code, ORIGIN_IN_CODE) == []
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    assert lines_matching(pages, ORIGIN_IN_PAGES) == []

@@ -2,7 +2,7 @@
 //
 // Views read this object and re-render on `changed`; surfaces (a terminal, a browser tab)
 // register for the messages and frames they draw and are re-attached after a reconnect, in the
-// seed's order: re-subscribe, re-attach what is on screen, re-send `showing`.
+// protocol's order: re-subscribe, re-attach what is on screen, re-send `showing`.
 
 import { PerfBatch } from "./perf";
 import { ForgeSocket, type LinkState } from "./socket";

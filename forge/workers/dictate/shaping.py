@@ -10,8 +10,8 @@ Three axes, each a name (forge.toml's `[dictate]` gives the defaults; a take car
 - context: `general` (nothing more), `terminal` (spoken symbols become symbols - "dash dash" is
   `--`, "slash" is `/`, "dot" is `.` - and no closing full stop: words for a shell).
 
-A name this table does not know leaves its axis as the engine wrote it: forge.toml's values are
-passed through unlisted (the seed lists none), so an unknown one must not lose words.
+A name this table does not know leaves its axis as the engine wrote it: `[dictate] styling` and
+`structure` take any text, so an unknown name must not lose words.
 """
 
 from __future__ import annotations
