@@ -23,6 +23,7 @@ import importlib.util
 import json
 import os
 import platform
+import resource
 import shutil
 import statistics
 import subprocess
@@ -98,11 +99,15 @@ def overhead(root: Path, label: str, rounds: int) -> None:
     )
 
 
-def evaluate(kit: Any, *extra: str, out: Path, env: dict[str, str] | None) -> None:
-    """`forge evaluate --approve` through the kit, without the tests' 110 s timeout."""
+def evaluate(kit: Any, *extra: str, out: Path, env: dict[str, str] | None) -> float:
+    """`forge evaluate --approve` through the kit, without the tests' 110 s timeout; the CPU
+    seconds it and every process under it spent (all of them are waited for)."""
     argv = kit.argv("--approve", kit.digest(out=out), *extra, out=out)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     result = subprocess.run(argv, capture_output=True, text=True, env=kit.env(env), check=False)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     assert result.returncode in (0, 2), result.stderr
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 NO_SANDBOX = {"FORGE_LAB_BWRAP": str(KIT.NO_USERNS_BWRAP)}
@@ -117,18 +122,24 @@ def parallel_speedup(root: Path, attempts: int) -> None:
         b=kit.formula("b", knobs={"FAKE_SLEEP_S": "1", "FAKE_ACTION": "none"}),
         tasks=tasks,
     )
+    cores = os.cpu_count() or 1
     for label, env in (("sandboxed", None), ("no sandbox", NO_SANDBOX)):
-        timings = {}
+        timings, cpu = {}, {}
         for parallel in (1, 4):
             out = root / f"out-{label[:2]}-{parallel}"
             kit.digest(out=out)
             started = time.perf_counter()
-            evaluate(kit, "--parallel", str(parallel), out=out, env=env)
+            cpu[parallel] = evaluate(kit, "--parallel", str(parallel), out=out, env=env)
             timings[parallel] = time.perf_counter() - started
+        # The ceiling: four at a time cannot beat a quarter of the serial wall time, nor the
+        # CPU the parallel run spent spread over every core of this machine.
+        ceiling = timings[1] / max(timings[1] / 4, cpu[4] / cores)
         print(
             f"{attempts} sleep-bound attempts (1 s harness), {label}: --parallel 1 "
             f"{timings[1]:.1f} s, --parallel 4 {timings[4]:.1f} s, "
-            f"speedup {timings[1] / timings[4]:.2f}x"
+            f"speedup {timings[1] / timings[4]:.2f}x; CPU {cpu[1]:.1f} s / {cpu[4]:.1f} s "
+            f"({cpu[1] / attempts:.2f} s per attempt at --parallel 1); ceiling on {cores} "
+            f"cores {ceiling:.2f}x, speedup / ceiling {timings[1] / timings[4] / ceiling:.2f}"
         )
 
 

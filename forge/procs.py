@@ -88,7 +88,8 @@ class ProcessWalker:
         links = _links()
         if root_pid not in links:
             return None
-        return _build(links[root_pid], _children_index(links), parent_sid=None)
+        built = _build(links[root_pid], _children_index(links), parent_sid=None)
+        return built[0] if built and built[0].pid == root_pid else None
 
     def group(self, pgid: int) -> list[ProcessInfo]:
         """Every process of group `pgid`, as trees rooted at members whose parent is outside it."""
@@ -106,7 +107,7 @@ class ProcessWalker:
             for link in links.values()
             if member(link) and not (link.ppid in links and member(links[link.ppid]))
         ]
-        return [_build(link, index, parent_sid=None) for link in sorted(roots, key=_pid)]
+        return [info for link in sorted(roots, key=_pid) for info in _build(link, index, None)]
 
 
 def _links() -> dict[int, _Link]:
@@ -133,27 +134,38 @@ def _children_index(links: dict[int, _Link]) -> dict[int, list[_Link]]:
     return index
 
 
-def _build(link: _Link, index: dict[int, list[_Link]], parent_sid: int | None) -> ProcessInfo:
-    info = link.proc.as_dict(_DETAILS)
+def _build(
+    link: _Link, index: dict[int, list[_Link]], parent_sid: int | None
+) -> tuple[ProcessInfo, ...]:
+    """The process as a tree; a process that exited since the table was read is left out and
+    its children take its place (they still run, and a session's close must still find them)."""
+    children = tuple(
+        info
+        for child in sorted(index.get(link.pid, []), key=_pid)
+        for info in _build(child, index, link.sid)
+    )
+    try:
+        info = link.proc.as_dict(_DETAILS)
+    except psutil.NoSuchProcess:
+        return children
     cpu = info["cpu_times"]
     memory = info["memory_info"]
-    children = tuple(
-        _build(child, index, link.sid) for child in sorted(index.get(link.pid, []), key=_pid)
-    )
-    return ProcessInfo(
-        pid=link.pid,
-        ppid=link.ppid,
-        name=info["name"] or "",
-        cmdline=tuple(info["cmdline"] or ()),
-        status=info["status"] or "",
-        cpu_percent=float(info["cpu_percent"] or 0.0),
-        cpu_seconds=(cpu.user + cpu.system) if cpu is not None else 0.0,
-        rss=memory.rss if memory is not None else 0,
-        started=info["create_time"] or 0.0,
-        pgid=link.pgid,
-        sid=link.sid,
-        own_session=parent_sid is not None and link.sid != parent_sid,
-        children=children,
+    return (
+        ProcessInfo(
+            pid=link.pid,
+            ppid=link.ppid,
+            name=info["name"] or "",
+            cmdline=tuple(info["cmdline"] or ()),
+            status=info["status"] or "",
+            cpu_percent=float(info["cpu_percent"] or 0.0),
+            cpu_seconds=(cpu.user + cpu.system) if cpu is not None else 0.0,
+            rss=memory.rss if memory is not None else 0,
+            started=info["create_time"] or 0.0,
+            pgid=link.pgid,
+            sid=link.sid,
+            own_session=parent_sid is not None and link.sid != parent_sid,
+            children=children,
+        ),
     )
 
 

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 import psutil
 import pytest
 
+from forge import procs
 from forge.procs import ProcessWalker, find_by_environ, kill_processes
 
 # A parent that starts one plain child and one that moves to its own session, then reports ready.
@@ -73,6 +74,46 @@ def test_group_and_session_attribute_the_escapee_to_its_origin(
     session = walker.session(root.pid)
     assert [node.pid for node in session] == [root.pid]
     assert escaped in {p.pid for p in session[0].walk()}
+
+
+# A root whose child (a shell) has a child of its own; the root reaps the shell when it dies.
+_CHAIN = """
+import subprocess, sys
+middle = subprocess.Popen(["sh", "-c", "sleep 63 & echo $!; wait"], stdout=-1, text=True)
+print(middle.pid, middle.stdout.readline().strip(), flush=True)
+middle.wait()
+print("reaped", flush=True)
+sys.stdin.read()
+"""
+
+
+def test_a_process_gone_mid_walk_is_left_out_and_its_children_stay(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The table is read first and each process's details after: one may exit in between."""
+    root = subprocess.Popen(
+        [sys.executable, "-c", _CHAIN],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    assert root.stdout is not None
+    middle, grandchild = (int(x) for x in root.stdout.readline().split())
+    try:
+        table = procs._links()  # read while every process lives
+        psutil.Process(middle).kill()
+        assert root.stdout.readline().strip() == "reaped"  # gone from the process table
+        monkeypatch.setattr(procs, "_links", lambda: table)
+        session = ProcessWalker().session(root.pid)
+        walked = {p.pid for node in session for p in node.walk()}
+        assert middle not in walked
+        assert {root.pid, grandchild} <= walked
+    finally:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            psutil.Process(grandchild).kill()
+        root.kill()
+        root.communicate()
 
 
 def test_missing_root_is_none() -> None:
