@@ -151,7 +151,7 @@ async def messages(socket: zmq.asyncio.Socket) -> AsyncIterator[list[zmq.Frame]]
     while True:
         yield await socket.recv_multipart(copy=False)
         for _ in range(YIELD_EVERY):
-            if not _queued(drain):
+            if not queued(drain):
                 break
             yield drain.recv_multipart(zmq.NOBLOCK, copy=False)
         else:
@@ -184,7 +184,7 @@ class MessagePump:
         self._pending.cancel()
         socket = self._socket
         for _ in range(YIELD_EVERY):
-            if not _queued(socket):
+            if not queued(socket):
                 return
             self._on_message(socket.recv_multipart(zmq.NOBLOCK, copy=False))
         self._pending = self._loop.call_soon(self._drain)
@@ -195,7 +195,7 @@ class MessagePump:
         self._loop.remove_reader(self._fd)
 
 
-def _queued(socket: zmq.Socket[Any]) -> bool:
+def queued(socket: zmq.Socket[Any]) -> bool:
     """Whether a message waits: asking ZMQ_EVENTS costs a third of a receive that fails."""
     return bool(cast(int, socket.get(zmq.EVENTS)) & _POLLIN)
 

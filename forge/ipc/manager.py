@@ -140,6 +140,7 @@ class WorkerHandle:
         self._bulk = channel.open_router(manager.zmq, base.with_suffix(".bulk"), channel.BULK_HWM)
         self._bulk_in = channel.open_router(manager.zmq, base.with_suffix(".in"), channel.BULK_HWM)
         self._bulk_in_now = channel.plain(self._bulk_in)
+        self._control_now = channel.plain(self._control)
         self._endpoints = (f"ipc://{base}.ctl", f"ipc://{base}.bulk", f"ipc://{base}.in")
         self._pending = PendingRequests(spec.name, self._clock)
         self._streams = StreamRegistry()
@@ -344,11 +345,24 @@ class WorkerHandle:
         if not await self._within(hello, t.hello_timeout):
             why = f"no hello within {t.hello_timeout:g} s"
         else:
-            while (wait := self._last_seen + t.hang_after - self._clock.monotonic()) > 0:
-                await self._clock.sleep(wait)
+            await self._silence(t.hang_after)
             why = f"hung: no heartbeat for {t.hang_after:g} s"
         self._log.error("worker_hang", pid=process.pid, reason=why)
         await self._terminate(process, why)
+
+    async def _silence(self, bound: float) -> None:
+        """Return once the worker has sent nothing for `bound` seconds. Silence is judged on
+        what was received, so while messages wait unread in the control socket the supervisor
+        is the one behind (its loop stalled: a long synchronous step, a starved machine), not
+        the worker: they are read first, and they may be its heartbeats."""
+        while True:
+            wait = self._last_seen + bound - self._clock.monotonic()
+            if wait > 0:
+                await self._clock.sleep(wait)
+            elif channel.queued(self._control_now):
+                await asyncio.sleep(0)  # the control reader's turn
+            else:
+                return
 
     async def _terminate(self, process: WorkerProcess, why: str) -> None:
         self._kill_reason = why

@@ -7,6 +7,7 @@ import dataclasses
 import os
 import signal
 import sys
+import time
 from pathlib import Path
 
 import psutil
@@ -139,6 +140,30 @@ async def test_sigstop_is_caught_by_missed_heartbeats_then_killed_and_restarted(
         assert worker.row.last_reason == "hung: no heartbeat for 0.5 s; killed by SIGKILL"
         assert not psutil.pid_exists(first_pid)
         assert await call(worker, Echo(value=1)) == 1
+
+
+async def test_a_stall_of_the_supervisor_itself_is_not_a_worker_hang(
+    forge_dirs: dict[str, Path],
+) -> None:
+    """The watchdog judges only time the supervisor was running to hear heartbeats: after its
+    own loop stalls (a long synchronous step, a machine under load) past the hang bound, the
+    heartbeats waiting in the socket are heard, and no worker is killed. (Hung after 2 s of
+    silence, so a loaded machine's workers are not really silent that long in the window.)"""
+    timings = dataclasses.replace(TEST_TIMINGS, heartbeat_interval=0.4)
+    async with WorkerManager(timings=timings) as manager:
+        workers = [manager.start(misbehaving(f"steady-{n}")) for n in range(3)]
+        for worker in workers:
+            await ready(worker)
+        pids = [worker.pid for worker in workers]
+        with capture_logs() as records:
+            time.sleep(timings.hang_after * 3)  # noqa: ASYNC251 (the stall under test)
+            for worker in workers:  # each round trip lets the loop read what waited
+                assert await call(worker, Echo(value=1)) == 1
+            await asyncio.sleep(timings.hang_after * 2)  # the bound, with heartbeats heard
+        assert [r for r in records if r["event"] == "worker_hang"] == []
+        assert [(w.pid, w.row.restarts, w.row.state) for w in workers] == [
+            (pid, 0, "ready") for pid in pids
+        ]
 
 
 async def test_a_hung_worker_that_honours_sigterm_exits_on_it(
