@@ -39,7 +39,6 @@ import contextlib
 import os
 import platform
 import shutil
-import socket
 import statistics
 import subprocess
 import tempfile
@@ -56,6 +55,8 @@ from ptyprocess import PtyProcess
 from websockets.asyncio.server import ServerConnection, serve
 from websockets.datastructures import Headers
 from websockets.http11 import Request, Response
+
+from forge.testing.person import SupervisorProcess, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 WEB = ROOT / "web"
@@ -142,13 +143,6 @@ FRAMES_JS = """() => {
     };
     stats.start = [hook.received, hook.drawn];
 }"""
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-    return port
 
 
 def percentile(values: list[float], share: float) -> float:
@@ -253,52 +247,20 @@ class Floor:
 # --- forge: a real `forge supervise` ----------------------------------------------------------
 
 
-class Forge:
+class Forge(SupervisorProcess):
+    """The supervisor under measure: one project whose shell is the floor's bash."""
+
     def __init__(self, home: Path) -> None:
-        self.home = home
-        self.port = free_port()
         project = home / "web"
         project.mkdir(parents=True)
         shell = home / "bash.sh"
         shell.write_text(f"#!/bin/sh\nexec {' '.join(SHELL)}\n", encoding="utf-8")
         shell.chmod(0o755)
-        self.config = home / "forge.toml"
-        self.config.write_text(
+        super().__init__(
+            home,
             f'[[projects]]\norg = "bench"\nname = "web"\npath = "{project}"\nshell = "{shell}"\n',
-            encoding="utf-8",
+            env={"HOME": str(home), "PS1": "$ "},
         )
-        self.env = {
-            **os.environ, "HOME": str(home), "PS1": "$ ", "XDG_CONFIG_HOME": str(home / "config"),
-            "XDG_STATE_HOME": str(home / "state"), "XDG_RUNTIME_DIR": str(home / "run"),
-        }  # fmt: skip
-        for name in ("config", "state", "run"):
-            (home / name).mkdir(mode=0o700)
-        self.env.pop("FORGE_CONFIG", None)
-        self.process: subprocess.Popen[str] | None = None
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/"
-
-    @property
-    def token(self) -> str:
-        return (self.home / "state" / "forge" / "token").read_text(encoding="utf-8").strip()
-
-    def start(self) -> None:
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "forge.cli", "supervise", "--config", str(self.config),
-             "--port", str(self.port)],
-            env=self.env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-        )  # fmt: skip
-        assert self.process.stdout is not None
-        line = self.process.stdout.readline()
-        if not line.startswith("forge supervise: serving "):
-            raise SystemExit(f"forge supervise did not start: {line!r}")
-
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            self.process.wait(60)
 
 
 # --- measuring in a page ----------------------------------------------------------------------

@@ -12,6 +12,8 @@ import it. Each module's docstring shows how to use it.
 - `misbehaving` (+ `misbehaving_protocol`): a worker (`python -m forge.testing.misbehaving`)
   scripted to crash, hang, flood, read slowly, ignore SIGTERM or exit with the config-error code.
 - `manager_host`: a process running a `WorkerManager`, for "SIGKILL the supervisor" tests.
+- `pages`: a test's page for a seat's tab, served from a local port.
+- `person.SupervisorProcess`: `forge supervise` started as a person starts it, for browser tests.
 
 The hooks production code reads for tests (drill verbs, a pinned clock, lab holds) are listed
 in `forge.testhooks`.

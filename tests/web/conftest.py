@@ -4,10 +4,6 @@ system Chromium and Playwright's own browsers are never installed."""
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -18,6 +14,7 @@ import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_playwright
 
 from forge.testing.pages import OnePage, served
+from forge.testing.person import SupervisorProcess
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -65,15 +62,6 @@ def browser() -> Iterator[Browser]:
         yield launched
 
 
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-    return port
-
-
 RECORDER = """#!/bin/sh
 # A "shell" that keeps every byte it is sent, exactly: raw, no echo, appended to typed.bin.
 stty raw -echo
@@ -81,13 +69,12 @@ exec cat >> typed.bin
 """
 
 
-class Supervised:
-    """`forge supervise` as a person runs it, on a fixed port so a restart keeps the page's URL."""
+class Supervised(SupervisorProcess):
+    """`forge supervise` as a person runs it, with two projects: `proj` (a plain shell) and
+    `typed` (whose shell keeps every byte it is sent in `typed`)."""
 
     def __init__(self, root: Path, extra: str = "") -> None:
         """`extra` is more of forge.toml (a `[dictate]` table, say)."""
-        self.root = root
-        self.port = free_port()
         project = root / "proj"
         project.mkdir(exist_ok=True)
         typed = root / "typed"
@@ -96,56 +83,16 @@ class Supervised:
         recorder.write_text(RECORDER, encoding="utf-8")
         recorder.chmod(0o755)
         self.typed = typed / "typed.bin"
-        self.config = root / "forge.toml"
-        self.config.write_text(
+        super().__init__(
+            root,
             f'[[projects]]\norg = "acme"\nname = "proj"\npath = "{project}"\nshell = "/bin/sh"\n'
             f'[[projects]]\norg = "acme"\nname = "typed"\npath = "{typed}"\n'
             f'shell = "{recorder}"\n' + extra,
-            encoding="utf-8",
         )
-        self.env = dict(
-            os.environ,
-            XDG_CONFIG_HOME=str(root / "config"),
-            XDG_STATE_HOME=str(root / "state"),
-            XDG_RUNTIME_DIR=str(root / "runtime"),
-        )
-        for name in ("config", "state", "runtime"):
-            (root / name).mkdir(mode=0o700, exist_ok=True)
-        self.env.pop("FORGE_CONFIG", None)
-        self.process: subprocess.Popen[str] | None = None
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/"
-
-    @property
-    def token(self) -> str:
-        """The token `forge supervise` made on its first start (what `forge pair` prints)."""
-        return (self.root / "state" / "forge" / "token").read_text(encoding="utf-8").strip()
 
     def pair(self, context: BrowserContext) -> None:
         """Pages of `context` hold the token, as after opening `forge pair`'s URL once."""
         context.add_init_script(f"localStorage.setItem('forge.token', {self.token!r})")
-
-    def start(self) -> None:
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "forge.cli", "supervise", "--config", str(self.config),
-             "--port", str(self.port)],
-            env=self.env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-        )  # fmt: skip
-        assert self.process.stdout is not None
-        line = self.process.stdout.readline()  # printed once the socket listens
-        assert line.startswith("forge supervise: serving "), line
-
-    def stop(self, sig: int = signal.SIGTERM) -> None:
-        process, self.process = self.process, None
-        if process is None:
-            return
-        if process.poll() is None:
-            process.send_signal(sig)
-            process.wait(timeout=60)
-        if process.stdout is not None:
-            process.stdout.close()
 
 
 @pytest.fixture(scope="module")
@@ -213,9 +160,7 @@ def poll(
     while not page.evaluate(function, arg):
         if time.monotonic() > deadline:
             seen = f"; the page shows {page.evaluate(describe)!r}" if describe else ""
-            raise AssertionError(
-                f"still false after {timeout_ms} ms: {function} ({arg!r}){seen}"
-            )
+            raise AssertionError(f"still false after {timeout_ms} ms: {function} ({arg!r}){seen}")
         page.wait_for_timeout(50)
 
 
