@@ -65,7 +65,6 @@ from websockets.exceptions import ConnectionClosed
 from forge.client.auth import subprotocols
 from forge.files import write_atomic
 from forge.testing.pages import page_of, serve_in_thread
-from forge.wire import client as wire_client
 from forge.wire.binary import BROWSER_FRAME_HEADER, TERMINAL_OUTPUT_HEADER, terminal_input
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -84,6 +83,8 @@ def _load(name: str, path: Path) -> Any:
 
 
 checks = _load("chaos_checks", ROOT / "bench" / "chaos_checks.py")
+HOSTILE = ROOT / "bench" / "hostile.py"
+hostile = _load("hostile", HOSTILE)
 
 ASK_BOUND_S = 30.0
 """A request with `reply_to` (or a ping) unanswered after this is a violation."""
@@ -698,58 +699,6 @@ def worker_processes(supervisor: psutil.Process) -> list[tuple[int, str]]:
     return found
 
 
-def hostile_messages(rng: random.Random) -> list[str]:
-    """Client messages built from forge.wire.client's own structs, each made wrong one way:
-    a required field dropped or given a value of the wrong type, an unknown kind, not an
-    object, not JSON. Every one must be answered with an error and the connection kept."""
-    kinds = []
-    stack = list(wire_client.ClientMessage.__subclasses__())
-    while stack:
-        cls = stack.pop()
-        stack.extend(cls.__subclasses__())
-        required = [f for f in msgspec.structs.fields(cls) if f.required and f.type is not Any]
-        if required:
-            kinds.append((cls.__struct_config__.tag, required))
-    out = []
-    for _ in range(60):
-        roll = rng.random()
-        if roll < 0.08:
-            out.append(json.dumps({"kind": f"no_such_{rng.randint(0, 999)}"}))
-            continue
-        if roll < 0.12:
-            out.append(rng.choice(["[1, 2]", '"text"', "42", "null", '{"kind": 7}']))
-            continue
-        if roll < 0.16:
-            out.append('{"kind": "subscribe", "what": ' + "[" * rng.randint(1, 40))
-            continue
-        tag, required = rng.choice(kinds)
-        message: dict[str, Any] = {"kind": tag}
-        for f in required:
-            message[f.name] = _valid_value(f.type)
-        victim = rng.choice([f for f in required if f.type is not Any])
-        if rng.random() < 0.5:
-            del message[victim.name]
-        else:
-            message[victim.name] = [[None]] if "list" not in repr(victim.type) else {"x": 1}
-        out.append(json.dumps(message))
-    return out
-
-
-def _valid_value(kind: Any) -> Any:
-    text = repr(kind)
-    if "Seat" in text:
-        return {"org": "chaos", "project": "nowhere", "label": "x"}
-    if "bool" in text:
-        return False
-    if "int" in text or "float" in text:
-        return 1
-    if "dict" in text:
-        return {}
-    if "list" in text:
-        return []
-    return "x"
-
-
 class Faults:
     def __init__(self, run: Run, rng: random.Random, supervisor: psutil.Process, port: int,
                  url: str, monitor: Monitor, config: Path, log: Path, good_config: str,
@@ -939,20 +888,39 @@ class Faults:
         return found
 
     async def hostile(self) -> None:
-        messages = hostile_messages(self.rng)
-        self.run.fault("hostile", f"{len(messages)} wrong messages, binary junk, one 17 MiB frame")
+        """A client sending the frames bench/hostile.py draws for a seed from this run's: each
+        text frame answered with an error on a connection that stays, the binary ones dropped
+        (a ping after them gets its pong), then one 17 MiB frame closed with 1009."""
+        seed = self.rng.getrandbits(32)
+        draw = await asyncio.create_subprocess_exec(
+            sys.executable, "-P", str(HOSTILE), str(seed),
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        out, err = await draw.communicate()
+        if draw.returncode != 0:
+            self.run.violate(
+                "hostile", f"bench/hostile.py {seed} exited {draw.returncode}: {err[-300:]!r}"
+            )
+            return
+        messages, junk = msgspec.json.decode(out, type=hostile.Frames)
+        self.run.fault(
+            "hostile",
+            f"bench/hostile.py {seed}: {len(messages)} wrong messages, {len(junk)} binary frames, "
+            "one 17 MiB frame",
+        )
         ws = await connect(self.url, ping_interval=None, max_size=None, subprotocols=subprotocols())
         try:
             await ws.recv()
             await ws.recv()
             for message in messages:
-                await ws.send(message)
+                await ws.send(message.text)
                 async with asyncio.timeout(ASK_BOUND_S):
                     answer = json.loads(await ws.recv())
                 if answer.get("kind") != "error":
-                    self.run.violate("hostile", f"{message[:80]} answered {answer}")
-            for junk in (b"\x05", b"\x09junk", b"\x04" + bytes(10), b"", b"\x01" * 3):
-                await ws.send(junk)
+                    what = f"{message.flaw} ({message.kind}) {message.text[:80]!r}"
+                    self.run.violate("hostile", f"{what} answered {answer}")
+            for frame in junk:
+                await ws.send(frame)
             await ws.send('{"kind":"ping"}')
             async with asyncio.timeout(ASK_BOUND_S):
                 answer = json.loads(await ws.recv())
