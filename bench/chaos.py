@@ -11,18 +11,24 @@ seats; a Lab cohort (`forge evaluate --parallel 2`) run again and again; gh call
 shim against the stateful fake, with outages switched on and off.
 
 Faults (seeded): kill -9 of a terminal, browser or walker worker; SIGSTOP then SIGCONT of one
-(short: a pause; long: a hang the watchdog must end); a client whose TCP ends in a reset; a
-half-open client (never reads, never pongs); a client sending hostile frames built from
-`forge.wire.client`'s own message definitions (wrong kinds and types, missing fields,
-truncated binary, one frame over the 16 MiB bound); a broken forge.toml then a good one; SIGHUP.
+(short: a pause; long: a hang the watchdog must end); kill -9 of a Lab attempt runner (the round
+resumes); a client whose TCP ends in a reset; a half-open client (never reads, never pongs); a
+client sending hostile frames that Hypothesis draws from forge.wire's own definitions
+(`bench/hostile.py`: every client struct wrong in one place, cut short or not an object, unknown
+kinds, not JSON, truncated and wrong-kind binary frames), then one frame over the 16 MiB bound;
+during a gh outage, a gh write with no room to spool its queue entry; a broken forge.toml then a
+good one; SIGHUP.
 
 Invariants (`bench/chaos_checks.py`, pure): terminal frames contiguous between fresh views and
 the shells' own numbered lines unbroken; browser frame seq never backwards; every request
 answered within its bound; every killed worker recovered or reported; the other workers
-untouched; ping p99 under 50 ms or under 2x a bare websockets echo server's; the supervisor's
-RSS and fd slopes after warm-up; no process left after stop; the Lab's verdicts equal a first
-run's; no accepted gh write lost or duplicated. Each violation prints with its time and the
-seed, with the tail of the event log, and the exit status is 1.
+untouched; every hostile text frame answered with an error on a connection that stays (a ping
+after the binary ones gets its pong), the oversized frame closed with 1009; ping p99 under 50 ms
+or under 2x a bare websockets echo server's; the supervisor's RSS and fd slopes after warm-up;
+no process left after stop; the Lab's verdicts equal a first run's; no accepted gh write lost or
+duplicated, and a write with no room refused loudly. Each violation prints with its time and the
+seed, with the tail of the event log, and the exit status is 1. A hostile client's frames replay
+alone: `python -P bench/hostile.py SEED`, SEED as its FAULT line prints it.
 """
 
 from __future__ import annotations

@@ -16,7 +16,8 @@ generated frame forge takes is a bug here, not in forge.
 once, then the rest, and a round of binary frames with every form once, shuffled. It is one
 Hypothesis example drawn under `@seed` (`draw`), so a chaos run's `--seed` replays it. One
 example rather than one per frame: Hypothesis's generate phase follows each random example with
-near copies, and 600 examples in one run still missed whole structs. Pure: no I/O.
+near copies, and 600 examples in one run still missed whole structs. The strategies are pure;
+run as a script (`main`), the module prints one client's frames for a seed.
 """
 
 from __future__ import annotations
@@ -226,12 +227,16 @@ def flaws(struct: mi.StructType) -> list[tuple[str, st.SearchStrategy[dict[str, 
         bad = wrong(field.type)
         if bad is not None:
             pair = st.tuples(valid_object(struct), bad)
-            out.append(("wrong type", pair.map(lambda p, name=name: {**p[0], name: p[1]})))
+            out.append(("wrong type", pair.map(_put(name))))
     return out
 
 
 def _without(name: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
     return lambda message: {k: v for k, v in message.items() if k != name}
+
+
+def _put(name: str) -> Callable[[tuple[dict[str, Any], Any]], dict[str, Any]]:
+    return lambda pair: {**pair[0], name: pair[1]}
 
 
 # --- text frames ------------------------------------------------------------------------------
@@ -273,7 +278,7 @@ def about_a_struct(info: mi.StructType) -> st.SearchStrategy[Hostile]:
     found = flaws(info)
     if not found:
         return st.one_of(cut, wrapped)
-    flawed = st.one_of([m.map(lambda m, f=flaw: (f, m)) for flaw, m in found])
+    flawed = st.one_of([st.tuples(st.just(flaw), m) for flaw, m in found])
 
     def bulky(how: str, key: str, extra: st.SearchStrategy[Any]) -> st.SearchStrategy[Hostile]:
         """Wrong in one place, behind an unknown field the decoder reads past first."""
@@ -335,14 +340,13 @@ def binary_forms() -> list[st.SearchStrategy[bytes]]:
     forms: list[st.SearchStrategy[bytes]] = [st.just(b"")]
     for kind in binary.Kind:
         header = getattr(binary, f"{kind.name}_HEADER", None)
-        lead = bytes([kind])
         if kind in binary.SERVER_KINDS:
             size = header.size if header is not None else 1
             whole_or_cut = st.binary(max_size=size + 16)
-            forms.append(whole_or_cut.map(lambda rest, lead=lead: lead + rest))
+            forms.append(st.tuples(st.just(bytes([kind])), whole_or_cut).map(b"".join))
         elif header is not None:
             cut = st.binary(max_size=header.size - 2)
-            forms.append(cut.map(lambda rest, lead=lead: lead + rest))
+            forms.append(st.tuples(st.just(bytes([kind])), cut).map(b"".join))
     most = binary.DICTATION_MAX_BYTES
     dictation = bytes([binary.Kind.DICTATION])
     unknown = st.integers(0, 255).filter(lambda byte: byte not in set(binary.Kind))

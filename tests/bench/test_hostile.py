@@ -82,7 +82,7 @@ def test_every_text_frame_is_refused_where_it_was_made_wrong(rounds: list[Any]) 
 def test_every_round_has_each_struct_and_the_rounds_every_flaw(rounds: list[Any]) -> None:
     flaws: Counter[str] = Counter()
     for texts, _ in rounds:
-        assert len(texts) == hostile.TEXT_FRAMES
+        assert len(texts) == max(hostile.TEXT_FRAMES, len(TAGS))
         assert {frame.kind for frame in texts} >= TAGS
         flaws.update(frame.flaw for frame in texts)
     assert set(flaws) == {
