@@ -705,11 +705,48 @@ def worker_processes(supervisor: psutil.Process) -> list[tuple[int, str]]:
     return found
 
 
+class HostileDraws:
+    """The hostile client's frames. bench/hostile.py draws them in a fresh interpreter (so a seed
+    replays them whatever this process has imported) from seeds of the run's own: the first
+    while the run starts, before any latency is measured (a second of CPU a short run's pings
+    would otherwise share), each later one when its fault comes."""
+
+    def __init__(self, rng: random.Random) -> None:
+        self.rng = rng
+        self.first: asyncio.Future[tuple[int, Any]] | None = asyncio.ensure_future(self.draw())
+
+    async def draw(self) -> tuple[int, Any]:
+        seed = self.rng.getrandbits(32)
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-P", str(HOSTILE), str(seed),
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        try:
+            out, err = await process.communicate()
+        finally:
+            if process.returncode is None:  # cancelled: the run's end leaves no process behind
+                process.kill()
+                await process.wait()
+        if process.returncode != 0:
+            why = f"exited {process.returncode}: {err[-300:]!r}"
+            raise RuntimeError(f"bench/hostile.py {seed} {why}")
+        return seed, msgspec.json.decode(out, type=hostile.Frames)
+
+    async def take(self) -> tuple[int, Any]:
+        first, self.first = self.first, None
+        return await (first if first is not None else self.draw())
+
+    def cancel(self) -> None:
+        if self.first is not None:
+            self.first.cancel()
+
+
 class Faults:
     def __init__(self, run: Run, rng: random.Random, supervisor: psutil.Process, port: int,
                  url: str, monitor: Monitor, config: Path, log: Path, good_config: str,
-                 seat: dict[str, str]) -> None:  # fmt: skip
+                 seat: dict[str, str], hostile_draws: HostileDraws) -> None:  # fmt: skip
         self.run, self.rng, self.supervisor, self.port, self.url = run, rng, supervisor, port, url
+        self.hostile_draws = hostile_draws
         self.monitor, self.config, self.log, self.good_config, self.seat = (
             monitor,
             config,
@@ -894,23 +931,14 @@ class Faults:
         return found
 
     async def hostile(self) -> None:
-        """A client sending the frames bench/hostile.py draws for a seed from this run's: each
-        text frame answered with an error on a connection that stays, the binary ones dropped
-        (a ping after them gets its pong), then one 17 MiB frame closed with 1009."""
-        seed = self.rng.getrandbits(32)
-        # The draw is the bench's own work (a second of CPU): at the lowest priority, it takes
-        # no core from the supervisor whose latency the pingers measure.
-        draw = await asyncio.create_subprocess_exec(
-            "nice", "-n", "19", sys.executable, "-P", str(HOSTILE), str(seed),
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-        )  # fmt: skip
-        out, err = await draw.communicate()
-        if draw.returncode != 0:
-            self.run.violate(
-                "hostile", f"bench/hostile.py {seed} exited {draw.returncode}: {err[-300:]!r}"
-            )
+        """A client sending the frames bench/hostile.py drew: each text frame answered with an
+        error on a connection that stays, the binary ones dropped (a ping after them gets its
+        pong), then one 17 MiB frame closed with 1009."""
+        try:
+            seed, (messages, junk) = await self.hostile_draws.take()
+        except RuntimeError as error:
+            self.run.violate("hostile", str(error))
             return
-        messages, junk = msgspec.json.decode(out, type=hostile.Frames)
         self.run.fault(
             "hostile",
             f"bench/hostile.py {seed}: {len(messages)} wrong messages, {len(junk)} binary frames, "
@@ -1166,6 +1194,7 @@ async def chaos(minutes: float, seed: int, out: Path, small: bool, trace_memory:
     run = Run(seed)
     out.mkdir(parents=True, exist_ok=True)  # noqa: ASYNC240 (once, before any load)
     run.log_file = (out / "events.log").open("w")
+    hostile_draws = HostileDraws(random.Random(f"{seed} hostile"))
     marker = uuid.uuid4().hex
     home = Path(tempfile.mkdtemp(prefix="forge-chaos-"))
     for sub in ("config", "state", "runtime", "tmp"):
@@ -1246,7 +1275,7 @@ async def chaos(minutes: float, seed: int, out: Path, small: bool, trace_memory:
     compileall.compile_dir(ROOT / "forge", quiet=1)
     lab_env = {"FORGE_CHAOS_RUN": marker}
     faults = Faults(run, random.Random(rng.random()), supervisor, port, url, monitor, config, log,
-                    good, plans[0].seat)  # fmt: skip
+                    good, plans[0].seat, hostile_draws)  # fmt: skip
     every = (10.0, 25.0) if small else (20.0, 60.0)
     tasks = [
         asyncio.create_task(pinger(run, url, "forge", samples["forge"])),
@@ -1297,6 +1326,7 @@ async def chaos(minutes: float, seed: int, out: Path, small: bool, trace_memory:
             task.cancel()
     for task in faults.checks:
         task.cancel()
+    hostile_draws.cancel()
     await asyncio.gather(*tasks, *faults.checks, return_exceptions=True)
     gh_env = (
         gh_task.result()
