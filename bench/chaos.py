@@ -11,18 +11,24 @@ seats; a Lab cohort (`forge evaluate --parallel 2`) run again and again; gh call
 shim against the stateful fake, with outages switched on and off.
 
 Faults (seeded): kill -9 of a terminal, browser or walker worker; SIGSTOP then SIGCONT of one
-(short: a pause; long: a hang the watchdog must end); a client whose TCP ends in a reset; a
-half-open client (never reads, never pongs); a client sending hostile frames built from
-`forge.wire.client`'s own message definitions (wrong kinds and types, missing fields,
-truncated binary, one frame over the 16 MiB bound); a broken forge.toml then a good one; SIGHUP.
+(short: a pause; long: a hang the watchdog must end); kill -9 of a Lab attempt runner (the round
+resumes); a client whose TCP ends in a reset; a half-open client (never reads, never pongs); a
+client sending hostile frames that Hypothesis draws from forge.wire's own definitions
+(`bench/hostile.py`: every client struct wrong in one place, cut short or not an object, unknown
+kinds, not JSON, truncated and wrong-kind binary frames), then one frame over the 16 MiB bound;
+during a gh outage, a gh write with no room to spool its queue entry; a broken forge.toml then a
+good one; SIGHUP.
 
 Invariants (`bench/chaos_checks.py`, pure): terminal frames contiguous between fresh views and
 the shells' own numbered lines unbroken; browser frame seq never backwards; every request
 answered within its bound; every killed worker recovered or reported; the other workers
-untouched; ping p99 under 50 ms or under 2x a bare websockets echo server's; the supervisor's
-RSS and fd slopes after warm-up; no process left after stop; the Lab's verdicts equal a first
-run's; no accepted gh write lost or duplicated. Each violation prints with its time and the
-seed, with the tail of the event log, and the exit status is 1.
+untouched; every hostile text frame answered with an error on a connection that stays (a ping
+after the binary ones gets its pong), the oversized frame closed with 1009; ping p99 under 50 ms
+or under 2x a bare websockets echo server's; the supervisor's RSS and fd slopes after warm-up;
+no process left after stop; the Lab's verdicts equal a first run's; no accepted gh write lost or
+duplicated, and a write with no room refused loudly. Each violation prints with its time and the
+seed, with the tail of the event log, and the exit status is 1. A hostile client's frames replay
+alone: `python -P bench/hostile.py SEED`, SEED as its FAULT line prints it.
 """
 
 from __future__ import annotations
@@ -65,7 +71,6 @@ from websockets.exceptions import ConnectionClosed
 from forge.client.auth import subprotocols
 from forge.files import write_atomic
 from forge.testing.pages import page_of, serve_in_thread
-from forge.wire import client as wire_client
 from forge.wire.binary import BROWSER_FRAME_HEADER, TERMINAL_OUTPUT_HEADER, terminal_input
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -84,6 +89,8 @@ def _load(name: str, path: Path) -> Any:
 
 
 checks = _load("chaos_checks", ROOT / "bench" / "chaos_checks.py")
+HOSTILE = ROOT / "bench" / "hostile.py"
+hostile = _load("hostile", HOSTILE)
 
 ASK_BOUND_S = 30.0
 """A request with `reply_to` (or a ping) unanswered after this is a violation."""
@@ -698,63 +705,48 @@ def worker_processes(supervisor: psutil.Process) -> list[tuple[int, str]]:
     return found
 
 
-def hostile_messages(rng: random.Random) -> list[str]:
-    """Client messages built from forge.wire.client's own structs, each made wrong one way:
-    a required field dropped or given a value of the wrong type, an unknown kind, not an
-    object, not JSON. Every one must be answered with an error and the connection kept."""
-    kinds = []
-    stack = list(wire_client.ClientMessage.__subclasses__())
-    while stack:
-        cls = stack.pop()
-        stack.extend(cls.__subclasses__())
-        required = [f for f in msgspec.structs.fields(cls) if f.required and f.type is not Any]
-        if required:
-            kinds.append((cls.__struct_config__.tag, required))
-    out = []
-    for _ in range(60):
-        roll = rng.random()
-        if roll < 0.08:
-            out.append(json.dumps({"kind": f"no_such_{rng.randint(0, 999)}"}))
-            continue
-        if roll < 0.12:
-            out.append(rng.choice(["[1, 2]", '"text"', "42", "null", '{"kind": 7}']))
-            continue
-        if roll < 0.16:
-            out.append('{"kind": "subscribe", "what": ' + "[" * rng.randint(1, 40))
-            continue
-        tag, required = rng.choice(kinds)
-        message: dict[str, Any] = {"kind": tag}
-        for f in required:
-            message[f.name] = _valid_value(f.type)
-        victim = rng.choice([f for f in required if f.type is not Any])
-        if rng.random() < 0.5:
-            del message[victim.name]
-        else:
-            message[victim.name] = [[None]] if "list" not in repr(victim.type) else {"x": 1}
-        out.append(json.dumps(message))
-    return out
+class HostileDraws:
+    """The hostile client's frames. bench/hostile.py draws them in a fresh interpreter (so a seed
+    replays them whatever this process has imported) from seeds of the run's own: the first
+    while the run starts, before any latency is measured (a second of CPU a short run's pings
+    would otherwise share), each later one when its fault comes."""
 
+    def __init__(self, rng: random.Random) -> None:
+        self.rng = rng
+        self.first: asyncio.Future[tuple[int, Any]] | None = asyncio.ensure_future(self.draw())
 
-def _valid_value(kind: Any) -> Any:
-    text = repr(kind)
-    if "Seat" in text:
-        return {"org": "chaos", "project": "nowhere", "label": "x"}
-    if "bool" in text:
-        return False
-    if "int" in text or "float" in text:
-        return 1
-    if "dict" in text:
-        return {}
-    if "list" in text:
-        return []
-    return "x"
+    async def draw(self) -> tuple[int, Any]:
+        seed = self.rng.getrandbits(32)
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-P", str(HOSTILE), str(seed),
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        try:
+            out, err = await process.communicate()
+        finally:
+            if process.returncode is None:  # cancelled: the run's end leaves no process behind
+                process.kill()
+                await process.wait()
+        if process.returncode != 0:
+            why = f"exited {process.returncode}: {err[-300:]!r}"
+            raise RuntimeError(f"bench/hostile.py {seed} {why}")
+        return seed, msgspec.json.decode(out, type=hostile.Frames)
+
+    async def take(self) -> tuple[int, Any]:
+        first, self.first = self.first, None
+        return await (first if first is not None else self.draw())
+
+    def cancel(self) -> None:
+        if self.first is not None:
+            self.first.cancel()
 
 
 class Faults:
     def __init__(self, run: Run, rng: random.Random, supervisor: psutil.Process, port: int,
                  url: str, monitor: Monitor, config: Path, log: Path, good_config: str,
-                 seat: dict[str, str]) -> None:  # fmt: skip
+                 seat: dict[str, str], hostile_draws: HostileDraws) -> None:  # fmt: skip
         self.run, self.rng, self.supervisor, self.port, self.url = run, rng, supervisor, port, url
+        self.hostile_draws = hostile_draws
         self.monitor, self.config, self.log, self.good_config, self.seat = (
             monitor,
             config,
@@ -942,20 +934,32 @@ class Faults:
         return found
 
     async def hostile(self) -> None:
-        messages = hostile_messages(self.rng)
-        self.run.fault("hostile", f"{len(messages)} wrong messages, binary junk, one 17 MiB frame")
+        """A client sending the frames bench/hostile.py drew: each text frame answered with an
+        error on a connection that stays, the binary ones dropped (a ping after them gets its
+        pong), then one 17 MiB frame closed with 1009."""
+        try:
+            seed, (messages, junk) = await self.hostile_draws.take()
+        except RuntimeError as error:
+            self.run.violate("hostile", str(error))
+            return
+        self.run.fault(
+            "hostile",
+            f"bench/hostile.py {seed}: {len(messages)} wrong messages, {len(junk)} binary frames, "
+            "one 17 MiB frame",
+        )
         ws = await connect(self.url, ping_interval=None, max_size=None, subprotocols=subprotocols())
         try:
             await ws.recv()
             await ws.recv()
             for message in messages:
-                await ws.send(message)
+                await ws.send(message.text)
                 async with asyncio.timeout(ASK_BOUND_S):
                     answer = json.loads(await ws.recv())
                 if answer.get("kind") != "error":
-                    self.run.violate("hostile", f"{message[:80]} answered {answer}")
-            for junk in (b"\x05", b"\x09junk", b"\x04" + bytes(10), b"", b"\x01" * 3):
-                await ws.send(junk)
+                    what = f"{message.flaw} ({message.kind}) {message.text[:80]!r}"
+                    self.run.violate("hostile", f"{what} answered {answer}")
+            for frame in junk:
+                await ws.send(frame)
             await ws.send('{"kind":"ping"}')
             async with asyncio.timeout(ASK_BOUND_S):
                 answer = json.loads(await ws.recv())
@@ -1193,6 +1197,7 @@ async def chaos(minutes: float, seed: int, out: Path, small: bool, trace_memory:
     run = Run(seed)
     out.mkdir(parents=True, exist_ok=True)  # noqa: ASYNC240 (once, before any load)
     run.log_file = (out / "events.log").open("w")
+    hostile_draws = HostileDraws(random.Random(f"{seed} hostile"))
     marker = uuid.uuid4().hex
     home = Path(tempfile.mkdtemp(prefix="forge-chaos-"))
     for sub in ("config", "state", "runtime", "tmp"):
@@ -1273,7 +1278,7 @@ async def chaos(minutes: float, seed: int, out: Path, small: bool, trace_memory:
     compileall.compile_dir(ROOT / "forge", quiet=1)
     lab_env = {"FORGE_CHAOS_RUN": marker}
     faults = Faults(run, random.Random(rng.random()), supervisor, port, url, monitor, config, log,
-                    good, plans[0].seat)  # fmt: skip
+                    good, plans[0].seat, hostile_draws)  # fmt: skip
     every = (10.0, 25.0) if small else (20.0, 60.0)
     tasks = [
         asyncio.create_task(pinger(run, url, "forge", samples["forge"])),
@@ -1324,6 +1329,7 @@ async def chaos(minutes: float, seed: int, out: Path, small: bool, trace_memory:
             task.cancel()
     for task in faults.checks:
         task.cancel()
+    hostile_draws.cancel()
     await asyncio.gather(*tasks, *faults.checks, return_exceptions=True)
     gh_env = (
         gh_task.result()
