@@ -439,6 +439,8 @@ class ClientDecoder:
             return self._decoder.decode(text)
         except msgspec.DecodeError as error:
             raise ClientRefusal("client_message", self._why(text, error)) from None
+        except RecursionError:  # msgspec recurses once per level of nesting
+            raise ClientRefusal("client_message", TOO_DEEP) from None
 
     def _why(self, text: str | bytes, error: msgspec.DecodeError) -> str:
         """One sentence naming the kind and the field that was wrong."""
@@ -456,6 +458,7 @@ class ClientDecoder:
         return f"{kind}: {_plain(str(error))}"
 
 
+TOO_DEEP = "the message nests arrays or objects deeper than the decoder follows"
 _probe = msgspec.json.Decoder(dict[str, Any])
 _default = ClientDecoder()
 KINDS = _default.kinds
