@@ -24,6 +24,8 @@ CPU is read over windows of the same run, each `--seconds` long, the tone playin
 A relay's share at n viewers is its process's CPU over the same process's with no one listening
 (forge: the floor window, where the viewer muted); per listening viewer is the 4-viewer share / 4,
 the marginal viewer (4-viewer - 1-viewer) / 3.
+CPU times come in clock ticks (10 ms): over a 10 s window every figure moves in steps of 0.1, so
+the small ones (the bare relay's marginal viewer: a few ticks) want a longer `--seconds`.
 
     .venv/bin/python -P bench/browser_audio.py [--trials 12] [--seconds 10]
 
