@@ -14,7 +14,18 @@ CPU is read over windows of the same run, each `--seconds` long, the tone playin
   and the supervisor's extra over the floor window (the reader, numbering, IPC, the relay);
 - fan-out: four viewers hear the tab, for the supervisor's share per listening viewer;
 - silent: the tone off (the AudioContext still running, writing zeros), one viewer listening:
-  the sink is read, nothing is sent.
+  the sink is read, nothing is sent;
+- relay floor: a bare websockets server (its own process, this script with --bare-relay:
+  websockets' asyncio server, no forge code on the relay path, no compression as forge's) sends
+  a frame of forge's kind-2 size (header + 20 ms of samples) every 20 ms, at absolute deadlines,
+  to every connected viewer, while one is connected (as forge's host reads only while someone
+  listens). Its CPU is read with no viewer, then 1, then 4 viewers in this process reading every
+  frame: what any websockets fan-out of this stream costs, beside the supervisor's.
+A relay's share at n viewers is its process's CPU over the same process's with no one listening
+(forge: the floor window, where the viewer muted); per listening viewer is the 4-viewer share / 4,
+the marginal viewer (4-viewer - 1-viewer) / 3.
+CPU times come in clock ticks (10 ms): over a 10 s window every figure moves in steps of 0.1, so
+the small ones (the bare relay's marginal viewer: a few ticks) want a longer `--seconds`.
 
     .venv/bin/python -P bench/browser_audio.py [--trials 12] [--seconds 10]
 
@@ -24,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import socket
@@ -33,18 +45,22 @@ import sys
 import tempfile
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import psutil
 from websockets.asyncio.client import ClientConnection, connect
+from websockets.asyncio.server import ServerConnection
+from websockets.asyncio.server import serve as serve_websockets
+from websockets.exceptions import ConnectionClosed
 
 from forge.access.token import read_token
 from forge.client.auth import subprotocols
 from forge.testing.pages import page_of, serve_in_thread
-from forge.wire.binary import BROWSER_AUDIO_HEADER
-from forge.workers.audio.protocol import sink_name
-from forge.workers.browser.sound import FRAME_BYTES, SILENT_PEAK, peak
+from forge.wire.binary import BROWSER_AUDIO_HEADER, browser_audio
+from forge.workers.audio.protocol import CHANNELS, RATE, sink_name
+from forge.workers.browser.sound import FRAME_BYTES, FRAME_MS, SILENT_PEAK, peak
 
 SEAT = {"org": "bench", "project": "proj", "label": "lead"}
 
@@ -80,6 +96,117 @@ async def serve(config: Path, port: int) -> None:
         await server.start()
         print("ready", flush=True)
         await asyncio.Event().wait()
+
+
+async def bare_relay(port: int) -> None:
+    """The relay floor: websockets' own server sends every connected viewer each frame, one
+    awaited `send` per viewer, from a timer at absolute 20 ms deadlines that runs while anyone is
+    connected. The samples are zeros: neither this server nor forge's compresses, so only their
+    number matters."""
+    viewers: set[ServerConnection] = set()
+    ticker: asyncio.Task[None] | None = None
+
+    async def tick() -> None:
+        loop = asyncio.get_running_loop()
+        deadline, seq, samples = loop.time(), 0, bytes(FRAME_BYTES)
+        while viewers:
+            seq += 1
+            frame = browser_audio(
+                profile=1, tab=1, seq=seq, rate=RATE, channels=CHANNELS, samples=samples
+            )
+            for viewer in list(viewers):
+                with contextlib.suppress(ConnectionClosed):
+                    await viewer.send(frame)
+            deadline += FRAME_MS / 1000
+            await asyncio.sleep(max(0.0, deadline - loop.time()))
+
+    async def handle(viewer: ServerConnection) -> None:
+        nonlocal ticker
+        viewers.add(viewer)
+        if ticker is None or ticker.done():
+            ticker = asyncio.create_task(tick())
+        await viewer.wait_closed()
+        viewers.discard(viewer)
+
+    async with serve_websockets(handle, "127.0.0.1", port, compression=None):
+        print("ready", flush=True)
+        await asyncio.Event().wait()
+
+
+class Counter:
+    """A bare relay's viewer: reads every frame and counts them."""
+
+    def __init__(self, ws: ClientConnection) -> None:
+        self.ws = ws
+        self.frames = 0
+        self.heard = asyncio.Event()
+        self.task = asyncio.ensure_future(self.read())
+
+    async def read(self) -> None:
+        async for _ in self.ws:
+            self.frames += 1
+            self.heard.set()
+
+    async def close(self) -> None:
+        await self.ws.close()
+        self.task.cancel()
+
+
+@dataclass(frozen=True, slots=True)
+class Relay:
+    """A relay's CPU (% of one core) over its process's own with no one listening."""
+
+    one: float
+    four: float
+
+    @property
+    def per_viewer(self) -> float:
+        """Per listening viewer, as this script has always computed forge's: 4-viewer share / 4."""
+        return self.four / 4
+
+    @property
+    def marginal(self) -> float:
+        """What each viewer past the first adds: (4-viewer - 1-viewer) / 3."""
+        return (self.four - self.one) / 3
+
+
+def relay(none: float, one: float, four: float) -> Relay:
+    """The relay's shares from its process's CPU with 0, 1 and 4 viewers listening."""
+    return Relay(one=one - none, four=four - none)
+
+
+def times(ours: float, theirs: float) -> str:
+    """`ours / theirs` as "2.1x", or "n/a" when the floor measured nothing (or less)."""
+    return f"{ours / theirs:.1f}x" if theirs > 0 else "n/a"
+
+
+def relay_row(name: str, shares: Relay) -> str:
+    return (
+        f"  {name:<17} 1 viewer {shares.one:.2f}, 4 viewers {shares.four:.2f}; "
+        f"per listening viewer {shares.per_viewer:.2f}, marginal {shares.marginal:.2f}"
+    )
+
+
+async def bare_windows(
+    url: str, server: psutil.Process, seconds: float
+) -> tuple[dict[int, float], dict[int, int]]:
+    """The bare relay's % of a core with 0, 1 and 4 viewers, and the fewest frames any viewer
+    read in each window."""
+    cpu = {0: (await window({"bare": server}, seconds))["bare"]}
+    frames: dict[int, int] = {}
+    viewers: list[Counter] = []
+    for count in (1, 4):
+        while len(viewers) < count:
+            viewers.append(Counter(await connect(url, max_size=None)))
+        for viewer in viewers:
+            await viewer.heard.wait()
+        await asyncio.sleep(1.0)
+        before = [viewer.frames for viewer in viewers]
+        cpu[count] = (await window({"bare": server}, seconds))["bare"]
+        frames[count] = min(viewer.frames - b for viewer, b in zip(viewers, before, strict=True))
+    for viewer in viewers:
+        await viewer.close()
+    return cpu, frames
 
 
 class Listener:
@@ -194,7 +321,14 @@ def _pct(values: list[float], q: int) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[q - 1]
 
 
-async def run(url: str, page: str, supervisor: psutil.Process, root: Path, args: Any) -> None:
+async def run(
+    url: str,
+    page: str,
+    supervisor: psutil.Process,
+    root: Path,
+    bare: tuple[str, psutil.Process],
+    args: Any,
+) -> None:
     seq = [0]
     offer = subprotocols(read_token(root / "state" / "forge" / "token"))
     lead = Listener(await connect(url, max_size=None, subprotocols=offer))
@@ -251,12 +385,15 @@ async def run(url: str, page: str, supervisor: psutil.Process, root: Path, args:
     silent_cpu = await window(processes, args.seconds)
     silent_frames = len(lead.sound) - sent
     await lead.close()
+    bare_cpu, bare_frames = await bare_windows(*bare, args.seconds)
 
     extra_host = forge_cpu["host"] - floor_cpu["host"]
     extra_supervisor = forge_cpu["supervisor"] - floor_cpu["supervisor"]
     ours_cpu = forge_cpu["daemon"] + extra_host + extra_supervisor
     floor_total = floor_cpu["daemon"] + floor_cpu["parec"]
-    per_viewer = (fan_cpu["supervisor"] - floor_cpu["supervisor"]) / 4
+    forge_shares = relay(floor_cpu["supervisor"], forge_cpu["supervisor"], fan_cpu["supervisor"])
+    bare_shares = relay(bare_cpu[0], bare_cpu[1], bare_cpu[4])
+    with_relay = floor_total + bare_shares.one
     print(f"page start -> first loud 20 ms, {len(forge_ms)} trials:")
     print(
         f"  forge (viewer)  p50 {statistics.median(forge_ms):6.1f} ms  "
@@ -277,13 +414,48 @@ async def run(url: str, page: str, supervisor: psutil.Process, root: Path, args:
         f"= {floor_total:.1f} (host {floor_cpu['host']:.1f}, "
         f"supervisor {floor_cpu['supervisor']:.1f} while muted)"
     )
-    print(f"  supervisor per listening viewer (4 viewers): {per_viewer:.2f}")
+    print(
+        f"  floor + bare relay (1 viewer): {floor_total:.1f} + {bare_shares.one:.1f} = "
+        f"{with_relay:.1f}; forge {ours_cpu:.1f} is {times(ours_cpu, floor_total)} the floor, "
+        f"{times(ours_cpu, with_relay)} floor + bare relay"
+    )
+    print("relay, % of one core over its process's own with no one listening (forge: muted):")
+    print(relay_row("forge supervisor:", forge_shares))
+    print(relay_row("bare websockets:", bare_shares))
+    print(
+        f"  forge / bare:     1 viewer {times(forge_shares.one, bare_shares.one)}, "
+        f"4 viewers {times(forge_shares.four, bare_shares.four)}; "
+        f"per listening viewer {times(forge_shares.per_viewer, bare_shares.per_viewer)}, "
+        f"marginal {times(forge_shares.marginal, bare_shares.marginal)}"
+    )
+    print(
+        f"  bare server in all: {bare_cpu[0]:.2f} with no viewer, {bare_cpu[1]:.2f} with 1, "
+        f"{bare_cpu[4]:.2f} with 4; fewest frames a viewer read: {bare_frames[1]} with 1, "
+        f"{bare_frames[4]} with 4 ({args.seconds * 1000 / FRAME_MS:.0f} at 50 a second)"
+    )
     print(
         f"silent page, one viewer listening: {silent_frames} frames sent; daemon "
         f"{silent_cpu['daemon']:.1f}, host {silent_cpu['host']:.1f}, "
         f"supervisor {silent_cpu['supervisor']:.1f}"
     )
     print(f"  load average: {os.getloadavg()}")  # fmt: skip
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+async def helper(env: dict[str, str], *flags: str) -> asyncio.subprocess.Process:
+    """This script again with `flags`, once it says it is ready."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-P", __file__, *flags, env=env, stdout=asyncio.subprocess.PIPE
+    )
+    assert process.stdout is not None
+    await process.stdout.readline()
+    return process
 
 
 async def main(args: Any) -> None:
@@ -294,25 +466,25 @@ async def main(args: Any) -> None:
         (root / "run").mkdir(mode=0o700)
         config = root / "forge.toml"
         config.write_text(f'[[projects]]\norg = "bench"\nname = "proj"\npath = "{root / "proj"}"\n')
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            port = probe.getsockname()[1]
+        port, bare_port = free_port(), free_port()
         env = dict(
             os.environ, XDG_STATE_HOME=str(root / "state"), XDG_RUNTIME_DIR=str(root / "run")
         )
-        process = await asyncio.create_subprocess_exec(
-            sys.executable, "-P", __file__, "--serve", str(config), "--port", str(port),
-            env=env, stdout=asyncio.subprocess.PIPE,
-        )  # fmt: skip
-        assert process.stdout is not None
-        await process.stdout.readline()
+        processes = [await helper(env, "--serve", str(config), "--port", str(port))]
         try:
+            processes.append(await helper(env, "--bare-relay", str(bare_port)))
             await run(
-                f"ws://127.0.0.1:{port}/socket", page, psutil.Process(process.pid), root, args
+                f"ws://127.0.0.1:{port}/socket",
+                page,
+                psutil.Process(processes[0].pid),
+                root,
+                (f"ws://127.0.0.1:{bare_port}/", psutil.Process(processes[1].pid)),
+                args,
             )
         finally:
-            process.kill()
-            await process.wait()
+            for process in processes:
+                process.kill()
+                await process.wait()
             page_server.shutdown()
 
 
@@ -322,8 +494,11 @@ if __name__ == "__main__":
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--serve", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--bare-relay", type=int, help=argparse.SUPPRESS)
     arguments = parser.parse_args()
     if arguments.serve:
         asyncio.run(serve(arguments.serve, arguments.port))
+    elif arguments.bare_relay:
+        asyncio.run(bare_relay(arguments.bare_relay))
     else:
         asyncio.run(main(arguments))
