@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from forge.config import load_config
@@ -53,7 +54,8 @@ class Rig:
         state = self.supervisor.seats.get(seat)
         assert state is not None
         frames = state.window.range(state.epoch, 1, state.window.next_seq - 1)
-        return [u["processes_changed"]["processes"] for _, u in frames if "processes_changed" in u]
+        updates = [msgspec.json.decode(update) for _, update in frames]  # kept as JSON text
+        return [u["processes_changed"]["processes"] for u in updates if "processes_changed" in u]
 
 
 @pytest.fixture
