@@ -139,6 +139,8 @@ class Run:
     faults: dict[str, int] = field(default_factory=dict)
     figures: dict[str, Any] = field(default_factory=dict)
     counters: dict[str, int] = field(default_factory=dict)
+    pings: list[tuple[float, float, float]] = field(default_factory=list)
+    """(when, forge ms, bare ms) per pair of pings, for the worst ones' moments."""
     stopping: bool = False
     log_file: Any = None
 
@@ -687,10 +689,12 @@ async def pingers(run: Run, urls: dict[str, str], samples: dict[str, list[float]
     try:
         next_at = time.monotonic()
         while not run.stopping:
+            at = run.now()
             pair = await asyncio.gather(*(once(name) for name in sockets))
             for name, latency in zip(sockets, pair, strict=True):
                 if latency is not None:
                     samples[name].append(latency)
+            run.pings.append((at, *(latency or 0.0 for latency in pair)))
             next_at = max(next_at + PING_EVERY_S, time.monotonic())
             await asyncio.sleep(next_at - time.monotonic())
     finally:
@@ -1432,6 +1436,10 @@ async def chaos(minutes: float, seed: int, out: Path, small: bool, trace_memory:
         "load_average_end": os.getloadavg(),
         **run.figures,
     }
+    summary["worst_pings"] = [
+        {"at_s": round(at, 1), "forge_ms": round(forge, 1), "bare_ms": round(bare, 1)}
+        for at, forge, bare in sorted(run.pings, key=lambda ping: -ping[1])[:8]
+    ]
     (out / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
     (out / "series.json").write_text(json.dumps(series))
     print(json.dumps(summary, indent=1, default=str))

@@ -31,6 +31,9 @@ _POLLIN = int(zmq.POLLIN)
 YIELD_EVERY = 64
 """A receive loop gives the event loop a turn after this many ready messages, so a flooding
 peer cannot starve the other workers' loops (a ready socket never suspends an `await`)."""
+YIELD_BYTES = 1024 * 1024
+"""...or after this many bytes of them: 64 terminal or tab frames can be 4 MiB, and handing
+that much on in one turn held the supervisor's loop (and every ping) for 100-200 ms under load."""
 
 
 def _socket(context: zmq.asyncio.Context, kind: int, hwm: int) -> zmq.asyncio.Socket:
@@ -183,10 +186,15 @@ class MessagePump:
     def _drain(self) -> None:
         self._pending.cancel()
         socket = self._socket
+        taken = 0
         for _ in range(YIELD_EVERY):
             if not queued(socket):
                 return
-            self._on_message(socket.recv_multipart(zmq.NOBLOCK, copy=False))
+            frames = socket.recv_multipart(zmq.NOBLOCK, copy=False)
+            self._on_message(frames)
+            taken += sum(len(frame) for frame in frames)
+            if taken >= YIELD_BYTES:
+                break
         self._pending = self._loop.call_soon(self._drain)
 
     def close(self) -> None:

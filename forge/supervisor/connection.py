@@ -53,6 +53,11 @@ CORK_BEHIND = 2
 `setsockopt` calls, more than it saves on a pair of frames (a connection's greeting and
 settings); from three frames on, fewer segments and wakeups pay for it."""
 
+WRITE_SLICE = 256 * 1024
+"""Bytes the writer sends before it gives the loop a turn: a send the socket takes at once
+never suspends, so a backlog of megabytes went out in one turn and held every other
+connection (and its pings) for 100-400 ms on a loaded machine."""
+
 Accept = Callable[["Connection", str | bytes], object | None]
 """Decode one client frame: the item to dispatch, or None when it was answered or dropped."""
 Dispatch = Callable[["Connection", object], Awaitable[None]]
@@ -244,11 +249,16 @@ class Connection:
         being sent, the socket is corked so a burst of small frames leaves as full segments
         (fewer loopback packets and wakeups); it is uncorked the moment the backlog is empty."""
         cork = _Cork(self._ws.transport.get_extra_info("socket"))
+        sent = 0
         while True:
+            if sent >= WRITE_SLICE:  # a send the socket takes at once never suspends
+                sent = 0
+                await asyncio.sleep(0)
             entry = self._backlog.pop()
             if entry is None:
                 cork.release()
                 self._wakeup.clear()
+                sent = 0
                 await self._wakeup.wait()
                 continue
             if len(self._backlog) >= CORK_BEHIND:
@@ -259,6 +269,7 @@ class Connection:
             except ConnectionClosed:
                 return
             self._write_started = None
+            sent += len(entry.data)
             if not entry.keepalive:
                 self._liveness.wrote(self._clock.monotonic())
             if self._waiters:
