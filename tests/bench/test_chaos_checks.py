@@ -3,28 +3,14 @@ no socket. A checker that passes everything would make an hour of chaos prove no
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-CHECKS = Path(__file__).resolve().parents[2] / "bench" / "chaos_checks.py"
+from .scripts import load
 
-
-def _load() -> Any:
-    spec = importlib.util.spec_from_file_location("chaos_checks", CHECKS)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-checks = _load()
+checks: Any = load("chaos_checks")
 
 
 def test_terminal_chunks_follow_their_view_one_by_one() -> None:

@@ -4,12 +4,10 @@ chaos run blame forge for the generator's mistake."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -21,20 +19,9 @@ from forge.wire.binary import Dropped, Kind, decode_client_binary
 from forge.wire.client import KINDS, TOO_DEEP, ClientDecoder, ClientMessage, decode_client
 from forge.wire.errors import ClientRefusal
 
-HOSTILE = Path(__file__).resolve().parents[2] / "bench" / "hostile.py"
+from .scripts import BENCH, load
 
-
-def _load() -> Any:
-    spec = importlib.util.spec_from_file_location("hostile", HOSTILE)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-hostile = _load()
+hostile: Any = load("hostile")
 SHAPES: tuple[type[ClientMessage], ...] = hostile.message_types()
 TAGS = {hostile.tag_of(shape) for shape in SHAPES}
 DECODER = ClientDecoder([shape for shape in SHAPES if hostile.tag_of(shape) not in KINDS])
@@ -111,7 +98,7 @@ def test_a_fresh_interpreter_replays_a_seed_whatever_its_hash_seed() -> None:
     """How the chaos run draws: `python -P bench/hostile.py SEED`."""
     outputs = [
         subprocess.run(
-            [sys.executable, "-P", str(HOSTILE), "7"],
+            [sys.executable, "-P", str(BENCH / "hostile.py"), "7"],
             capture_output=True, check=True, timeout=120,
             env={**os.environ, "PYTHONHASHSEED": hash_seed},
         ).stdout
