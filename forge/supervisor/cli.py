@@ -51,8 +51,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def run(args: argparse.Namespace) -> int:
     """Refuse a config that does not load (ConfigError: its message, exit 2), else serve."""
     from forge import paths
+    from forge.allocator import tune_for_long_life
     from forge.config import load_config, require_config_path
-    from forge.logs import configure, set_level
+    from forge.logs import configure, get_logger, set_level
     from forge.logs_rotation import Rotation
     from forge.testhooks import SUPERVISOR_DRILLS
 
@@ -74,6 +75,7 @@ def run(args: argparse.Namespace) -> int:
     rotation = Rotation(max_bytes=log.max_size_mib * 1024 * 1024, backups=log.backups)
     configure(log_file, process="supervisor", rotation=rotation)
     set_level(loaded.config.log.level)
+    get_logger(__name__).info("allocator_tuned", tuned=tune_for_long_life())
     asyncio.run(serve(loaded, log_file=log_file, drills=SUPERVISOR_DRILLS.enabled()))
     return 0
 

@@ -37,6 +37,8 @@ def wait_for_colour(page: Page, colour: str) -> None:
         describe=f"""() => ({{colour: ({PIXEL_JS})([0.5, 0.5]),
             drawn: window.forgeBrowser?.drawn, received: window.forgeBrowser?.received,
             tab: window.forgeBrowser?.surface.tab, rows: window.forgeBrowser?.surface.tabs?.rows,
+            controls: window.forgeBrowser?.surface.controls,
+            gestures: window.forgeBrowser?.surface.inputSeq,
             address: document.querySelector("[aria-label=address]")?.value}})""",
     )
 
@@ -44,8 +46,12 @@ def wait_for_colour(page: Page, colour: str) -> None:
 def tap_turns_the_page_red(
     page: Page, supervised: Supervised, colour_page: str, touch: bool
 ) -> None:
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
     open_tab(page, supervised, colour_page, "phone" if touch else "desk")
     wait_for_colour(page, "blue")
+    # A tap lands only once this seat controls the tab it shows (a take may still be on its way).
+    expect(page.locator(".browserpane [data-role]")).to_have_attribute("data-role", "controller")
     canvas = page.locator("canvas.page")
     if touch:
         canvas.tap()
@@ -54,6 +60,7 @@ def tap_turns_the_page_red(
     wait_for_colour(page, "red")
     drawn = page.evaluate("() => [window.forgeBrowser.drawn, window.forgeBrowser.received]")
     assert 0 < drawn[0] <= drawn[1]
+    assert errors == [], errors
 
 
 def test_a_click_on_the_canvas_lands_in_the_tab(
@@ -66,3 +73,28 @@ def test_a_phone_tap_lands_in_the_tab(
     phone: BrowserContext, supervised: Supervised, colour_page: str
 ) -> None:
     tap_turns_the_page_red(phone.new_page(), supervised, f"{colour_page}?phone", touch=True)
+
+
+def test_a_resized_pane_redraws_the_last_frame_until_the_next(
+    desktop: BrowserContext, supervised: Supervised, colour_page: str
+) -> None:
+    """Each resize redraws the frame already shown at the new size (the tab's next key frame
+    takes a round trip): a second resize before that frame arrives must still have one to draw."""
+    page = desktop.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    open_tab(page, supervised, colour_page, "resizer")
+    wait_for_colour(page, "blue")
+    page.evaluate(
+        """async () => {
+            const pane = document.querySelector(".browserpane");
+            const painted = () =>
+                new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)));
+            for (const width of ["900px", "700px", "800px"]) {
+                pane.style.width = width;
+                await painted();  // the canvas's resize observer has run
+            }
+        }"""
+    )
+    wait_for_colour(page, "blue")
+    assert errors == [], errors

@@ -74,6 +74,11 @@ export class BrowserSurface implements Surface {
   private placement: Placement | null = null;
   private lastFrame: ImageBitmap | null = null;
   private inputSeq = 0;
+  /** Views (and tabs opened to view) asked for so far: a re-attach that finds one asked since
+   * it began steps aside. */
+  private views = 0;
+  /** An address entered while a view was on its way (`navigate`). */
+  private navigateAfterView: string | null = null;
   private sentSize = "";
   private wantControl = true;
   private pointer: { id: number; x: number; y: number; moved: boolean; touch: boolean } | null = null;
@@ -125,6 +130,7 @@ export class BrowserSurface implements Surface {
     this.dropped();
     this.attaching = true;
     const tab = bootChanged ? null : this.tab;
+    const views = this.views;
     this.app.socket
       .request({ kind: "browser_tabs", seat: this.seat })
       .then((body) => {
@@ -132,12 +138,16 @@ export class BrowserSurface implements Surface {
         if (answer.ok && answer.tabs) this.tabs = answer.tabs;
         this.attaching = false;
         this.onChange();
+        // A tab the person opened or chose while the list was on its way is the one they want.
+        if (views !== this.views) return;
         if (tab !== null || (this.tabs?.rows.length ?? 0) > 0) this.view(tab);
+        else this.navigateDeferred();
       })
       .catch(() => undefined);
   }
 
   view(tab: number | null): void {
+    this.views += 1;
     this.attaching = true;
     this.failed = null;
     this.sentSize = "";
@@ -157,11 +167,19 @@ export class BrowserSurface implements Surface {
           this.failed = answer.why ?? "the tab could not be viewed";
         }
         this.onChange();
+        this.navigateDeferred();
       })
       .catch(() => undefined);
   }
 
+  private navigateDeferred(): void {
+    const url = this.navigateAfterView;
+    this.navigateAfterView = null;
+    if (url !== null) this.navigate(url);
+  }
+
   open(url: string): void {
+    this.views += 1;
     this.app.socket
       .request({ kind: "browser_open", seat: this.seat, url })
       .then((body) => {
@@ -175,6 +193,11 @@ export class BrowserSurface implements Surface {
   /** The address bar: a person who types an address means to drive, so control is taken first
    * (the server handles one connection's messages in order, so the take lands before). */
   navigate(url: string): void {
+    if (this.attaching) {
+      // The view on its way decides: its tab is navigated, or a tab is opened when it has none.
+      this.navigateAfterView = url;
+      return;
+    }
     if (this.tab === null) {
       this.open(url);
       return;
@@ -336,8 +359,11 @@ export class BrowserSurface implements Surface {
     const y = (height - drawHeight) / 2;
     context.clearRect(0, 0, width, height);
     context.drawImage(bitmap, x, y, drawWidth, drawHeight);
-    this.lastFrame?.close();
-    this.lastFrame = bitmap;
+    if (this.lastFrame !== bitmap) {
+      // A resize redraws the last frame itself: closing it then would detach it for good.
+      this.lastFrame?.close();
+      this.lastFrame = bitmap;
+    }
     this.placement = {
       x: x / ratio,
       y: y / ratio,
@@ -398,9 +424,9 @@ export class BrowserSurface implements Surface {
       canvas.focus();
       const point = this.pagePoint(event);
       if (!point) return;
-      canvas.setPointerCapture(event.pointerId);
       const touch = event.pointerType !== "mouse";
       this.pointer = { id: event.pointerId, x: event.clientX, y: event.clientY, moved: false, touch };
+      capture(canvas, event.pointerId);
       if (!touch) this.gesture({ press: { ...point, button: buttonName(event.button), down: true, clicks: event.detail || 1, mods: mods(event) } });
     });
     canvas.addEventListener("pointermove", (event) => {
@@ -456,6 +482,17 @@ export class BrowserSurface implements Surface {
     };
     canvas.addEventListener("keydown", key);
     canvas.addEventListener("keyup", key);
+  }
+}
+
+/** Keep a drag's moves coming when it leaves the canvas. Capture is a nicety: Chromium refuses
+ * it (NotFoundError) for a touch whose end it already handled on a busy page, and the tap must
+ * still land. */
+function capture(canvas: HTMLCanvasElement, pointerId: number): void {
+  try {
+    canvas.setPointerCapture(pointerId);
+  } catch {
+    // The pointer is gone already: its pointerup is on its way and ends the gesture.
   }
 }
 

@@ -516,9 +516,11 @@ function BrowserPane({ app, seat }: { app: App; seat: Seat }) {
   const [surface, setSurface] = useState<BrowserSurface | null>(null);
   const bump = useBump();
   const [address, setAddress] = useState("");
-  /** The person typed in the address bar since they last pressed Go: the tab's address, when
-   * it arrives, must not overwrite what they are typing. */
+  /** The person is in the address bar (focused, or typed since they last pressed Go): the
+   * tab's address, when it arrives, must not overwrite what they are typing or have selected
+   * to type over (it would move the caret, and their text would land after the old address). */
   const edited = useRef(false);
+  const focused = useRef(false);
   const [typed, setTyped] = useState("");
   const [prompt, setPrompt] = useState("");
   useEffect(() => {
@@ -530,10 +532,12 @@ function BrowserPane({ app, seat }: { app: App; seat: Seat }) {
   }, [app, seat]);
   const row = surface?.row;
   useEffect(() => {
-    if (row?.url && !edited.current) setAddress(row.url);
+    if (row?.url && !edited.current && !focused.current) setAddress(row.url);
   }, [row?.url]);
+  const addressInput = useRef<HTMLInputElement>(null);
   const go = (event: Event) => {
     event.preventDefault();
+    addressInput.current?.blur(); // as a browser's own bar does; still "edited", so kept
     edited.current = false;
     const url = /^[a-z]+:/i.test(address) ? address : `https://${address}`;
     surface?.navigate(url);
@@ -580,10 +584,18 @@ function BrowserPane({ app, seat }: { app: App; seat: Seat }) {
           type="text"
           inputMode="url"
           aria-label="address"
+          ref={addressInput}
           value={address}
           onInput={(event) => {
             edited.current = true;
             setAddress(event.currentTarget.value);
+          }}
+          onFocus={() => {
+            focused.current = true;
+          }}
+          onBlur={() => {
+            focused.current = false;
+            if (!edited.current && row?.url) setAddress(row.url);
           }}
           placeholder="https://…"
         />
