@@ -74,6 +74,10 @@ from forge.testing.pages import page_of, serve_in_thread
 from forge.wire.binary import BROWSER_FRAME_HEADER, TERMINAL_OUTPUT_HEADER, terminal_input
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # the Lab's test kit: the Lab load runs what the Lab tests run
+
+from tests.lab.kit import Kit  # noqa: E402
+
 SESSION_ENDS = (TimeoutError, ConnectionError, ConnectionClosed, RuntimeError, OSError)
 """What ends a client's session (a bound broken, a connection dropped, a refusal): start over."""
 
@@ -1060,8 +1064,7 @@ async def stoppable(argv: list[str], env: dict[str, str]) -> tuple[int, str]:
 
 async def lab_loop(run: Run, root: Path, env: dict[str, str]) -> None:
     """`forge evaluate --parallel 2` again and again; every report's verdicts equal the first's."""
-    kit_module = _load("lab_kit", ROOT / "tests" / "lab" / "kit.py")
-    kit = kit_module.Kit(root)
+    kit = Kit(root)
     tasks = {f"t{i}": kit.plan(f"t{i}") for i in range(2)}
     kit.cohort(
         a=kit.formula("a", knobs={"FAKE_SLEEP_S": "2"}),

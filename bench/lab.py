@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib.util
 import json
 import os
 import platform
@@ -36,21 +35,11 @@ from typing import Any
 from forge.attempt.git import add_worktree, capture_tree, make_attempt_source, unified_diff
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # the Lab's test kit: the benchmark runs what the tests run
+
+import tests.lab.kit as KIT  # noqa: E402
+
 FILES = 2000
-
-
-def load_kit() -> Any:
-    """The Lab's test kit (fixture repository, fake harness): the benchmark runs what tests run."""
-    spec = importlib.util.spec_from_file_location("lab_kit", ROOT / "tests" / "lab" / "kit.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-KIT = load_kit()
 
 
 def big_repo(root: Path) -> tuple[Path, str]:
