@@ -48,6 +48,7 @@ import json
 import os
 import platform
 import random
+import shutil
 import signal
 import socket
 import struct
@@ -71,6 +72,7 @@ from websockets.exceptions import ConnectionClosed
 from forge.client.auth import subprotocols
 from forge.files import write_atomic
 from forge.testing.pages import page_of, serve_in_thread
+from forge.testing.person import free_port
 from forge.wire.binary import BROWSER_FRAME_HEADER, TERMINAL_OUTPUT_HEADER, terminal_input
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -1176,7 +1178,8 @@ async def gh_settle(run: Run, env: Any, sent: list[str], failed: list[str]) -> N
 
 
 def config_text(home: Path, projects: list[tuple[str, str | None]]) -> str:
-    lines = ["[server]", "allowed_origins = []", ""]
+    # Turns of the loop past 150 ms are logged with what held them (the summary's loop_stalls).
+    lines = ["[server]", "allowed_origins = []", "", "[log]", "loop_stall_ms = 150", ""]
     for name, profile in projects:
         path = home / "projects" / name
         path.mkdir(parents=True, exist_ok=True)
@@ -1186,13 +1189,6 @@ def config_text(home: Path, projects: list[tuple[str, str | None]]) -> str:
             lines.append(f'browser_profile = "{profile}"')
         lines.append("")
     return "\n".join(lines)
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 def marked(marker: str) -> list[psutil.Process]:
@@ -1439,12 +1435,14 @@ async def chaos(minutes: float, seed: int, out: Path, small: bool, trace_memory:
         "load_average_end": os.getloadavg(),
         **run.figures,
     }
+    summary["loop_stalls"] = loop_stalls(log)
     summary["worst_pings"] = [
         {"at_s": round(at, 1), "forge_ms": round(forge, 1), "bare_ms": round(bare, 1)}
         for at, forge, bare in sorted(run.pings, key=lambda ping: -ping[1])[:8]
     ]
     (out / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
     (out / "series.json").write_text(json.dumps(series))
+    shutil.rmtree(home, ignore_errors=True)  # its log was read above; what is kept is in `out`
     print(json.dumps(summary, indent=1, default=str))
     if trace_memory:
         print(memory_growth(out))
@@ -1458,6 +1456,32 @@ async def chaos(minutes: float, seed: int, out: Path, small: bool, trace_memory:
         return 1
     print(f"\nno invariant violated (seed {seed})")
     return 0
+
+
+def loop_stalls(log: Path, top: int = 5) -> dict[str, Any]:
+    """The supervisor's own account of its event loop standing still (forge's loop watch), over
+    every copy of its log: how many stalls, how long the longest stood, and what held them."""
+    stalled, resumed = [], []
+    for path in sorted(log.parent.glob(log.name + "*")):
+        with contextlib.suppress(OSError), path.open("rb") as lines:
+            for line in lines:
+                if b'"loop_' not in line:
+                    continue
+                with contextlib.suppress(ValueError):
+                    record = json.loads(line)
+                    if record.get("record") == "loop_stalled":
+                        stalled.append(record)
+                    elif record.get("record") == "loop_resumed":
+                        resumed.append(record["stood_s"])
+    stalled.sort(key=lambda record: -record["stood_s"])
+    return {
+        "count": len(resumed),
+        "longest_s": max(resumed, default=None),
+        "held_by": [
+            {"ts": r["ts"], "stood_s": r["stood_s"], "frames": r["stack"].splitlines()[-4:]}
+            for r in stalled[:top]
+        ],
+    }
 
 
 def memory_growth(out: Path, top: int = 15) -> str:

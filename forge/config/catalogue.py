@@ -577,6 +577,17 @@ KEYS: tuple[Key, ...] = (
         "deleted",
     ),
     Key(
+        LOG,
+        "loop_stall_ms",
+        kind="number",
+        reload="restart",
+        rule=Integer(50, 60_000),
+        default=1000,
+        required=True,
+        note="a turn of the supervisor's event loop this long is logged as loop_stalled, with "
+        "what held it, and loop_resumed, with how long it stood",
+    ),
+    Key(
         LAB,
         "dask_no_worker_s",
         kind="number",

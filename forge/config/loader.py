@@ -368,6 +368,7 @@ def _typed(resolved: Mapping[str, Any], base: Path) -> ForgeConfig:
             level=resolved["log"]["level"],
             max_size_mib=resolved["log"]["max_size_mib"],
             backups=resolved["log"]["backups"],
+            loop_stall_ms=resolved["log"]["loop_stall_ms"],
         ),
         lab=LabConfig(dask_no_worker_s=float(resolved["lab"]["dask_no_worker_s"])),
         tts=TtsConfig(

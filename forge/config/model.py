@@ -98,6 +98,7 @@ class LogConfig:
     level: str
     max_size_mib: int
     backups: int
+    loop_stall_ms: int
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ from forge.supervisor import (
     terminals,
 )
 from forge.supervisor.core import Supervisor
+from forge.supervisor.loopwatch import LoopWatch
 
 log = get_logger(__name__)
 
@@ -76,6 +77,9 @@ async def running_supervisor(
         stack.callback(poller.cancel)
         watching = asyncio.create_task(watcher.run(clock=supervisor.clock))
         stack.callback(watching.cancel)
+        loop_watch = LoopWatch(threshold_s=loaded.config.log.loop_stall_ms / 1000)
+        loop_watch.start()
+        stack.callback(loop_watch.stop)
         yield supervisor
 
 

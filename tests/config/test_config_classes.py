@@ -91,6 +91,8 @@ CONSUMERS: dict[tuple[str, str], ReloadClass] = {
     # forge.log's rotation is set as the supervisor starts and handed to each worker it starts.
     ("supervisor/cli.py", "log.max_size_mib"): "restart",
     ("supervisor/cli.py", "log.backups"): "restart",
+    # The loop watch starts with the supervisor.
+    ("supervisor/app.py", "log.loop_stall_ms"): "restart",
     # Access: the socket takes its auth mode and TLS files when it starts listening (the files'
     # contents are reloaded when they change, their paths are not); `forge supervise` prints
     # the pairing line once. `forge token` and a client's TLS pin read the file at each run.

@@ -1,0 +1,91 @@
+"""A watch on the supervisor's event loop, from a thread of its own.
+
+Every client of the socket waits while the loop stands still, so a stall is worth a record that
+says who made it stand: when the loop has not turned for `threshold_s` (`[log] loop_stall_ms`),
+the watch thread logs what the loop's thread is running (`loop_stalled`, its innermost frames),
+and the loop, once it turns again, logs how long it stood (`loop_resumed`). A stack that ends in
+the selector means the loop was idle and the process itself got no CPU (a saturated machine),
+not that forge's code held it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Callable
+
+from forge.logs import get_logger
+
+log = get_logger(__name__)
+
+TICK_S = 0.1
+"""How often the loop marks that it turned, and the watch thread looks."""
+
+STACK_FRAMES = 12
+"""The innermost frames logged: enough to name the caller and what it waited on."""
+
+
+class LoopWatch:
+    """Start inside the running loop; stop before the loop closes."""
+
+    def __init__(
+        self,
+        *,
+        threshold_s: float,
+        tick_s: float = TICK_S,
+        now: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._threshold_s = threshold_s
+        self._tick_s = tick_s
+        self._now = now
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread = 0
+        self._turned = 0.0
+        self._reported = False
+        self._timer: asyncio.TimerHandle | None = None
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._loop_thread = threading.get_ident()
+        self._turned = self._now()
+        self._timer = self._loop.call_later(self._tick_s, self._tick)
+        self._thread = threading.Thread(target=self._watch, name="loop-watch", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if self._timer is not None:
+            self._timer.cancel()
+        if self._thread is not None:
+            self._thread.join()
+
+    def _tick(self) -> None:
+        """On the loop: mark the turn, and say how long the loop stood if it stood too long."""
+        now = self._now()
+        late = now - self._turned - self._tick_s
+        self._turned = now
+        if late >= self._threshold_s:
+            log.warning("loop_resumed", stood_s=round(late, 3))
+        self._reported = False
+        assert self._loop is not None
+        self._timer = self._loop.call_later(self._tick_s, self._tick)
+
+    def _watch(self) -> None:
+        """In the watch thread: one record per stall, with the loop thread's frames."""
+        while not self._stopping.wait(self._tick_s):
+            late = self._now() - self._turned - self._tick_s
+            if late < self._threshold_s or self._reported:
+                continue
+            self._reported = True
+            frame = sys._current_frames().get(self._loop_thread)
+            stack = traceback.format_stack(frame)[-STACK_FRAMES:] if frame is not None else []
+            log.warning(
+                "loop_stalled",
+                stood_s=round(late, 3),
+                stack="".join(stack).rstrip(),
+            )
