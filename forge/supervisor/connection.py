@@ -19,7 +19,7 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass
 
-from websockets.asyncio.server import ServerConnection
+from websockets.asyncio.server import ServerConnection, broadcast
 from websockets.exceptions import ConnectionClosed
 
 from forge.clock import Clock
@@ -58,6 +58,12 @@ WRITE_SLICE = 256 * 1024
 never suspends, so a backlog of megabytes went out in one turn and held every other
 connection (and its pings) for 100-400 ms on a loaded machine."""
 
+FLUSH_AT_MOST = 16 * 1024
+"""The largest frame the end-of-turn flush writes. Half websockets' write buffer high-water
+mark: one such frame into an empty buffer never leaves the connection paused, so a peer that
+stops reading is still caught by the writer task's stamped, awaited sends (`write_timeout_s`);
+larger frames (a tab's key frame) always go through the writer task."""
+
 Accept = Callable[["Connection", str | bytes], object | None]
 """Decode one client frame: the item to dispatch, or None when it was answered or dropped."""
 Dispatch = Callable[["Connection", object], Awaitable[None]]
@@ -93,6 +99,9 @@ class Connection:
         self._clock = clock
         self._backlog = OutboundBacklog()
         self._wakeup = asyncio.Event()
+        self._writer_idle = False
+        self._flush_due = False
+        self._cork = _Cork(ws.transport.get_extra_info("socket"))
         self._waiters: list[tuple[int, asyncio.Future[None]]] = []
         self._inbox: asyncio.Queue[object] = asyncio.Queue(INBOX_LIMIT)
         self._busy = False
@@ -196,7 +205,48 @@ class Connection:
         self._wake()
 
     def _wake(self) -> None:
-        self._wakeup.set()
+        """A frame was queued. With the writer task idle, what the turn queues is written by
+        one callback at the turn's end while the socket takes it at once: waking the writer task
+        for each frame was most of a small frame's cost (a tab's sound is 50 frames a second per
+        viewer, a keystroke's echo one). What the socket does not take at once is the writer
+        task's, which waits for the peer."""
+        if self._writer_idle and not self._wakeup.is_set():
+            if not self._flush_due:
+                self._flush_due = True
+                asyncio.get_running_loop().call_soon(self._flush)
+        else:
+            self._wakeup.set()
+
+    def _flush(self) -> None:
+        self._flush_due = False
+        if self._closed or not self._writer_idle or self._wakeup.is_set():
+            return
+        transport = self._ws.transport
+        cork = self._cork
+        if len(self._backlog) > CORK_BEHIND:
+            cork.hold()
+        wrote = False
+        sent = 0
+        while sent < WRITE_SLICE and transport.get_write_buffer_size() == 0:
+            entry = self._backlog.pop(at_most=FLUSH_AT_MOST)
+            if entry is None:
+                break
+            sent += len(entry.data)
+            try:
+                broadcast((self._ws,), entry.data, raise_exceptions=True, text=entry.text)
+            except ExceptionGroup as failed:
+                log.info("socket_write_failed", peer=self.peer, error=repr(failed.exceptions[0]))
+                self.close("write_failed")
+                return
+            wrote = wrote or not entry.keepalive
+        if wrote:
+            self._liveness.wrote(self._clock.monotonic())
+        if self._waiters:
+            self._wake_writers()
+        if len(self._backlog) > 0:
+            self._wakeup.set()  # the writer sends the rest, and releases the cork when done
+        else:
+            cork.release()
 
     # The four tasks.
 
@@ -248,7 +298,7 @@ class Connection:
         """Send the backlog in order. While `CORK_BEHIND` or more frames wait behind the one
         being sent, the socket is corked so a burst of small frames leaves as full segments
         (fewer loopback packets and wakeups); it is uncorked the moment the backlog is empty."""
-        cork = _Cork(self._ws.transport.get_extra_info("socket"))
+        cork = self._cork
         sent = 0
         while True:
             if sent >= WRITE_SLICE:  # a send the socket takes at once never suspends
@@ -259,7 +309,11 @@ class Connection:
                 cork.release()
                 self._wakeup.clear()
                 sent = 0
-                await self._wakeup.wait()
+                self._writer_idle = True
+                try:
+                    await self._wakeup.wait()
+                finally:
+                    self._writer_idle = False
                 continue
             if len(self._backlog) >= CORK_BEHIND:
                 cork.hold()

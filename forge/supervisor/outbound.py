@@ -144,12 +144,16 @@ class OutboundBacklog:
         waiting = self._latest.get(stream)
         return len(waiting.data) if waiting is not None else 0
 
-    def pop(self) -> Entry | None:
-        """The next frame to write, skipping dropped ones; None when nothing waits."""
+    def pop(self, *, at_most: int | None = None) -> Entry | None:
+        """The next frame to write, skipping dropped ones; None when nothing waits, or when the
+        next is longer than `at_most` bytes (it stays first)."""
         while self._queue:
-            entry = self._queue.popleft()
-            if entry.dropped:
+            if self._queue[0].dropped:
+                self._queue.popleft()
                 continue
+            if at_most is not None and len(self._queue[0].data) > at_most:
+                return None
+            entry = self._queue.popleft()
             self.pending_bytes -= len(entry.data)
             if entry.stream is not None:
                 self._forget(entry)
