@@ -18,8 +18,9 @@ me = psutil.Process()
 big = bytearray(8 * 1024 * 1024)  # a large block freed: glibc raises its mmap threshold
 del big
 before = me.memory_info().rss
-frames = [bytearray(512 * 1024) for _ in range(64)]  # 32 MiB of frame-sized blocks
-pinned = bytearray(256 * 1024)  # one block that outlives them, after them in the heap
+# Filled, not zeroed: calloc may hand out fresh pages untouched, which are never resident.
+frames = [bytearray(b"f") * (512 * 1024) for _ in range(64)]  # 32 MiB of frame-sized blocks
+pinned = bytearray(b"p") * (256 * 1024)  # one block that outlives them, after them in the heap
 del frames
 print((me.memory_info().rss - before) // (1024 * 1024))
 """
