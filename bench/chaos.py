@@ -43,7 +43,6 @@ import argparse
 import asyncio
 import compileall
 import contextlib
-import importlib.util
 import json
 import os
 import platform
@@ -78,25 +77,16 @@ from forge.wire.binary import BROWSER_FRAME_HEADER, TERMINAL_OUTPUT_HEADER, term
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # the Lab's test kit: the Lab load runs what the Lab tests run
 
+from tests.bench.scripts import load  # noqa: E402
 from tests.lab.kit import Kit  # noqa: E402
 
 SESSION_ENDS = (TimeoutError, ConnectionError, ConnectionClosed, RuntimeError, OSError)
 """What ends a client's session (a bound broken, a connection dropped, a refusal): start over."""
 
 
-def _load(name: str, path: Path) -> Any:
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-checks = _load("chaos_checks", ROOT / "bench" / "chaos_checks.py")
+checks = load("chaos_checks")
 HOSTILE = ROOT / "bench" / "hostile.py"
-hostile = _load("hostile", HOSTILE)
+hostile = load("hostile")
 
 ASK_BOUND_S = 30.0
 """A request with `reply_to` (or a ping) unanswered after this is a violation."""
@@ -1111,7 +1101,8 @@ async def gh_loop(
 ) -> Any:
     """gh calls through the shim against the fake; outages switched on and off; during an
     outage, now and then a write with no room to spool (it must fail loudly, never land)."""
-    health = _load("health_conftest", ROOT / "tests" / "health" / "conftest.py")
+    from tests.health import conftest as health  # its fake GitHub and shim environment
+
     env = health.build_env(root, "/usr/bin/dash")
     env.fake.seed("chaos target")
     outage_until = 0.0

@@ -1,5 +1,6 @@
-"""The bench scripts' pure modules, loaded by path: `bench/` is no package, and holds a
-`socket.py` that must never shadow the standard library's on `sys.path`."""
+"""The bench scripts' pure modules, loaded by path (by the tests and by bench/chaos.py):
+`bench/` is no package, and holds a `socket.py` that must never shadow the standard library's
+on `sys.path`."""
 
 from __future__ import annotations
 

@@ -485,9 +485,8 @@ export class BrowserSurface implements Surface {
   }
 }
 
-/** Keep a drag's moves coming when it leaves the canvas. Capture is a nicety: Chromium refuses
- * it (NotFoundError) for a touch whose end it already handled on a busy page, and the tap must
- * still land. */
+/** Keep a drag's moves coming when it leaves the canvas. Capture is a nicety: it throws
+ * (NotFoundError) for a pointer no longer active, and the gesture must still be sent. */
 function capture(canvas: HTMLCanvasElement, pointerId: number): void {
   try {
     canvas.setPointerCapture(pointerId);
