@@ -59,31 +59,40 @@ def left(frames: list[AudioFrame]) -> np.ndarray[Any, Any]:
     return samples[:, 0].astype(float)
 
 
-def clean_runs(samples: np.ndarray[Any, Any]) -> list[np.ndarray[Any, Any]]:
-    """The stretches of at least 20 ms between dropouts (32 or more silent samples in a row).
-    Under load Chromium's renderer misses deadlines and the sink plays silence in the gaps (at
-    load 25 on 2 cores, one every ~100 ms); between them the tone is whole."""
+def clean_runs(samples: np.ndarray[Any, Any], shortest: int = 960) -> list[np.ndarray[Any, Any]]:
+    """The stretches of at least `shortest` samples (20 ms) between dropouts (32 or more silent
+    samples in a row). Under load Chromium's renderer misses deadlines and the sink plays silence
+    in the gaps (at load 25 on 2 cores, one every ~100 ms); between them the tone is whole."""
     silent = np.concatenate(([False], np.abs(samples) < SILENT_PEAK, [False])).astype(int)
     starts = np.flatnonzero(np.diff(silent) == 1)
     ends = np.flatnonzero(np.diff(silent) == -1)
     gaps = [(start, end) for start, end in zip(starts, ends, strict=True) if end - start >= 32]
     bounds = [0, *(edge for gap in gaps for edge in gap), len(samples)]
     runs = [samples[bounds[i] : bounds[i + 1]] for i in range(0, len(bounds), 2)]
-    return [run for run in runs if len(run) >= 960]
+    return [run for run in runs if len(run) >= shortest]
+
+
+def periods(frames: list[AudioFrame]) -> np.ndarray[Any, Any]:
+    """The tone's periods in samples: the spans between rising zero crossings (placed between
+    samples by linear interpolation) inside stretches of 5 ms or more without a dropout."""
+    spans = []
+    for run in clean_runs(left(frames), shortest=240):
+        rising = np.flatnonzero((run[:-1] < 0) & (run[1:] >= 0))
+        exact = rising + run[rising] / (run[rising] - run[rising + 1])
+        spans.append(np.diff(exact))
+    return np.concatenate(spans) if spans else np.zeros(0)
+
+
+CYCLES = 40
+"""Whole periods of clean sound a tone's pitch is taken from (about 90 ms at 440 Hz)."""
 
 
 def tone(frames: list[AudioFrame]) -> tuple[float, int]:
-    """The tone's frequency (rising zero crossings a second, over the clean stretches) and its
-    peak sample."""
-    samples = left(frames)
-    crossings = duration = 0.0
-    for run in clean_runs(samples):
-        rising = np.flatnonzero((run[:-1] < 0) & (run[1:] >= 0))
-        if len(rising) >= 2:
-            crossings += len(rising) - 1
-            duration += (rising[-1] - rising[0]) / 48000
-    assert duration > 0.1, "under 100 ms of clean sound"
-    return crossings / duration, int(np.abs(samples).max())
+    """The tone's frequency and its peak sample. The median period, so that a glitch the renderer
+    leaves under load (a short dropout or a jump in phase adds or cuts one period) moves nothing."""
+    spans = periods(frames)
+    assert len(spans) >= CYCLES, f"only {len(spans)} clean periods"
+    return 48000 / float(np.median(spans)), int(np.abs(left(frames)).max())
 
 
 def amplitude(run: np.ndarray[Any, Any], hz: float) -> float:
@@ -127,6 +136,15 @@ async def heard(a: Client, tab: int, count: int, after: int = 0) -> list[AudioFr
     return frames()[:count]
 
 
+async def heard_tone(a: Client, tab: int, count: int, after: int = 0) -> list[AudioFrame]:
+    """`tab`'s frames past seq `after`: `count` of them, and more until they hold `CYCLES` clean
+    periods (under load the renderer's dropouts can leave too few in `count`)."""
+    frames = await heard(a, tab, count, after)
+    while len(periods(frames)) < CYCLES:
+        frames = await heard(a, tab, len(frames) + 1, after)
+    return frames
+
+
 async def quiet(a: Client) -> None:
     """Navigate the viewed tab away (its sound ends with the page) and close the client."""
     with contextlib.suppress(Exception):
@@ -141,7 +159,7 @@ async def test_a_tab_playing_a_tone_reaches_its_viewer_as_kind_2_frames(
     tab = await view_tone(a, site, SEAT, "hz=440")
     assert (await a.ask({"kind": "browser_tabs", "seat": SEAT}))["tabs"]["audio_off"] is None
     await click(a)
-    frames = await heard(a, tab, SECOND_SECONDS)
+    frames = await heard_tone(a, tab, SECOND_SECONDS)
     assert {(f.profile, f.tab, f.rate, f.channels) for f in frames} == {
         (a.frames[0].profile, tab, 48000, 2)
     }
@@ -161,8 +179,8 @@ async def test_two_profiles_with_different_tones_never_mix(audio_served: Served,
     tab_b = await view_tone(b, site, OTHER, "hz=880")
     await click(a)
     await click(b)
-    frames_a = await heard(a, tab_a, SECOND_SECONDS)
-    frames_b = await heard(b, tab_b, SECOND_SECONDS)
+    frames_a = await heard_tone(a, tab_a, SECOND_SECONDS)
+    frames_b = await heard_tone(b, tab_b, SECOND_SECONDS)
     assert frames_a[0].profile != frames_b[0].profile
     assert abs(tone(frames_a)[0] - 440) <= 2
     assert abs(tone(frames_b)[0] - 880) <= 2
@@ -178,7 +196,7 @@ async def test_a_silent_page_sends_no_frames(audio_served: Served, site: str) ->
     a = await connect(audio_served)
     tab = await view_tone(a, site, SEAT, "hz=660&after=1")
     await click(a)
-    frames = await heard(a, tab, SECOND_SECONDS // 2)
+    frames = await heard_tone(a, tab, SECOND_SECONDS // 2)
     assert frames[0].seq == 1
     first = np.frombuffer(frames[0].samples, "<i2")
     assert np.abs(first.astype(int)).max() > SILENT_PEAK
@@ -282,7 +300,7 @@ async def test_kill_9_of_the_daemon_and_the_tab_sounds_again(
     await a.until(lambda: pushes()[-1] is None)
     assert pulseaudio().pid != daemon.pid
     await click(a)  # Chromium's stream that was playing stays dead: the page plays again
-    frames = await heard(a, tab, SECOND_SECONDS // 2, after=before)
+    frames = await heard_tone(a, tab, SECOND_SECONDS // 2, after=before)
     hz, level = tone(frames)
     assert abs(hz - 440) <= 2
     assert level > 5000
