@@ -1451,7 +1451,9 @@ async def chaos(minutes: float, seed: int, out: Path, small: bool, trace_memory:
 
 def loop_stalls(log: Path, top: int = 5) -> dict[str, Any]:
     """The supervisor's own account of its event loop standing still (forge's loop watch), over
-    every copy of its log: how many stalls, how long the longest stood, and what held them."""
+    every copy of its log: how many stalls, how long the longest stood, how much of the time
+    stood the loop's thread spent computing (near 1: forge's code; near 0: not scheduled or in a
+    blocking call), and what held the longest."""
     stalled, resumed = [], []
     for path in sorted(log.parent.glob(log.name + "*")):
         with contextlib.suppress(OSError), path.open("rb") as lines:
@@ -1463,11 +1465,15 @@ def loop_stalls(log: Path, top: int = 5) -> dict[str, Any]:
                     if record.get("record") == "loop_stalled":
                         stalled.append(record)
                     elif record.get("record") == "loop_resumed":
-                        resumed.append(record["stood_s"])
+                        resumed.append(record)
     stalled.sort(key=lambda record: -record["stood_s"])
+    stood = sum(r["stood_s"] for r in resumed)
+    longest = max(resumed, key=lambda r: r["stood_s"], default=None)
     return {
         "count": len(resumed),
-        "longest_s": max(resumed, default=None),
+        "longest_s": longest["stood_s"] if longest else None,
+        "longest_cpu_s": longest.get("cpu_s") if longest else None,
+        "cpu_share": round(sum(r.get("cpu_s", 0.0) for r in resumed) / stood, 3) if stood else None,
         "held_by": [
             {"ts": r["ts"], "stood_s": r["stood_s"], "frames": r["stack"].splitlines()[-4:]}
             for r in stalled[:top]

@@ -3,9 +3,10 @@
 Every client of the socket waits while the loop stands still, so a stall is worth a record that
 says who made it stand: when the loop has not turned for `threshold_s` (`[log] loop_stall_ms`),
 the watch thread logs what the loop's thread is running (`loop_stalled`, its innermost frames),
-and the loop, once it turns again, logs how long it stood (`loop_resumed`). A stack that ends in
-the selector means the loop was idle and the process itself got no CPU (a saturated machine),
-not that forge's code held it.
+and the loop, once it turns again, logs how long it stood and how much CPU its thread used
+meanwhile (`loop_resumed`, `stood_s` and `cpu_s`). A stand with as much CPU as time is forge's
+own code; one with little CPU is a thread that was not scheduled (a saturated machine) or that
+waited in a blocking call, and the stack says which.
 """
 
 from __future__ import annotations
@@ -37,10 +38,14 @@ class LoopWatch:
         threshold_s: float,
         tick_s: float = TICK_S,
         now: Callable[[], float] = time.monotonic,
+        cpu: Callable[[], float] = time.thread_time,
     ) -> None:
         self._threshold_s = threshold_s
         self._tick_s = tick_s
         self._now = now
+        self._cpu = cpu
+        """The CPU seconds of the calling thread (read on the loop's thread only)."""
+        self._cpu_at_turn = 0.0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread = 0
         self._turned = 0.0
@@ -53,6 +58,7 @@ class LoopWatch:
         self._loop = asyncio.get_running_loop()
         self._loop_thread = threading.get_ident()
         self._turned = self._now()
+        self._cpu_at_turn = self._cpu()
         self._timer = self._loop.call_later(self._tick_s, self._tick)
         self._thread = threading.Thread(target=self._watch, name="loop-watch", daemon=True)
         self._thread.start()
@@ -66,11 +72,12 @@ class LoopWatch:
 
     def _tick(self) -> None:
         """On the loop: mark the turn, and say how long the loop stood if it stood too long."""
-        now = self._now()
+        now, cpu = self._now(), self._cpu()
         late = now - self._turned - self._tick_s
-        self._turned = now
+        used = cpu - self._cpu_at_turn
+        self._turned, self._cpu_at_turn = now, cpu
         if late >= self._threshold_s:
-            log.warning("loop_resumed", stood_s=round(late, 3))
+            log.warning("loop_resumed", stood_s=round(late, 3), cpu_s=round(used, 3))
         self._reported = False
         assert self._loop is not None
         self._timer = self._loop.call_later(self._tick_s, self._tick)

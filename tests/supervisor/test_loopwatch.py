@@ -35,6 +35,36 @@ async def test_a_held_loop_is_reported_with_the_holder_and_then_how_long_it_stoo
     assert stalled["stood_s"] >= 0.2
     resumed = next(r for r in records if r["event"] == "loop_resumed")
     assert resumed["stood_s"] >= stalled["stood_s"]
+    assert 0 <= resumed["cpu_s"] <= resumed["stood_s"] + 0.1  # one tick's own CPU besides
+
+
+def spin_until_seen(records: list[dict[str, Any]]) -> None:
+    """Forge's own code holding the loop: computing, never sleeping."""
+    deadline = time.monotonic() + 60
+    while not any(r["event"] == "loop_stalled" for r in records):
+        assert time.monotonic() < deadline, records
+        sum(range(10_000))
+
+
+async def test_a_stand_says_whether_the_loop_thread_was_computing_or_not() -> None:
+    """Sleeping in the loop's thread uses no CPU; spinning uses about all of the stand."""
+    watch = LoopWatch(threshold_s=0.2, tick_s=0.05)
+    stands = []
+    for hold in (hold_the_loop_until_seen, spin_until_seen):
+        with capture_logs() as records:
+            watch.start()
+            try:
+                hold(records)
+                turned = asyncio.Event()
+                asyncio.get_running_loop().call_later(0.1, turned.set)
+                await turned.wait()
+            finally:
+                watch.stop()
+        stands.append(next(r for r in records if r["event"] == "loop_resumed"))
+        watch = LoopWatch(threshold_s=0.2, tick_s=0.05)
+    slept, spun = stands
+    assert slept["cpu_s"] < slept["stood_s"] / 2
+    assert spun["cpu_s"] > slept["cpu_s"]
 
 
 async def test_a_loop_that_keeps_turning_is_never_reported() -> None:
