@@ -160,6 +160,18 @@ class Scan(msgspec.Struct, frozen=True):
     base_ref: str | None
 
     @property
+    def seen(self) -> Seen:
+        return Seen(self.work, self.git)
+
+
+class Seen(msgspec.Struct, frozen=True):
+    """What the supervisor keeps of a scan: the rows a client draws. Not the status entries a
+    diff is read from: thousands of them in a busy tree, decoded for nothing on its loop."""
+
+    work: Work
+    git: GitLayer | None
+
+    @property
     def told(self) -> bytes:
         """What a holder of the seat learns from this scan: the work row and the git layer."""
         return msgspec.json.encode((self.work, self.git))
@@ -341,9 +353,9 @@ class TreeReads(Protocol):
 
     async def work(self, directory: Path) -> Work: ...
 
-    async def scan(self, directory: Path) -> Scan: ...
+    async def scan(self, directory: Path) -> Seen: ...
 
-    async def record(self, directory: Path) -> tuple[Scan, Diff | None]: ...
+    async def record(self, directory: Path) -> tuple[Seen, Diff | None]: ...
 
     async def commit(self, directory: Path, revision: str) -> str | None: ...
 
@@ -358,12 +370,12 @@ class LocalTrees:
     async def work(self, directory: Path) -> Work:
         return await read_work(directory)
 
-    async def scan(self, directory: Path) -> Scan:
-        return await scan(directory)
+    async def scan(self, directory: Path) -> Seen:
+        return (await scan(directory)).seen
 
-    async def record(self, directory: Path) -> tuple[Scan, Diff | None]:
+    async def record(self, directory: Path) -> tuple[Seen, Diff | None]:
         found = await scan(directory)
-        return found, await read_diff(directory, found)
+        return found.seen, await read_diff(directory, found)
 
     async def commit(self, directory: Path, revision: str) -> str | None:
         try:

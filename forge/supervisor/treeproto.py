@@ -24,13 +24,13 @@ class ReadWork(Ask, tag="work", frozen=True, kw_only=True):
 
 
 class ReadScan(Ask, tag="scan", frozen=True, kw_only=True):
-    """-> `Scan`."""
+    """-> `Seen`."""
 
     directory: str
 
 
 class ReadRecord(Ask, tag="record", frozen=True, kw_only=True):
-    """-> `[Scan, Diff | None]`."""
+    """-> `[Seen, Diff | None]`."""
 
     directory: str
 

@@ -20,7 +20,7 @@ from typing import Optional, TypeVar
 import msgspec
 
 from forge.logs import get_logger
-from forge.supervisor.gitwork import NO_SCAN, GitFailed, Scan
+from forge.supervisor.gitwork import NO_SCAN, GitFailed, Seen
 from forge.supervisor.treeproto import (
     Ask,
     Event,
@@ -154,14 +154,16 @@ class TreeProcess:
     async def work(self, directory: Path) -> Work:
         return await self._read(lambda n: ReadWork(id=n, directory=str(directory)), Work, NO_GIT)
 
-    async def scan(self, directory: Path) -> Scan:
-        return await self._read(lambda n: ReadScan(id=n, directory=str(directory)), Scan, NO_SCAN)
+    async def scan(self, directory: Path) -> Seen:
+        return await self._read(
+            lambda n: ReadScan(id=n, directory=str(directory)), Seen, NO_SCAN.seen
+        )
 
-    async def record(self, directory: Path) -> tuple[Scan, Diff | None]:
+    async def record(self, directory: Path) -> tuple[Seen, Diff | None]:
         return await self._read(
             lambda n: ReadRecord(id=n, directory=str(directory)),
-            tuple[Scan, Diff | None],
-            (NO_SCAN, None),
+            tuple[Seen, Diff | None],
+            (NO_SCAN.seen, None),
         )
 
     async def commit(self, directory: Path, revision: str) -> str | None:

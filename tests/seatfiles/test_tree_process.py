@@ -10,7 +10,8 @@ from pathlib import Path
 
 import msgspec
 
-from forge.supervisor.treeproto import ReadWork
+from forge.supervisor.gitwork import Seen
+from forge.supervisor.treeproto import ReadScan, ReadWork
 
 
 def test_sigint_ends_the_tree_process_quietly(tmp_path: Path) -> None:
@@ -28,3 +29,27 @@ def test_sigint_ends_the_tree_process_quietly(tmp_path: Path) -> None:
     process.send_signal(signal.SIGINT)
     _, err = process.communicate(timeout=60)
     assert (process.returncode, err) == (0, b"")
+
+
+def test_a_scan_answers_the_rows_not_the_status_entries(tmp_path: Path) -> None:
+    """The supervisor draws the work row and the git layer; a busy tree's status entries (here
+    300 untracked files) stay in the tree process: the answer names only the files of the
+    layer's capped list."""
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    for n in range(300):
+        (tmp_path / f"new-{n}.txt").write_text("x\n")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "forge.supervisor.treeside"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
+    assert process.stdin is not None
+    assert process.stdout is not None
+    process.stdin.write(msgspec.json.encode(ReadScan(id=1, directory=str(tmp_path))) + b"\n")
+    process.stdin.flush()
+    answer = process.stdout.readline()
+    process.communicate(timeout=60)  # its stdin closed: it ends
+    reply = msgspec.json.decode(answer)
+    seen = msgspec.convert(reply["result"], Seen)
+    assert seen.work.changed == 300
+    assert answer.count(b"new-") < 300
