@@ -190,12 +190,23 @@ async def start_servers(home: Path) -> tuple[list[asyncio.subprocess.Process], i
     forge = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "forge.cli", "supervise", "--port", str(forge_port), env=env
     )
-    bare = await asyncio.create_subprocess_exec(
-        sys.executable, __file__, "--bare-server", str(bare_port), env=env
+    bare = await asyncio.create_subprocess_exec(  # -P: bench/socket.py is not the stdlib's
+        sys.executable, "-P", __file__, "--bare-server", str(bare_port), env=env
     )
-    await wait_listening(forge_port)
-    await wait_listening(bare_port)
+    try:
+        await wait_listening(forge_port)
+        await wait_listening(bare_port)
+    except BaseException:
+        await stop([forge, bare])
+        raise
     return [forge, bare], forge_port, bare_port
+
+
+async def stop(processes: list[asyncio.subprocess.Process]) -> None:
+    for process in processes:
+        if process.returncode is None:
+            process.terminate()
+        await process.wait()
 
 
 async def run(quick: bool) -> None:
@@ -224,9 +235,7 @@ async def run(quick: bool) -> None:
                         f"{megabytes / bare:>10,.1f} {bare / forge:>6.2f}"
                     )
         finally:
-            for process in processes:
-                process.terminate()
-                await process.wait()
+            await stop(processes)
 
 
 def main() -> None:

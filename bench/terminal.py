@@ -138,7 +138,7 @@ def free_port() -> int:
 
 def start_server(kind: str, home: Path) -> Server:
     port = free_port()
-    argv = [sys.executable, __file__, f"--serve-{kind}", str(port), str(home)]
+    argv = [sys.executable, "-P", __file__, f"--serve-{kind}", str(port), str(home)]
     os.environ["XDG_STATE_HOME"] = str(home / "state")  # where forge's clients read the token
     env = {**os.environ, "PS1": "$ ", "HOME": str(home)}
     process = subprocess.Popen(argv, stdout=subprocess.PIPE, env=env)
@@ -506,7 +506,8 @@ async def run(args: argparse.Namespace) -> None:
     home = Path(tempfile.mkdtemp(prefix="forge-bench-terminal-"))
     servers: list[Server] = []
     try:
-        servers += [start_server("forge", home), start_server("terminado", home)]
+        for kind in ("forge", "terminado"):  # one at a time: a failed start stops the first
+            servers.append(start_server(kind, home))
         floors: list[float] = []
         floor_cpus: list[float] = []
         relays: list[tuple[float, float]] = []
