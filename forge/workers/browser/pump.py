@@ -68,6 +68,17 @@ def image_size(data: bytes) -> tuple[int, int]:
     return width, height
 
 
+def laid_out_at(width: int, height: int, page_size: tuple[int, int]) -> bool:
+    """Whether a `width` x `height` picture can show a page laid out at `page_size` CSS pixels:
+    the same shape, within 5 %. Right after a resize Chromium may send a paint of the old layout
+    with the new size's metadata, and a capture may end just before the new size lands; a
+    viewer would draw either at the wrong shape and map its taps to the wrong places."""
+    page_width, page_height = page_size
+    if not (width and height and page_width and page_height):
+        return True  # nothing to compare against yet
+    return abs(width * page_height - height * page_width) <= 0.05 * height * page_width
+
+
 def webp_from_jpeg(jpeg: bytes, quality: int) -> tuple[bytes, int, int]:
     """Decode a screencast JPEG and encode it as lossy WebP with Pillow's fastest method."""
     with Image.open(io.BytesIO(jpeg)) as image:
@@ -157,12 +168,13 @@ class FramePump:
 
     def paint(self, jpeg: bytes, page_size: tuple[int, int]) -> None:
         """One screencast frame from Chromium (already acknowledged), laid out at `page_size`
-        CSS pixels: a frame painted before a resize keeps the size it was painted at.
+        CSS pixels: a frame painted before a resize keeps the size it was painted at, and one
+        whose picture has another shape than its metadata says (`laid_out_at`) is dropped.
 
         A frame byte for byte the last one is not a paint: each key frame capture makes Chromium
         send the picture again, which would restart the quiet clock (a still page captured every
         ~320 ms, forever) and cover the crisp key frame with a lossy copy."""
-        if jpeg == self._last_jpeg:
+        if jpeg == self._last_jpeg or not laid_out_at(*image_size(jpeg), page_size):
             return
         self._last_jpeg = jpeg
         self._last_paint = self._clock.monotonic()
@@ -242,8 +254,15 @@ class FramePump:
                     await self._clock.sleep(self._settings.quiet_s)
                     self._key_asked.set()
                 continue
-            failures = 0
             width, height = image_size(image)
+            if not laid_out_at(width, height, self.page_size):  # taken before a resize landed
+                failures += 1
+                if failures < KEY_FRAME_TRIES:
+                    self._key_asked.set()
+                else:
+                    self._release(flush=False)
+                continue
+            failures = 0
             self._emit(FORMAT_WEBP, True, image, width, height, self.page_size)
             self._holding, self._held = False, None  # the capture shows what was held, or newer
 

@@ -197,3 +197,34 @@ async def test_a_capture_never_answered_lets_the_held_paint_through_and_is_tried
     assert key.pixel(5, 5)[2] > 200
     assert captures == [1, 1, 1]
     await pump.stop()
+
+
+async def test_a_paint_or_capture_of_the_old_layout_under_the_new_size_is_not_sent() -> None:
+    """Right after a resize to a phone's 390x844, Chromium may send a paint of the old 1280x720
+    layout labelled with the new size, and a key capture may end just before the size lands:
+    neither goes out; the capture is taken again."""
+    clock = ManualClock()
+    recorder = Recorder()
+    shots = [picture((0, 0, 255), "WEBP", (128, 72)), picture((0, 255, 0), "WEBP", (78, 169))]
+
+    async def capture() -> bytes:
+        return shots.pop(0)
+
+    pump = FramePump(
+        profile_id=1, tab=1, clock=clock, sink=recorder.frame, capture_key=capture,
+        settings=PumpSettings(max_motion_fps=10, quiet_s=0.3),
+    )  # fmt: skip
+    pump.wants_jpeg = True
+    pump.page_size = (390, 844)
+    pump.start()
+    pump.ask_key_frame()
+    key = await recorder.until(lambda: next((f for f in recorder.frames if f.key), None))
+    assert (key.width, key.height, key.page_width) == (78, 169, 390)
+    assert shots == []
+    pump.paint(picture((255, 0, 0), "JPEG", (128, 72)), (390, 844))
+    pump.paint(picture((250, 0, 0), "JPEG", (78, 169)), (390, 844))
+    await recorder.until(lambda: len(recorder.frames) >= 2)
+    await asyncio.sleep(0)
+    sizes = {(f.width, f.height) for f in recorder.frames}
+    assert sizes == {(78, 169)}
+    await pump.stop()
