@@ -74,6 +74,9 @@ SOUND_EVENTS = frozenset({
     "Media.playerEventsAdded",
 })  # fmt: skip
 
+ABANDONED_CAPTURE_S = 5.0
+"""How long a capture the pump gave up on keeps the tab's emulation lock while Chromium may
+still finish it (and put back the device metrics it started under)."""
 TAB_NUMBER_LIMIT = 0xFFFF
 """Tab numbers ride the kind-1 header as u16; per host run, from 1, never reused (O-B3)."""
 
@@ -485,9 +488,23 @@ class BrowserHost:
         answers no capture, and holding `emulation` then would keep it paused for good."""
         await tab.ready.wait()
         async with tab.emulation:
-            shot = await self._cdp.call(
-                "Page.captureScreenshot", {"format": "webp", "quality": 100}, tab.session
+            call = asyncio.ensure_future(
+                self._cdp.call(
+                    "Page.captureScreenshot", {"format": "webp", "quality": 100}, tab.session
+                )
             )
+            try:
+                shot = await asyncio.shield(call)
+            except asyncio.CancelledError:
+                # The pump gave up (a navigation overtook it, or its bound passed), but Chromium
+                # may still be capturing, and when it ends it puts back the metrics it started
+                # under: a resize applied meanwhile would be undone, for good.
+                await asyncio.wait({call}, timeout=ABANDONED_CAPTURE_S)
+                if not call.done():
+                    call.cancel()
+                elif not call.cancelled():
+                    call.exception()  # retrieved: nobody waits for this capture any more
+                raise
         return base64.b64decode(shot["data"])
 
     async def _refresh_info(self, tab: _Tab) -> None:

@@ -174,7 +174,10 @@ class FramePump:
         A frame byte for byte the last one is not a paint: each key frame capture makes Chromium
         send the picture again, which would restart the quiet clock (a still page captured every
         ~320 ms, forever) and cover the crisp key frame with a lossy copy."""
-        if jpeg == self._last_jpeg or not laid_out_at(*image_size(jpeg), page_size):
+        if jpeg == self._last_jpeg:
+            return
+        if not laid_out_at(*(size := image_size(jpeg)), page_size):
+            log.debug("browser_paint_misshapen", tab=self.tab, image=size, page=page_size)
             return
         self._last_jpeg = jpeg
         self._last_paint = self._clock.monotonic()
@@ -256,6 +259,10 @@ class FramePump:
                 continue
             width, height = image_size(image)
             if not laid_out_at(width, height, self.page_size):  # taken before a resize landed
+                log.debug(
+                    "browser_key_frame_misshapen", tab=self.tab, image=(width, height),
+                    page=self.page_size,
+                )  # fmt: skip
                 failures += 1
                 if failures < KEY_FRAME_TRIES:
                     self._key_asked.set()

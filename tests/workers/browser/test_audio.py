@@ -146,9 +146,16 @@ async def heard_tone(a: Client, tab: int, count: int, after: int = 0) -> list[Au
 
 
 async def quiet(a: Client) -> None:
-    """Navigate the viewed tab away (its sound ends with the page) and close the client."""
+    """Navigate the viewed tab away and close the client once the page is gone: a profile's tabs
+    share one sink, so a tone still playing would be heard in the next test's tab."""
+    tab = a.kinds("browser_view")[-1]["tab"]
+
+    def gone() -> bool:  # the tone page was the tab's first: now there is one to go back to
+        return any(m["tab"] == tab and m["can_back"] for m in a.kinds("browser_nav_state"))
+
     with contextlib.suppress(Exception):
         await a.send({"kind": "browser_navigate", "url": "about:blank"})
+        await a.until(gone)
     await a.close()
 
 
@@ -164,7 +171,7 @@ async def test_a_tab_playing_a_tone_reaches_its_viewer_as_kind_2_frames(
         (a.frames[0].profile, tab, 48000, 2)
     }
     seqs = [f.seq for f in frames]
-    assert seqs[0] == 1  # numbered per tab, from 1; a gap is a frame dropped for lateness
+    assert seqs[0] < 10  # numbered per tab from 1; a frame late under load is dropped, unsent
     assert seqs == sorted(set(seqs))
     assert {len(f.samples) for f in frames} == {FRAME_BYTES}
     hz, level = tone(frames)
@@ -197,7 +204,7 @@ async def test_a_silent_page_sends_no_frames(audio_served: Served, site: str) ->
     tab = await view_tone(a, site, SEAT, "hz=660&after=1")
     await click(a)
     frames = await heard_tone(a, tab, SECOND_SECONDS // 2)
-    assert frames[0].seq == 1
+    assert frames[0].seq < 10  # the silent second numbered nothing (late frames aside)
     first = np.frombuffer(frames[0].samples, "<i2")
     assert np.abs(first.astype(int)).max() > SILENT_PEAK
     assert abs(tone(frames)[0] - 660) <= 2
