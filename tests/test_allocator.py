@@ -19,8 +19,10 @@ big = bytearray(8 * 1024 * 1024)  # a large block freed: glibc raises its mmap t
 del big
 before = me.memory_info().rss
 # Filled, not zeroed: calloc may hand out fresh pages untouched, which are never resident.
-frames = [bytearray(b"f") * (512 * 1024) for _ in range(64)]  # 32 MiB of frame-sized blocks
-pinned = bytearray(b"p") * (256 * 1024)  # one block that outlives them, after them in the heap
+frames, pins = [], []
+for _ in range(64):  # 32 MiB of frame-sized blocks, each followed by a small one that outlives it
+    frames.append(bytearray(b"f") * (512 * 1024))
+    pins.append(bytearray(b"p") * 1024)  # so no freed frame is at the heap's top, where glibc trims
 del frames
 print((me.memory_info().rss - before) // (1024 * 1024))
 """
