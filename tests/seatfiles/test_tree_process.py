@@ -14,7 +14,8 @@ from forge.supervisor.gitwork import Seen
 from forge.supervisor.treeproto import ReadScan, ReadWork
 
 
-def test_sigint_ends_the_tree_process_quietly(tmp_path: Path) -> None:
+def asked(ask: ReadWork | ReadScan) -> tuple[subprocess.Popen[bytes], bytes]:
+    """A tree process started and asked `ask`: the process and its answer's line."""
     process = subprocess.Popen(
         [sys.executable, "-m", "forge.supervisor.treeside"],
         stdin=subprocess.PIPE,
@@ -23,9 +24,14 @@ def test_sigint_ends_the_tree_process_quietly(tmp_path: Path) -> None:
     )
     assert process.stdin is not None
     assert process.stdout is not None
-    process.stdin.write(msgspec.json.encode(ReadWork(id=1, directory=str(tmp_path))) + b"\n")
+    process.stdin.write(msgspec.json.encode(ask) + b"\n")
     process.stdin.flush()
-    assert b'"id":1' in process.stdout.readline()  # it serves: past its start-up
+    return process, process.stdout.readline()
+
+
+def test_sigint_ends_the_tree_process_quietly(tmp_path: Path) -> None:
+    process, answer = asked(ReadWork(id=1, directory=str(tmp_path)))
+    assert b'"id":1' in answer  # it serves: past its start-up
     process.send_signal(signal.SIGINT)
     _, err = process.communicate(timeout=60)
     assert (process.returncode, err) == (0, b"")
@@ -38,16 +44,7 @@ def test_a_scan_answers_the_rows_not_the_status_entries(tmp_path: Path) -> None:
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
     for n in range(300):
         (tmp_path / f"new-{n}.txt").write_text("x\n")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "forge.supervisor.treeside"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-    )
-    assert process.stdin is not None
-    assert process.stdout is not None
-    process.stdin.write(msgspec.json.encode(ReadScan(id=1, directory=str(tmp_path))) + b"\n")
-    process.stdin.flush()
-    answer = process.stdout.readline()
+    process, answer = asked(ReadScan(id=1, directory=str(tmp_path)))
     process.communicate(timeout=60)  # its stdin closed: it ends
     reply = msgspec.json.decode(answer)
     seen = msgspec.convert(reply["result"], Seen)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from typing import Any
 
 from structlog.testing import capture_logs
@@ -19,17 +20,23 @@ def hold_the_loop_until_seen(records: list[dict[str, Any]]) -> None:
         time.sleep(0.01)
 
 
-async def test_a_held_loop_is_reported_with_the_holder_and_then_how_long_it_stood() -> None:
+async def stand(hold: Callable[[list[dict[str, Any]]], None]) -> list[dict[str, Any]]:
+    """Hold the loop with `hold` until the watch reports it, then let it turn: the records."""
     watch = LoopWatch(threshold_s=0.2, tick_s=0.05)
     with capture_logs() as records:
         watch.start()
         try:
-            hold_the_loop_until_seen(records)
+            hold(records)
             turned = asyncio.Event()  # set after the watch's overdue tick has run
             asyncio.get_running_loop().call_later(0.1, turned.set)
             await turned.wait()
         finally:
             watch.stop()
+    return records
+
+
+async def test_a_held_loop_is_reported_with_the_holder_and_then_how_long_it_stood() -> None:
+    records = await stand(hold_the_loop_until_seen)
     stalled = next(r for r in records if r["event"] == "loop_stalled")
     assert "hold_the_loop_until_seen" in stalled["stack"]
     assert stalled["stood_s"] >= 0.2
@@ -48,21 +55,10 @@ def spin_until_seen(records: list[dict[str, Any]]) -> None:
 
 async def test_a_stand_says_whether_the_loop_thread_was_computing_or_not() -> None:
     """Sleeping in the loop's thread uses no CPU; spinning uses about all of the stand."""
-    watch = LoopWatch(threshold_s=0.2, tick_s=0.05)
-    stands = []
-    for hold in (hold_the_loop_until_seen, spin_until_seen):
-        with capture_logs() as records:
-            watch.start()
-            try:
-                hold(records)
-                turned = asyncio.Event()
-                asyncio.get_running_loop().call_later(0.1, turned.set)
-                await turned.wait()
-            finally:
-                watch.stop()
-        stands.append(next(r for r in records if r["event"] == "loop_resumed"))
-        watch = LoopWatch(threshold_s=0.2, tick_s=0.05)
-    slept, spun = stands
+    slept, spun = [
+        next(r for r in await stand(hold) if r["event"] == "loop_resumed")
+        for hold in (hold_the_loop_until_seen, spin_until_seen)
+    ]
     assert slept["cpu_s"] < slept["stood_s"] / 2
     assert spun["cpu_s"] > slept["cpu_s"]
 
