@@ -1247,9 +1247,15 @@ async def chaos(minutes: float, seed: int, out: Path, small: bool, trace_memory:
     )
     url = f"ws://127.0.0.1:{port}/socket"
     log = home / "state" / "forge" / "forge.log"
-    for _ in range(600):
-        if log.exists() and b"socket_listening" in log.read_bytes():
-            break
+    started = time.monotonic()
+    while not (log.exists() and b"socket_listening" in log.read_bytes()):
+        if supervisor_proc.returncode is not None or time.monotonic() - started > 300:
+            why = (
+                f"exited {supervisor_proc.returncode}"
+                if supervisor_proc.returncode is not None
+                else "not within 300 s"
+            )
+            raise SystemExit(f"forge supervise did not listen ({why}); see {out}/supervisor.stderr")
         await asyncio.sleep(0.1)
     supervisor = psutil.Process(supervisor_proc.pid)
 
@@ -1488,6 +1494,11 @@ def memory_growth(out: Path, top: int = 15) -> str:
         return f"memory: {len(taken)} snapshot(s) in {out}, two are needed to compare"
     before, after = (tracemalloc.Snapshot.load(str(path)) for path in taken[:2])
     lines = [f"memory: what the supervisor held at the end beyond after warm-up (top {top})"]
+    layers = [json.loads(path.with_suffix(".json").read_text()) for path in taken[:2]]
+    lines.extend(
+        f"  {name}: {layers[0][name] / 1e6:.1f} -> {layers[1][name] / 1e6:.1f} MB"
+        for name in layers[0]
+    )
     for stat in after.compare_to(before, "traceback")[:top]:
         lines.append(f"  {stat.size_diff / 1e6:+8.3f} MB {stat.count_diff:+7d} blocks")
         lines.extend(f"      {line}" for line in stat.traceback.format(limit=6))

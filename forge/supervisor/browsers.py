@@ -165,8 +165,9 @@ class BrowserService:
         self._ask_ids = itertools.count(1)
         self._asks: dict[int, _Ask] = {}
         self._seat_tabs: dict[Seat, Surface] = {}
-        self._warming: set[Hashable] = set()
-        """Connections attached whose browser_view and nav state are not sent yet: no frames."""
+        self._warming: dict[Hashable, NavState | None] = {}
+        """Connections attached whose browser_view and nav state are not sent yet: no frames,
+        and no nav state before the view; the newest move meanwhile is sent after it."""
         self._refused_move_at: dict[Hashable, float] = {}
         self._muted: set[Hashable] = set()
         """Connections that turned the sound off (`browser_audio{on: false}`)."""
@@ -414,7 +415,10 @@ class BrowserService:
     def _send_nav_state(self, profile: _Profile, state: NavState) -> None:
         message = _nav_state(profile, state)
         for viewer in self.table.viewers((profile.key, state.tab)):
-            _connection(viewer).send(message)
+            if viewer.connection in self._warming:
+                self._warming[viewer.connection] = state
+            else:
+                _connection(viewer).send(message)
 
     # --- tab rows (BR19, BR20) ------------------------------------------------------------
 
@@ -522,27 +526,29 @@ class BrowserService:
         if attached.left is not None:
             await self._surface_changed(attached.left, released_by=attached.released)
         self._seat_tabs[seat] = surface
-        self._warming.add(connection)
+        self._warming[connection] = None
         try:
             webp, jpeg = self.table.formats(surface)
             nav = await self._ask(what, profile, View(tab=asked, webp=webp, jpeg=jpeg))
+            self._warming[connection] = None  # the answer is newer than any move before it
             await self._apply_layout(profile, surface)
             await self._fit_listening(what, profile, surface)
-        except ClientRefusal as refusal:
-            self._warming.discard(connection)
+        except BaseException as error:  # a refusal, or the connection gone meanwhile
+            self._warming.pop(connection, None)
+            if not isinstance(error, ClientRefusal):
+                raise
             self.table.detach(connection)
-            self._refuse_attach(connection, what, asked, refusal, reply_to)
+            self._refuse_attach(connection, what, asked, error, reply_to)
             return
         if reply_to is not None:
             connection.send(
                 server.reply(reply_to, browser.Attached(profile=profile.key, tab=asked))
             )
         self._push_view(profile, surface)
-        connection.send(_nav_state(profile, nav))
+        connection.send(_nav_state(profile, self._warming.pop(connection, None) or nav))
         kept = (profile.kept if viewer.jpeg else profile.kept_webp).get(asked)
         if kept is not None:
             connection.send_latest((profile.wire_id, asked), kept)
-        self._warming.discard(connection)
         self._offer_asks(profile)
 
     def _refuse_attach(

@@ -150,6 +150,15 @@ class FramePump:
             asyncio.create_task(self._encode_motion(), name=f"browser-webp-{self.tab}"),
             asyncio.create_task(self._key_frames(), name=f"browser-key-{self.tab}"),
         ]
+        for task in self._tasks:
+            task.add_done_callback(self._ended)
+
+    def _ended(self, task: asyncio.Task[None]) -> None:
+        """A pump task that fails leaves its tab frozen for every viewer: say so in the log."""
+        if not task.cancelled() and (error := task.exception()) is not None:
+            log.error(
+                "browser_pump_failed", tab=self.tab, task=task.get_name(), error=repr(error),
+            )  # fmt: skip
 
     async def stop(self) -> None:
         for task in self._tasks:
@@ -241,6 +250,7 @@ class FramePump:
             self._painted.clear()
             try:
                 image = await self._capture_within_bound()
+                width, height = image_size(image)  # Chromium may answer with no picture
             except Exception as error:
                 # Mid-navigation Chromium refuses a capture or never answers it: motion goes on
                 # meanwhile, and the capture is tried again once the page settles.
@@ -257,7 +267,6 @@ class FramePump:
                     await self._clock.sleep(self._settings.quiet_s)
                     self._key_asked.set()
                 continue
-            width, height = image_size(image)
             if not laid_out_at(width, height, self.page_size):  # taken before a resize landed
                 log.debug(
                     "browser_key_frame_misshapen", tab=self.tab, image=(width, height),

@@ -199,6 +199,34 @@ async def test_a_capture_never_answered_lets_the_held_paint_through_and_is_tried
     await pump.stop()
 
 
+async def test_a_capture_answered_with_no_picture_is_tried_again() -> None:
+    """Chromium answered a capture overtaken by a navigation with data that is no picture; the
+    pump's key-frame task died of it, and the viewer who had just attached never saw a frame."""
+    clock = ManualClock()
+    recorder = Recorder()
+    answers = [b"", picture((0, 0, 255), "WEBP")]
+
+    async def capture() -> bytes:
+        return answers.pop(0)
+
+    pump = FramePump(
+        profile_id=1, tab=1, clock=clock, sink=recorder.frame, capture_key=capture,
+        settings=PumpSettings(quiet_s=0.3),
+    )  # fmt: skip
+    pump.start()
+    pump.ask_key_frame()
+    await turns(lambda: len(answers) == 1)  # the first answer taken (and refused)
+    for _ in range(10):  # the retry waits a quiet period: let the clock run, a tenth at a time
+        if answers:
+            await asyncio.sleep(0)  # a turn of the loop, not time: the pump's tasks move on
+            clock.advance(0.1)
+    key = await recorder.until(lambda: next((f for f in recorder.frames if f.key), None))
+    assert (key.width, key.height) == (64, 48)
+    assert key.pixel(5, 5)[2] > 200
+    assert answers == []
+    await pump.stop()
+
+
 async def test_a_paint_or_capture_of_the_old_layout_under_the_new_size_is_not_sent() -> None:
     """Right after a resize to a phone's 390x844, Chromium may send a paint of the old 1280x720
     layout labelled with the new size, and a key capture may end just before the size lands:
