@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
 import wave
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, BrowserContext, Page, expect
+from playwright.sync_api import Browser, BrowserContext, Page, WebSocketRoute, expect
 
 from forge.workers.dictate import corpus
 from forge.workers.dictate.wer import score
@@ -127,6 +128,51 @@ def test_a_second_take_on_the_seat_is_refused_in_words(
     first.get_by_label("cancel dictation").click()
     expect(first.locator('.mic[data-box="terminal"]')).to_have_attribute("data-take-state", "idle")
     assert dictation(first)["landed"] is None
+
+
+def test_a_take_pressed_while_a_new_link_replays_stays_live(
+    desktop: BrowserContext, supervised: Supervised
+) -> None:
+    """After a reconnect the page replays its surfaces once home's snapshot comes. A take the
+    person pressed before that was sent on the new link and is alive; the replay used to end it
+    as "dropped mid-take" (the second-take test saw it on a first link, now and then)."""
+    links: list[WebSocketRoute] = []
+    held: list[str | bytes] = []
+    holding = threading.Event()
+
+    def route(page_side: WebSocketRoute) -> None:
+        links.append(page_side)
+        server = page_side.connect_to_server()
+        page_side.on_message(lambda message: to_server(server, message))
+        server.on_message(lambda message: to_page(page_side, message))
+
+    def to_server(server: WebSocketRoute, message: str | bytes) -> None:
+        server.send(message)
+        if isinstance(message, str) and '"dictate_stream"' in message:
+            holding.clear()
+            for late in held:
+                links[-1].send(late)
+            held.clear()
+
+    def to_page(page_side: WebSocketRoute, message: str | bytes) -> None:
+        if holding.is_set() and not (isinstance(message, str) and '"greeting"' in message):
+            held.append(message)  # home's snapshot and the rest wait for the take
+        else:
+            page_side.send(message)
+
+    page = desktop.new_page()
+    page.route_web_socket("**/socket**", route)
+    open_terminal(page, supervised)
+    holding.set()
+    links[0].close()  # the link drops; the page dials again and is greeted, nothing more
+    expect(page.locator("[data-link]")).to_have_attribute("data-link", "reconnecting")
+    expect(page.locator("[data-link]")).to_have_attribute("data-link", "open")
+    page.get_by_label("dictate").click()
+    poll(page, "() => window.forgeDictation.phases.length > 0")  # the take is the server's
+    hook = dictation(page)
+    assert (hook["state"], hook["why"], len(links)) == ("live", None, 2), hook
+    page.get_by_label("cancel dictation").click()
+    expect(page.locator('.mic[data-box="terminal"]')).to_have_attribute("data-take-state", "idle")
 
 
 def say(supervised: Supervised, text: str) -> None:

@@ -51,6 +51,8 @@ export class Dictation implements Surface {
   why: string | null = null;
   private land: Land | null = null;
   private mic: Microphone | null = null;
+  /** The link (`ForgeSocket.links`) the live take was sent on. */
+  private sentOn = 0;
   private readonly listeners = new Set<() => void>();
   private readonly hook: DictationTestHook = {
     state: "idle",
@@ -106,6 +108,7 @@ export class Dictation implements Surface {
       this.end("not connected to the supervisor");
       return;
     }
+    this.sentOn = this.app.socket.links;
     this.mic = mic;
     this.set("live");
   }
@@ -192,9 +195,12 @@ export class Dictation implements Surface {
     // Nothing of a take arrives as a binary frame.
   }
 
-  /** A new link: a take of the old one was dropped by the server with it; nothing will land. */
+  /** A new link: a take of the old one was dropped by the server with it; nothing will land.
+   * A take not sent yet goes on the new link, and one sent on it (the person pressed while the
+   * page was replaying its surfaces onto a link just greeted) is alive. */
   relink(): void {
-    if (this.state === "idle") return;
+    if (this.state === "idle" || this.state === "opening") return;
+    if (this.sentOn === this.app.socket.links) return;
     this.closeMic();
     this.end("the link to the supervisor dropped mid-take; nothing landed");
   }

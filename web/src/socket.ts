@@ -85,6 +85,8 @@ export class ForgeSocket {
   private ticker: number | null = null;
   private redial: number | null = null;
   private opened = false;
+  /** Links greeted so far: what a message was sent on, for a surface that asks after a relink. */
+  links = 0;
   private replies = new Map<number, Pending>();
   private nextReply = 1;
   formats: string[] = [];
@@ -148,6 +150,7 @@ export class ForgeSocket {
       const message = JSON.parse(event.data) as ServerMessage;
       if (!greeted && message.kind === "greeting") {
         greeted = true;
+        this.links += 1;
         const reconnect = this.opened;
         this.opened = true;
         this.backoff.reset();
