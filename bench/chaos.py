@@ -1439,6 +1439,9 @@ async def chaos(minutes: float, seed: int, out: Path, small: bool, trace_memory:
     ]
     (out / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
     (out / "series.json").write_text(json.dumps(series))
+    if run.violations:  # the supervisor's own account of a failed run, for its replay
+        for kept in log.parent.glob(log.name + "*"):
+            shutil.copy2(kept, out / kept.name)
     shutil.rmtree(home, ignore_errors=True)  # its log was read above; what is kept is in `out`
     print(json.dumps(summary, indent=1, default=str))
     if trace_memory:

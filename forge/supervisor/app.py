@@ -13,6 +13,8 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 
+from forge import allocator
+from forge.clock import Clock
 from forge.config import ConfigWatcher, LoadedConfig
 from forge.config.watcher import OnChange
 from forge.health.service import home_service_status, service_status
@@ -77,6 +79,8 @@ async def running_supervisor(
         stack.callback(poller.cancel)
         watching = asyncio.create_task(watcher.run(clock=supervisor.clock))
         stack.callback(watching.cancel)
+        trimming = asyncio.create_task(_give_back_freed(supervisor.clock))
+        stack.callback(trimming.cancel)
         loop_watch = LoopWatch(threshold_s=loaded.config.log.loop_stall_ms / 1000)
         loop_watch.start()
         stack.callback(loop_watch.stop)
@@ -105,6 +109,13 @@ async def _refresh_service_status(supervisor: Supervisor) -> None:
     if status != supervisor.service_status:
         supervisor.service_status = status
         supervisor.publish_keyless("service_status_changed", {"status": status})
+
+
+async def _give_back_freed(clock: Clock) -> None:
+    """The heap's freed pages back to the system now and then (`forge.allocator`)."""
+    while True:
+        await clock.sleep(allocator.TRIM_EVERY_S)
+        allocator.give_back_freed()
 
 
 async def _poll_service_status(supervisor: Supervisor) -> None:
