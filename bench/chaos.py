@@ -1206,7 +1206,9 @@ async def sample(
         await asyncio.sleep(5)
 
 
-async def chaos(minutes: float, seed: int, out: Path, small: bool, trace_memory: bool) -> int:
+async def chaos(
+    minutes: float, seed: int, out: Path, small: bool, trace_memory: bool, latency_rule: bool
+) -> int:
     rng = random.Random(seed)
     run = Run(seed)
     out.mkdir(parents=True, exist_ok=True)  # noqa: ASYNC240 (once, before any load)
@@ -1392,8 +1394,10 @@ async def chaos(minutes: float, seed: int, out: Path, small: bool, trace_memory:
     forge_p99 = checks.percentile(samples["forge"], 99)
     bare_p99 = checks.percentile(samples["bare"], 99)
     ping_problem = checks.ping_verdict(forge_p99, bare_p99)
-    if ping_problem:
+    if ping_problem and latency_rule:
         run.violate("ping_p99", ping_problem)
+    elif ping_problem:
+        run.event(f"not judged (--no-latency-rule): {ping_problem}")
     rss_slope = checks.slope_per_hour(after["rss_mb"])
     fds_slope = checks.slope_per_hour(after["fds"])
     typed = run.figures.pop("typed_ms", [])
@@ -1517,6 +1521,11 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("chaos-out"))
     parser.add_argument("--small", action="store_true", help="fewer actors (the test's variant)")
     parser.add_argument(
+        "--no-latency-rule", dest="latency_rule", action="store_false",
+        help="report the ping p99 without judging it (the test's variant: a test holds no "
+        "wall-clock threshold, and a minute's p99 on a shared machine is its neighbours' too)",
+    )  # fmt: skip
+    parser.add_argument(
         "--trace-memory", action="store_true",
         help="run the supervisor under tracemalloc and print what grew after warm-up",
     )  # fmt: skip
@@ -1526,7 +1535,9 @@ def main() -> None:
         asyncio.run(echo_server(args.echo_server))
         return
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
-    run = chaos(args.minutes, seed, args.out.resolve(), args.small, args.trace_memory)
+    run = chaos(
+        args.minutes, seed, args.out.resolve(), args.small, args.trace_memory, args.latency_rule
+    )
     sys.exit(asyncio.run(run))
 
 
