@@ -1068,13 +1068,21 @@ async def stoppable(argv: list[str], env: dict[str, str]) -> tuple[int, str]:
 
 async def lab_loop(run: Run, root: Path, env: dict[str, str]) -> None:
     """`forge evaluate --parallel 2` again and again; every report's verdicts equal the first's."""
-    kit = Kit(root)
-    tasks = {f"t{i}": kit.plan(f"t{i}") for i in range(2)}
-    kit.cohort(
-        a=kit.formula("a", knobs={"FAKE_SLEEP_S": "2"}),
-        b=kit.formula("b", knobs={"FAKE_SLEEP_S": "2", "FAKE_ACTION": "none"}),
-        tasks=tasks,
-    )
+
+    def make_kit() -> Kit:
+        """The cohort's repositories, made by a dozen git processes: in a thread, for on a
+        saturated machine they held this loop past the server's handshake bound, and every
+        client that had just connected lost its handshake."""
+        kit = Kit(root)
+        tasks = {f"t{i}": kit.plan(f"t{i}") for i in range(2)}
+        kit.cohort(
+            a=kit.formula("a", knobs={"FAKE_SLEEP_S": "2"}),
+            b=kit.formula("b", knobs={"FAKE_SLEEP_S": "2", "FAKE_ACTION": "none"}),
+            tasks=tasks,
+        )
+        return kit
+
+    kit = await asyncio.to_thread(make_kit)
     first = None
     round_ = 0
     while not run.stopping:
@@ -1113,10 +1121,17 @@ async def gh_loop(
 ) -> Any:
     """gh calls through the shim against the fake; outages switched on and off; during an
     outage, now and then a write with no room to spool (it must fail loudly, never land)."""
-    from tests.health import conftest as health  # its fake GitHub and shim environment
 
-    env = health.build_env(root, "/usr/bin/dash")
-    env.fake.seed("chaos target")
+    def make_env() -> Any:
+        """The health tests' fake GitHub and shim environment, imported and built in a thread
+        (this loop serves every client of the run meanwhile)."""
+        from tests.health import conftest as health
+
+        env = health.build_env(root, "/usr/bin/dash")
+        env.fake.seed("chaos target")
+        return env
+
+    env = await asyncio.to_thread(make_env)
     outage_until = 0.0
     n = 0
     while not run.stopping:
