@@ -10,11 +10,11 @@ import sys
 
 import pytest
 
-BLOCKS = """
+MALLINFO = """
 import ctypes
 import json
 import sys
-from forge.allocator import tune_for_long_life
+from forge.allocator import give_back_freed, tune_for_long_life
 
 class MallInfo2(ctypes.Structure):
     _fields_ = [(name, ctypes.c_size_t) for name in (
@@ -23,7 +23,12 @@ class MallInfo2(ctypes.Structure):
 
 libc = ctypes.CDLL(None)
 libc.mallinfo2.restype = MallInfo2
-if sys.argv[1] == "tuned":
+"""
+"""What both processes below start with: glibc's own account of its heap (`mallinfo2`)."""
+
+BLOCKS = (
+    MALLINFO
+    + """if sys.argv[1] == "tuned":
     assert tune_for_long_life()
 big = bytearray(8 * 1024 * 1024)  # a large block freed: glibc raises its mmap threshold
 del big
@@ -40,6 +45,7 @@ del frames
 kept = (libc.mallinfo2().fordblks - before) // (1024 * 1024)
 print(json.dumps({"kept_mib": kept, "threshold_raised": raised}))
 """
+)
 
 
 MIB = 1024 * 1024
@@ -82,22 +88,13 @@ def test_freed_frame_sized_blocks_leave_the_tuned_process_and_stay_in_an_untuned
     assert untuned["kept_mib"] >= 24  # the growth the tuning exists for
 
 
-HOLES = """
-import ctypes
-import json
-from forge.allocator import give_back_freed, tune_for_long_life
-
-class MallInfo2(ctypes.Structure):
-    _fields_ = [(name, ctypes.c_size_t) for name in (
-        "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks",
-        "fordblks", "keepcost")]
-
+HOLES = (
+    MALLINFO
+    + """
 def resident() -> int:
     with open("/proc/self/statm") as statm:
         return int(statm.read().split()[1]) * 4096
 
-libc = ctypes.CDLL(None)
-libc.mallinfo2.restype = MallInfo2
 assert tune_for_long_life()
 chunks, pins = [], []
 for index in range(640):  # 640 terminal-chunk-sized blocks, each with a small one after it
@@ -109,6 +106,7 @@ before = resident()
 gave = give_back_freed()
 print(json.dumps({"holes": holes, "gave": gave, "released": before - resident()}))
 """
+)
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's allocator")

@@ -533,13 +533,14 @@ class BrowserService:
             self._warming[connection] = None  # the answer is newer than any move before it
             await self._apply_layout(profile, surface)
             await self._fit_listening(what, profile, surface)
-        except BaseException as error:  # a refusal, or the connection gone meanwhile
+        except ClientRefusal as refusal:
             self._warming.pop(connection, None)
-            if not isinstance(error, ClientRefusal):
-                raise
             self.table.detach(connection)
-            self._refuse_attach(connection, what, asked, error, reply_to)
+            self._refuse_attach(connection, what, asked, refusal, reply_to)
             return
+        except BaseException:  # the connection went away meanwhile
+            self._warming.pop(connection, None)
+            raise
         if reply_to is not None:
             connection.send(
                 server.reply(reply_to, browser.Attached(profile=profile.key, tab=asked))
