@@ -14,7 +14,6 @@ not the published figures.
 
 from __future__ import annotations
 
-import ctypes
 import itertools
 import json
 import os
@@ -24,33 +23,25 @@ import tracemalloc
 from pathlib import Path
 from types import FrameType
 
+from forge.allocator import heap
+
 FRAMES = 10
-
-
-class MallInfo2(ctypes.Structure):
-    _fields_ = [
-        (name, ctypes.c_size_t)
-        for name in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks",
-                     "uordblks", "fordblks", "keepcost")
-    ]  # fmt: skip
 
 
 def layers() -> dict[str, int]:
     """Bytes at each layer below the Python objects, now."""
-    libc = ctypes.CDLL(None)
-    libc.mallinfo2.restype = MallInfo2
-    info = libc.mallinfo2()
+    figures = heap()
     traced, _peak = tracemalloc.get_traced_memory()
     with open("/proc/self/statm") as statm:
         resident_pages = int(statm.read().split()[1])
     return {
         "rss": resident_pages * os.sysconf("SC_PAGE_SIZE"),
         "traced": traced,
-        "heap_in_use": info.uordblks,
-        "heap_free": info.fordblks,
-        "heap_arena": info.arena,
-        "mmapped": info.hblkhd,
-    }
+        **({} if figures is None else {
+            "heap_in_use": figures.in_use, "heap_free": figures.free,
+            "heap_arena": figures.arena, "mmapped": figures.mmapped,
+        }),
+    }  # fmt: skip
 
 
 def pymalloc_stats(target: Path) -> None:

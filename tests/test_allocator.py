@@ -11,20 +11,13 @@ import sys
 import pytest
 
 MALLINFO = """
-import ctypes
 import json
 import sys
-from forge.allocator import give_back_freed, tune_for_long_life
+from forge.allocator import give_back_freed, heap, tune_for_long_life
 
-class MallInfo2(ctypes.Structure):
-    _fields_ = [(name, ctypes.c_size_t) for name in (
-        "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks",
-        "fordblks", "keepcost")]
-
-libc = ctypes.CDLL(None)
-libc.mallinfo2.restype = MallInfo2
+assert heap() is not None  # glibc's own account of its heap
 """
-"""What both processes below start with: glibc's own account of its heap (`mallinfo2`)."""
+"""What both processes below start with."""
 
 BLOCKS = (
     MALLINFO
@@ -32,17 +25,17 @@ BLOCKS = (
     assert tune_for_long_life()
 big = bytearray(8 * 1024 * 1024)  # a large block freed: glibc raises its mmap threshold
 del big
-before = libc.mallinfo2()
+before = heap()
 probe = bytearray(b"f") * (512 * 1024)
-raised = libc.mallinfo2().hblks == before.hblks  # a frame-sized block now comes from the heap
+raised = heap().mmapped_blocks == before.mmapped_blocks  # a frame-sized block: from the heap
 del probe
-before = before.fordblks
+before = before.free
 frames, pins = [], []
 for _ in range(64):  # 32 MiB of frame-sized blocks, each followed by a small one that outlives it
     frames.append(bytearray(b"f") * (512 * 1024))
     pins.append(bytearray(b"p") * 1024)  # so no freed frame is at the heap's top, where glibc trims
 del frames
-kept = (libc.mallinfo2().fordblks - before) // (1024 * 1024)
+kept = (heap().free - before) // (1024 * 1024)
 print(json.dumps({"kept_mib": kept, "threshold_raised": raised}))
 """
 )
@@ -62,7 +55,7 @@ def glibc_defaults() -> dict[str, str]:
 
 def freed_blocks(mode: str) -> dict[str, int | bool]:
     """In a fresh interpreter: the MiB the allocator keeps, freed but not given back to the
-    system (glibc's own count, `mallinfo2().fordblks`), after the frame-sized blocks are freed,
+    system (glibc's own count, `allocator.heap().free`), after the frame-sized blocks are freed,
     and whether freeing the large block raised the mmap threshold. Not the resident size: that
     also moves with whatever else the machine is doing. The machine's own malloc settings are
     left out, so the process starts from glibc's defaults."""
@@ -101,7 +94,7 @@ for index in range(640):  # 640 terminal-chunk-sized blocks, each with a small o
     chunks.append(bytearray(b"c") * (64 * 1024))
     pins.append(bytearray(b"p") * 1024)
 del chunks[::2]  # every other chunk freed: 20 MiB of holes between blocks still in use
-holes = libc.mallinfo2().fordblks
+holes = heap().free
 before = resident()
 gave = give_back_freed()
 print(json.dumps({"holes": holes, "gave": gave, "released": before - resident()}))

@@ -85,8 +85,7 @@ export class ForgeSocket {
   private ticker: number | null = null;
   private redial: number | null = null;
   private opened = false;
-  /** Links greeted so far: what a message was sent on, for a surface that asks after a relink. */
-  links = 0;
+  private greetings = 0;
   private replies = new Map<number, Pending>();
   private nextReply = 1;
   formats: string[] = [];
@@ -108,6 +107,11 @@ export class ForgeSocket {
       ws.close(1000, "formats changed");
       this.lost(ws, "formats changed");
     }
+  }
+
+  /** Links greeted so far: which one a message went on, for a surface told of a relink. */
+  get links(): number {
+    return this.greetings;
   }
 
   send(message: Record<string, unknown>): boolean {
@@ -150,7 +154,7 @@ export class ForgeSocket {
       const message = JSON.parse(event.data) as ServerMessage;
       if (!greeted && message.kind === "greeting") {
         greeted = true;
-        this.links += 1;
+        this.greetings += 1;
         const reconnect = this.opened;
         this.opened = true;
         this.backoff.reset();
