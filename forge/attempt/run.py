@@ -87,6 +87,7 @@ from forge.attempt.settings import LabSettings
 from forge.attempt.verify import Observation, Step, ViewResult, run_view, view_steps
 from forge.clock import SYSTEM_CLOCK, Clock
 from forge.logs import get_logger
+from forge.procs import find_by_environ, kill_processes
 
 HARNESS_STDOUT_CAP = 1 << 20
 """1 MiB of harness stdout is far more than one JSON report; more is a flood (O-23)."""
@@ -780,3 +781,11 @@ def discard_attempt_dir(attempt_dir: Path) -> None:
     if link.is_symlink():
         shutil.rmtree(link.resolve(), ignore_errors=True)
     shutil.rmtree(attempt_dir, ignore_errors=True)
+
+
+async def discard_lost_attempt(spec: AttemptSpec) -> None:
+    """An attempt whose host died or will not answer: its marked processes killed, then its
+    trees and directory removed (`discard_attempt_dir`)."""
+    strays = await asyncio.to_thread(find_by_environ, MARKER_ENV, spec.attempt_id)
+    await kill_processes(strays)
+    await asyncio.to_thread(discard_attempt_dir, spec.attempt_dir)

@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import shutil
 import uuid
 from collections.abc import Callable, Coroutine
 from pathlib import Path
@@ -39,11 +38,10 @@ from forge.attempt.errors import LabRefusal, RunAborted
 from forge.attempt.handoff import Handoff
 from forge.attempt.layout import INPUTS_DIR
 from forge.attempt.record import AttemptRecord
-from forge.attempt.run import AttemptSpec, run_attempt
+from forge.attempt.run import AttemptSpec, discard_lost_attempt, run_attempt
 from forge.clock import SYSTEM_CLOCK, Clock
 from forge.lab.activation import MANIFEST_FILE
 from forge.lab.noworker import NoWorkerWait, waiting_note
-from forge.procs import find_by_environ, kill_processes
 
 WATCH_S = 0.5
 """How often a running attempt looks at the run's cancel event and lease."""
@@ -230,9 +228,7 @@ async def _watched(handoff: Handoff, run_id: str) -> AttemptRecord:
     spec = handoff.spec()
     if await asyncio.to_thread((spec.attempt_dir / "work").exists):
         # Dask re-runs a task whose worker died; an attempt is never silently retried.
-        strays = await asyncio.to_thread(find_by_environ, MARKER_ENV, spec.attempt_id)
-        await kill_processes(strays)
-        await asyncio.to_thread(shutil.rmtree, spec.attempt_dir, True)
+        await discard_lost_attempt(spec)
         raise RunAborted(f"executor lost: the worker running {spec.coordinate.label} died")
     cancel_event = Event(f"forge-lab-cancel-{run_id}")
     lease = Variable(f"forge-lab-lease-{run_id}")

@@ -13,15 +13,13 @@ import contextlib
 from collections.abc import Callable
 from pathlib import Path
 
-from forge.attempt.command import MARKER_ENV
 from forge.attempt.errors import RunAborted
 from forge.attempt.handoff import Handoff
 from forge.attempt.record import AttemptRecord
-from forge.attempt.run import AttemptSpec, discard_attempt_dir
+from forge.attempt.run import AttemptSpec, discard_lost_attempt
 from forge.ipc.errors import RequestFailed, WorkerCrashed, WorkerError
 from forge.ipc.manager import WorkerHandle, WorkerManager
 from forge.ipc.protocol import call
-from forge.procs import find_by_environ, kill_processes
 from forge.workers.lab.protocol import LAB_ATTEMPT, Cancel, Run
 
 ATTEMPT_DEADLINE_S = 7 * 24 * 3600.0
@@ -81,7 +79,7 @@ class RunnerPool:
                 else f"{spec.coordinate.label}: {refusal.message}"
             ) from None
         except WorkerCrashed as crash:
-            await _discard(spec)
+            await discard_lost_attempt(spec)
             raise RunAborted(
                 f"attempt runner crashed during {spec.coordinate.label}: {crash}"
             ) from None
@@ -90,9 +88,3 @@ class RunnerPool:
             if self.on_assign is not None:
                 self.on_assign(label, None)
         return record
-
-
-async def _discard(spec: AttemptSpec) -> None:
-    strays = await asyncio.to_thread(find_by_environ, MARKER_ENV, spec.attempt_id)
-    await kill_processes(strays)
-    await asyncio.to_thread(discard_attempt_dir, spec.attempt_dir)

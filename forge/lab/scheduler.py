@@ -224,10 +224,10 @@ class CohortRun:
                     else f"attempt {coordinate.label} failed: {error}"
                 )
             self._cancel_in_flight()
-            shutil.rmtree(self._attempt_dir(coordinate), ignore_errors=True)
+            discard_attempt_dir(self._attempt_dir(coordinate))
             return
         if self._halted_hard():
-            shutil.rmtree(self._attempt_dir(coordinate), ignore_errors=True)
+            discard_attempt_dir(self._attempt_dir(coordinate))
             return
         record = task.result()
         if superseded:

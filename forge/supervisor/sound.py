@@ -10,7 +10,6 @@ false`, never starts it: hosts run without sound and their rows say why.
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -41,7 +40,8 @@ READY_S = 10.0
 SINK_S = 5.0
 """The deadline of one sink request (a `pactl` call or two)."""
 MAX_SOCKET_PATH = 100
-"""A Unix socket path is at most 107 bytes; past this the server's directory is a temp one."""
+"""A Unix socket path is at most 107 bytes; past this the server's socket lives in the worker
+manager's private directory (short by construction, removed when the manager closes)."""
 
 OFF = "sound is off here: [browser] audio = false"
 _SETTLED = frozenset({WorkerState.READY, WorkerState.FAILED, WorkerState.STOPPED})
@@ -67,7 +67,7 @@ class SoundService:
                 self.off = str(missing)
         self._directory = paths.sound_dir()
         if self.off is None and len(str(self._directory / SOCKET_NAME)) > MAX_SOCKET_PATH:
-            self._directory = Path(tempfile.mkdtemp(prefix="forge-sound-"))
+            self._directory = manager.directory / "sound"
 
     def route(self, profile_key: str) -> AudioRoute | None:
         """The profile's sink on the server, for its Chromium; None while sound is off."""

@@ -14,6 +14,7 @@ import pytest_asyncio
 
 from forge.ipc.manager import WorkerHandle, WorkerManager, WorkerState
 from forge.ipc.protocol import call
+from forge.supervisor.sound import SoundService
 from forge.workers.audio.protocol import (
     AUDIO,
     AudioConfig,
@@ -107,3 +108,21 @@ async def test_the_daemon_dies_with_its_worker(sound: tuple[WorkerHandle, Path])
     psutil.Process(handle.pid).kill()
     await asyncio.to_thread(found.wait, WAIT_S)
     assert not found.is_running()
+
+
+async def test_a_runtime_path_too_long_for_a_socket_puts_the_server_in_the_managers_directory(
+    forge_dirs: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    deep = forge_dirs["runtime"] / ("d" * 60) / ("e" * 60)
+    deep.mkdir(parents=True, mode=0o700)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(deep))
+    async with WorkerManager() as manager:
+        sound = SoundService(manager, enabled=True, on_change=lambda: None)
+        route = sound.route("org/tab")
+        assert route is not None
+        directory = manager.directory / "sound"
+        assert route.server == server_address(directory)
+        assert not directory.exists()  # made by the server when it starts, not before
+        assert await sound.sink("org/tab") is not None
+        assert sink_name("org/tab") in pactl(directory, "list", "short", "sinks")
+    assert not manager.directory.exists()  # nothing of the server is left behind

@@ -111,6 +111,8 @@ def test_a_killed_workers_attempts_die_with_it_and_the_run_ends_then_resumes(
     wait_for(kit.ctl, "started-*", 2, process)
     harnesses = kit.harnesses()
     assert len(harnesses) == 2
+    trees = [(kit.out / "attempts" / "t1" / v / "rep-1" / "work").resolve() for v in "ab"]
+    assert all(tree.is_dir() for tree in trees)
     assert all(worker.pid in {p.pid for p in h.parents()} for h in harnesses)
     stray = next(  # as the host sees it: a sandboxed harness knows its namespace's pids only
         process
@@ -137,6 +139,7 @@ def test_a_killed_workers_attempts_die_with_it_and_the_run_ends_then_resumes(
     assert "waiting for a Dask worker (0 s)" in stderr
     assert kit.report()["status"] == "aborted"
     assert not list((kit.out / "attempts").rglob("rep-1"))
+    assert not any(tree.exists() for tree in trees)  # the private trees went with them
 
     start_worker()
     (kit.ctl / "go").write_text("")
