@@ -59,6 +59,7 @@ import uuid
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -1464,6 +1465,7 @@ async def chaos(
         **run.figures,
     }
     summary["loop_stalls"] = loop_stalls(log)
+    summary["heap"] = heap_slopes(log, warm)
     summary["worst_pings"] = [
         {"at_s": round(at, 1), "forge_ms": round(forge, 1), "bare_ms": round(bare, 1)}
         for at, forge, bare in sorted(run.pings, key=lambda ping: -ping[1])[:8]
@@ -1487,6 +1489,38 @@ async def chaos(
         return 1
     print(f"\nno invariant violated (seed {seed})")
     return 0
+
+
+def heap_slopes(log: Path, warm: float) -> dict[str, Any]:
+    """What the supervisor's heap held over the run (its `heap` records, one a minute), as slopes
+    after warm-up: MB/hour of bytes in use and of free bytes kept, and Python's blocks/hour. A
+    resident size that grows with `in_use` is objects living on; with `free`, fragmentation."""
+    records = []
+    for path in sorted(log.parent.glob(log.name + "*")):
+        with contextlib.suppress(OSError), path.open("rb") as lines:
+            for line in lines:
+                if b'"record": "heap"' in line or b'"record":"heap"' in line:
+                    with contextlib.suppress(ValueError):
+                        records.append(json.loads(line))
+    if not records:
+        return {"records": 0}
+    records.sort(key=lambda record: record["ts"])
+    first = datetime.fromisoformat(records[0]["ts"]).timestamp() - 60  # the first is at a minute
+    at = [(datetime.fromisoformat(r["ts"]).timestamp() - first, r) for r in records]
+    kept = [(t, r) for t, r in at if t >= warm]
+
+    def slope(key: str, scale: float) -> float:
+        return round(checks.slope_per_hour([(t, r[key] / scale) for t, r in kept]), 2)
+
+    last = records[-1]
+    return {
+        "records": len(records),
+        "last_mb": {key: round(last[key] / 1e6, 1) for key in ("in_use", "free", "mmapped")},
+        "in_use_mb_per_hour": slope("in_use", 1e6),
+        "free_mb_per_hour": slope("free", 1e6),
+        "mmapped_mb_per_hour": slope("mmapped", 1e6),
+        "python_blocks_per_hour": slope("python_blocks", 1),
+    }
 
 
 def loop_stalls(log: Path, top: int = 5) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import sys
 from collections.abc import AsyncIterator
 
 from forge import allocator
@@ -112,10 +113,21 @@ async def _refresh_service_status(supervisor: Supervisor) -> None:
 
 
 async def _give_back_freed(clock: Clock) -> None:
-    """The heap's freed pages back to the system now and then (`forge.allocator`)."""
+    """The heap's freed pages back to the system now and then (`forge.allocator`), and its
+    figures in the log: a resident size that grows is read against them (objects that live on,
+    or free space the heap keeps)."""
     while True:
         await clock.sleep(allocator.TRIM_EVERY_S)
         allocator.give_back_freed()
+        figures = allocator.heap()
+        if figures is not None:
+            log.info(
+                "heap",
+                in_use=figures.in_use,
+                free=figures.free,
+                mmapped=figures.mmapped,
+                python_blocks=sys.getallocatedblocks(),
+            )
 
 
 async def _poll_service_status(supervisor: Supervisor) -> None:
