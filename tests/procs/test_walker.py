@@ -64,6 +64,24 @@ def test_tree_holds_children_including_one_in_its_own_session(
     assert info.started <= psutil.Process(root.pid).create_time() + 1
 
 
+@pytest.mark.parametrize("children_listed", [True, False], ids=["children-lists", "whole-table"])
+def test_a_tree_is_the_same_read_down_the_children_lists_or_from_the_whole_table(
+    tree: tuple[subprocess.Popen[str], int, int, str],
+    monkeypatch: pytest.MonkeyPatch,
+    children_listed: bool,
+) -> None:
+    root, plain, escaped, _ = tree
+    if children_listed and not procs._children_listed():
+        pytest.skip("this kernel does not list children in /proc")
+    monkeypatch.setattr(procs, "_children_listed", lambda: children_listed)
+    walker = ProcessWalker()
+    for _ in range(2):  # the second walk reuses the first's handles
+        info = walker.tree(root.pid)
+        assert info is not None
+        assert sorted(p.pid for p in info.walk()) == sorted([root.pid, plain, escaped])
+        assert [(p.pid, p.ppid) for p in info.children] == [(plain, root.pid), (escaped, root.pid)]
+
+
 def test_group_and_session_attribute_the_escapee_to_its_origin(
     tree: tuple[subprocess.Popen[str], int, int, str],
 ) -> None:
