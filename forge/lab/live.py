@@ -25,6 +25,21 @@ Update = tuple[str, dict[str, Any]]
 """A keyless update: its variant and body."""
 
 
+ENDED_RUNS_KEPT = 20
+"""Ended runs the `lab` subject keeps showing (their records stay in their `--out`); a
+supervisor that runs cohorts for weeks must not hold every one it ever ran."""
+
+
+def runs_to_forget(rows: list[LabRun], kept: int = ENDED_RUNS_KEPT) -> list[str]:
+    """The ended runs beyond the `kept` latest started, oldest first; running runs stay."""
+    ended = sorted((row for row in rows if row.exit_code is not None), key=_started)
+    return [row.run for row in ended[: max(0, len(ended) - kept)]]
+
+
+def _started(row: LabRun) -> int:
+    return row.started_ms
+
+
 class LiveRun:
     def __init__(self, row: LabRun, order: list[Coordinate]) -> None:
         self.row = row

@@ -9,7 +9,8 @@ it. A stopping supervisor stops its runs the same way (SIGTERM) before its worke
 killed outright takes its runners along (parent-death signal) and each runner's deathwatch kills
 its attempt's tree, so nothing is left and the next `forge evaluate` resumes.
 
-The `lab` subject shows every run started here (`forge.lab.live` keeps the rows); while a
+The `lab` subject shows every run started here that runs, and the latest ended ones
+(`forge.lab.live` keeps the rows, `ENDED_RUNS_KEPT` of the ended); while a
 connection holds it, each running attempt's process tree (its runner's session, walked by the
 seats' walker worker once a second) is pushed as `lab_processes` when it moved (the seats' rule).
 Each run's own records also go to `<out>/lab.log`.
@@ -36,7 +37,7 @@ from forge.ipc.errors import RequestFailed, WorkerError
 from forge.ipc.manager import WorkerHandle, WorkerManager
 from forge.ipc.protocol import call
 from forge.lab.evaluate import check_approval, open_run, prepare, run_code
-from forge.lab.live import LiveRun, Update
+from forge.lab.live import LiveRun, Update, runs_to_forget
 from forge.lab.runners import RunnerPool
 from forge.lab.scheduler import CohortRun, ProgressEvent
 from forge.logs import get_logger, tee
@@ -58,7 +59,8 @@ RUN_KEY = "lab_run"
 @dataclass
 class _Run:
     live: LiveRun
-    cohort_run: CohortRun
+    cohort_run: CohortRun | None
+    """The scheduler while the run lasts; let go when it ends (it holds every record)."""
     out: Path
     task: asyncio.Task[None] | None = None
     runners: dict[str, WorkerHandle] = field(default_factory=dict)
@@ -104,7 +106,7 @@ class LabService:
 
     async def lab_stop(self, connection: Connection, message: LabStop) -> None:
         run = self.runs.get(message.run)
-        if run is None or run.live.ended:
+        if run is None or run.cohort_run is None or run.live.ended:
             answer = LabAnswer(ok=False, why=f"no run {message.run} is running here")
         else:
             log.info("lab_stop", run=message.run, signal=message.signal, peer=connection.peer)
@@ -115,7 +117,7 @@ class LabService:
     async def stop(self) -> None:
         """The supervisor stops: every run is interrupted as SIGTERM would, and waited for."""
         for run in self.runs.values():
-            if run.task is not None and not run.task.done():
+            if run.cohort_run is not None and run.task is not None and not run.task.done():
                 run.cohort_run.interrupt("SIGTERM")
         await asyncio.gather(
             *(run.task for run in self.runs.values() if run.task is not None),
@@ -181,10 +183,10 @@ class LabService:
         self.runs[run_id] = run
         log.info("lab_run_started", run=run_id, out=prepared.out_text, parallel=config.parallel)
         self._push([live.whole()])
-        run.task = asyncio.create_task(self._run(run, pool), name=f"lab-{run_id}")
+        run.task = asyncio.create_task(self._run(run, cohort_run, pool), name=f"lab-{run_id}")
         return run_id
 
-    async def _run(self, run: _Run, pool: RunnerPool) -> None:
+    async def _run(self, run: _Run, cohort_run: CohortRun, pool: RunnerPool) -> None:
         run_id = run.live.row.run
         structlog.contextvars.bind_contextvars(**{RUN_KEY: run_id})
         status: RunStatus = "aborted"
@@ -193,10 +195,10 @@ class LabService:
         code = 1
         try:
             with tee(run.out / "lab.log", RUN_KEY, run_id):
-                final = await run.cohort_run.run()
+                final = await cohort_run.run()
             status = _status(final.status)
             stop_reason, abort_reason = final.stop_reason, final.abort_reason
-            code = run_code(run.cohort_run, final)
+            code = run_code(cohort_run, final)
         except UserError as refusal:
             abort_reason = str(refusal)
         except Exception as failure:
@@ -206,6 +208,10 @@ class LabService:
             await pool.close()
         log.info("lab_run_ended", run=run_id, status=status, exit_code=code)
         self._push(run.live.end(status, stop_reason, abort_reason, code))
+        run.cohort_run = None
+        run.runners.clear()
+        for old in runs_to_forget([kept.live.row for kept in self.runs.values()]):
+            del self.runs[old]
 
     def _progress(self, run_id: str, event: ProgressEvent) -> None:
         live = self.runs[run_id].live

@@ -7,7 +7,7 @@ from __future__ import annotations
 import io
 
 from forge.attempt.coordinates import Coordinate
-from forge.lab.live import Follower, LiveRun, Update
+from forge.lab.live import Follower, LiveRun, Update, runs_to_forget
 from forge.lab.progress import ProgressDisplay, step_of
 from forge.lab.scheduler import ProgressEvent
 from forge.testing.clock import ManualClock
@@ -133,3 +133,17 @@ def test_a_follower_ignores_other_runs_and_keeps_in_flight_times_on_its_clock() 
     assert step is not None
     assert step.kind == "started"
     assert step.in_flight == {"t1/b/rep-1": 47.0}
+
+
+def test_the_subject_forgets_ended_runs_beyond_the_latest_kept_and_never_a_running_one() -> None:
+    rows = []
+    for n in range(6):
+        row = live().row
+        row.run, row.started_ms = f"r{n}", NOW_MS + n
+        if n != 1:  # r1 is still running
+            row.exit_code = 0
+        rows.append(row)
+    rows.reverse()  # the order kept does not matter: starts decide
+    assert runs_to_forget(rows, kept=3) == ["r0", "r2"]
+    assert runs_to_forget(rows, kept=5) == []
+    assert runs_to_forget(rows, kept=0) == ["r0", "r2", "r3", "r4", "r5"]
