@@ -246,6 +246,16 @@ class WorkerHandle:
         )
         return channel.offer_now(self._bulk_in_now, channel.frames_for(envelope, self._identity))
 
+    def end_bulk(self, stream_id: str, reason: str = "ended") -> None:
+        """No more frames on `stream_id`: the worker is told (`on_bulk_end`) if it can take it
+        now, and the stream's count is forgotten (a stream per dictation take must not leave
+        one behind for the supervisor's lifetime); a stream of the same name counts from 1."""
+        self._bulk_seq.pop(stream_id, None)
+        if self._identity is None:
+            return
+        envelope = Envelope(MessageType.END, stream_id=stream_id, body=reason)
+        channel.offer_now(self._bulk_in_now, channel.frames_for(envelope, self._identity))
+
     async def wait_for(
         self, predicate: Callable[[WorkerRow], bool], within: float | None = None
     ) -> WorkerRow:

@@ -292,7 +292,7 @@ class DictationService:
         except (WorkerError, RequestFailed) as error:
             self._fail(take, f"the take could not be transcribed: {_words(error)}")
             return
-        if not self._takes.remove(take):
+        if not self._end(take):
             return
         log.info(
             "dictate_take_ended",
@@ -336,10 +336,18 @@ class DictationService:
             raise ClientRefusal(what, f"the take on seat {seat} is already being transcribed", seat)
         return take
 
+    def _end(self, take: LiveTake) -> bool:
+        """Forget `take` and end its audio stream to the worker; False when it was not live."""
+        if not self._takes.remove(take):
+            return False
+        if self._handle is not None:
+            self._handle.end_bulk(worker.audio_stream(take.id))
+        return True
+
     def _drop(self, take: LiveTake, reason: str) -> None:
         """The take ends with nothing landing; the worker forgets it."""
         take.drained.set()
-        if not self._takes.remove(take):
+        if not self._end(take):
             return
         log.info("dictate_take_dropped", take=take.id, seat=str(take.seat), reason=reason)
         self._forget_in_worker(take)
@@ -357,7 +365,7 @@ class DictationService:
 
     def _fail(self, take: LiveTake, why: str) -> None:
         take.drained.set()
-        if not self._takes.remove(take):
+        if not self._end(take):
             return
         log.warning("dictate_take_failed", take=take.id, seat=str(take.seat), why=why)
         take.send(DictateFailed(key=take.seat, take=take.id, surface=take.surface, why=why))

@@ -150,6 +150,9 @@ class MisbehavingWorker(Worker):
     async def received(self, request: Received) -> list[int]:
         return self._received
 
+    async def on_bulk_end(self, stream_id: str, reason: str) -> None:
+        self._received.append(0)
+
     async def on_bulk(self, frame: StreamFrame) -> None:
         self._received.append(frame.seq)
         delay = float(self.config.get("bulk_delay", 0))

@@ -72,7 +72,7 @@ class Emit(WorkerRequest[None], tag="emit", frozen=True):
 
 
 class Received(WorkerRequest[list[int]], tag="received", frozen=True):
-    """The seqs of the bulk frames the worker has received so far."""
+    """The seqs of the bulk frames the worker has received so far, 0 where a stream ended."""
 
 
 class FloodDone(WorkerEvent, tag="flood_done", frozen=True):

@@ -98,3 +98,22 @@ async def test_sigkill_of_the_supervisor_leaves_no_worker_or_worker_child() -> N
     gone, alive = await asyncio.to_thread(psutil.wait_procs, processes, 30)
     assert alive == []
     assert len(gone) == 4
+
+
+async def test_an_ended_bulk_stream_is_told_and_its_name_counts_from_one_again(
+    manager: WorkerManager,
+) -> None:
+    worker = manager.start(misbehaving("ender"))
+    await ready(worker)
+    for payload in (b"a", b"b"):
+        assert worker.send_bulk("take-1", payload)
+    worker.end_bulk("take-1")
+    assert worker.send_bulk("take-1", b"c")
+    received: list[int] = []
+    async with asyncio.timeout(30):  # bulk and control are two sockets: ask until all arrived
+        while True:
+            received = await call(worker, Received())
+            if len(received) == 4:
+                break
+            await asyncio.sleep(0.01)
+    assert received == [1, 2, 0, 1]
