@@ -1234,6 +1234,12 @@ async def sample(
         await asyncio.sleep(5)
 
 
+LISTEN_S = 300.0
+"""How long the supervisor may take to listen before the run gives up (a guard, not a claim)."""
+LISTEN_TRACED_S = 1200.0
+"""...under tracemalloc, which made it take 5.5 minutes to listen at load 22."""
+
+
 async def chaos(
     minutes: float, seed: int, out: Path, small: bool, trace_memory: bool, latency_rule: bool
 ) -> int:
@@ -1278,13 +1284,18 @@ async def chaos(
     url = f"ws://127.0.0.1:{port}/socket"
     log = home / "state" / "forge" / "forge.log"
     started = time.monotonic()
+    listen_s = LISTEN_TRACED_S if trace_memory else LISTEN_S
     while not (log.exists() and b"socket_listening" in log.read_bytes()):
-        if supervisor_proc.returncode is not None or time.monotonic() - started > 300:
+        if supervisor_proc.returncode is not None or time.monotonic() - started > listen_s:
             why = (
                 f"exited {supervisor_proc.returncode}"
                 if supervisor_proc.returncode is not None
-                else "not within 300 s"
+                else f"not within {listen_s:g} s"
             )
+            for started_here in (supervisor_proc, echo):  # nothing this run started outlives it
+                with contextlib.suppress(ProcessLookupError):
+                    started_here.terminate()
+                await started_here.wait()
             raise SystemExit(f"forge supervise did not listen ({why}); see {out}/supervisor.stderr")
         await asyncio.sleep(0.1)
     supervisor = psutil.Process(supervisor_proc.pid)
