@@ -1234,6 +1234,8 @@ async def sample(
         await asyncio.sleep(5)
 
 
+CENSUS_EVERY_S = 600.0
+"""How often the supervisor is asked for a census of its live objects (after warm-up)."""
 LISTEN_S = 300.0
 """How long the supervisor may take to listen before the run gives up (a guard, not a claim)."""
 LISTEN_TRACED_S = 1200.0
@@ -1364,6 +1366,8 @@ async def chaos(
     next_report = time.monotonic() + 60
     warm = min(300.0, minutes * 60 / 4)
     snapshots = [warm, minutes * 60 - 5] if trace_memory else []
+    censuses = [warm + CENSUS_EVERY_S * n for n in range(int(minutes * 60 / CENSUS_EVERY_S) + 1)]
+    censuses = [at for at in censuses if at < minutes * 60 - 5] + [minutes * 60 - 5]
     while time.monotonic() < deadline and not ended.is_set():
         await asyncio.sleep(1)
         for name, task in zip(names, tasks, strict=True):
@@ -1377,6 +1381,9 @@ async def chaos(
         if snapshots and run.now() >= snapshots[0]:
             snapshots.pop(0)
             supervisor_proc.send_signal(signal.SIGUSR2)
+        if censuses and run.now() >= censuses[0]:
+            censuses.pop(0)
+            supervisor_proc.send_signal(signal.SIGUSR1)  # forge's census of live objects
         if time.monotonic() > next_report:
             next_report += 60
             rss = series["rss_mb"][-1][1] if series["rss_mb"] else 0
@@ -1477,6 +1484,7 @@ async def chaos(
     }
     summary["loop_stalls"] = loop_stalls(log)
     summary["heap"] = heap_slopes(log, warm)
+    summary["census"] = census_growth(log)
     summary["worst_pings"] = [
         {"at_s": round(at, 1), "forge_ms": round(forge, 1), "bare_ms": round(bare, 1)}
         for at, forge, bare in sorted(run.pings, key=lambda ping: -ping[1])[:8]
@@ -1500,6 +1508,33 @@ async def chaos(
         return 1
     print(f"\nno invariant violated (seed {seed})")
     return 0
+
+
+def census_growth(log: Path, top: int = 15) -> dict[str, Any]:
+    """What the supervisor's censuses (SIGUSR1, one after warm-up, then every ten minutes) say
+    grew: per type, the rises summed over consecutive censuses (each census names the 30 types
+    that grew most since the one before), largest first; a type that grows without bound rises
+    in every one."""
+    records = []
+    for path in sorted(log.parent.glob(log.name + "*")):
+        with contextlib.suppress(OSError), path.open("rb") as lines:
+            for line in lines:
+                if b'"record": "census"' in line:
+                    with contextlib.suppress(ValueError):
+                        records.append(json.loads(line))
+    records.sort(key=lambda record: record["ts"])
+    rises: dict[str, list[int]] = {}
+    for record in records[1:]:
+        for kind, before, after in record["grown"]:
+            rises.setdefault(kind, []).append(after - before)
+    ranked = sorted(rises.items(), key=lambda item: -sum(item[1]))[:top]
+    return {
+        "censuses": len(records),
+        "objects": [record["objects"] for record in records],
+        "grew": [
+            {"type": kind, "rise": sum(steps), "in_censuses": len(steps)} for kind, steps in ranked
+        ],
+    }
 
 
 def heap_slopes(log: Path, warm: float) -> dict[str, Any]:

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import signal
 import sys
+from collections import Counter
 from collections.abc import AsyncIterator
 
-from forge import allocator
+from forge import allocator, census
 from forge.clock import Clock
 from forge.config import ConfigWatcher, LoadedConfig
 from forge.config.watcher import OnChange
@@ -82,6 +84,7 @@ async def running_supervisor(
         stack.callback(watching.cancel)
         trimming = asyncio.create_task(_give_back_freed(supervisor.clock))
         stack.callback(trimming.cancel)
+        _take_censuses_on_sigusr1(stack)
         loop_watch = LoopWatch(threshold_s=loaded.config.log.loop_stall_ms / 1000)
         loop_watch.start()
         stack.callback(loop_watch.stop)
@@ -128,6 +131,31 @@ async def _give_back_freed(clock: Clock) -> None:
                 mmapped=figures.mmapped,
                 python_blocks=sys.getallocatedblocks(),
             )
+
+
+CENSUS_TOP = 30
+"""Types a census logs: the most numerous, and those that grew most since the previous one."""
+
+
+def _take_censuses_on_sigusr1(stack: contextlib.AsyncExitStack) -> None:
+    """`kill -USR1 <supervisor>` logs what it holds (`forge.census`): an operator's first look
+    at a growing resident size, and the chaos bench's, without stopping the supervisor."""
+    loop = asyncio.get_running_loop()
+    previous: list[Counter[str]] = []
+
+    def take() -> None:
+        counts = census.live_objects()
+        log.info(
+            "census",
+            objects=counts.total(),
+            python_blocks=sys.getallocatedblocks(),
+            most=counts.most_common(CENSUS_TOP),
+            grown=census.grown(previous[-1], counts, CENSUS_TOP) if previous else [],
+        )
+        previous[:] = [counts]
+
+    loop.add_signal_handler(signal.SIGUSR1, take)
+    stack.callback(loop.remove_signal_handler, signal.SIGUSR1)
 
 
 async def _poll_service_status(supervisor: Supervisor) -> None:

@@ -63,13 +63,18 @@ class Supervised:
             lines = log.read().decode("utf-8").splitlines()
         return [r for r in map(json.loads, lines) if r.get("record") == name]
 
-    async def record(self, name: str, **match: Any) -> dict[str, Any]:
-        """Wait for a record named `name` whose fields include `match` (the log is the event)."""
+    async def record(self, name: str, nth: int = 0, **match: Any) -> dict[str, Any]:
+        """Wait for the `nth` (from 0) record named `name` whose fields include `match` (the
+        log is the event)."""
         async with asyncio.timeout(STARTUP_S):
             while True:
-                for found in self.records(name):
-                    if all(found.get(k) == v for k, v in match.items()):
-                        return found
+                found = [
+                    record
+                    for record in self.records(name)
+                    if all(record.get(k) == v for k, v in match.items())
+                ]
+                if len(found) > nth:
+                    return found[nth]
                 if self.process.returncode is not None:
                     raise AssertionError(f"supervisor exited {self.process.returncode}")
                 await asyncio.sleep(POLL_S)

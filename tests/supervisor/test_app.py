@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -88,3 +89,21 @@ async def test_home_lists_a_terminals_host_until_the_terminal_is_closed(
     await client.send(json.dumps({"kind": "terminal_close", "seat": seat, "id": 1}))
     while (await _next_update(client, "workers_changed"))["workers"]:
         pass
+
+
+async def test_sigusr1_logs_a_census_of_live_objects_and_what_grew_since_the_last(
+    supervise: Start,
+) -> None:
+    supervised = await supervise()
+    supervised.process.send_signal(signal.SIGUSR1)
+    first = await supervised.record("census")
+    assert first["grown"] == []  # nothing to compare the first with
+    kinds = dict(first["most"])
+    assert kinds["builtins.dict"] > 1000
+    assert first["objects"] >= sum(kinds.values())
+    clients = [await supervised.greeted() for _ in range(3)]
+    supervised.process.send_signal(signal.SIGUSR1)
+    second = await supervised.record("census", nth=1)
+    grown = {kind: after - before for kind, before, after in second["grown"]}
+    assert grown["forge.supervisor.connection.Connection"] == len(clients)
+    assert await clients[0].ping() is not None

@@ -1,0 +1,28 @@
+"""The census counts what lives by type and finds what grew between two counts."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from forge.census import grown, live_objects
+
+
+class Kept:
+    """A type only this test makes."""
+
+
+def test_a_census_counts_live_instances_of_a_type() -> None:
+    name = f"{__name__}.Kept"
+    before = live_objects()
+    kept = [Kept() for _ in range(250)]
+    after = live_objects()
+    assert after[name] - before.get(name, 0) == 250
+    assert (name, before.get(name, 0), after[name]) in grown(before, after, top=len(after))
+    assert len(kept) == 250
+
+
+def test_grown_orders_by_rise_and_leaves_out_what_shrank_or_stayed() -> None:
+    before = Counter({"a": 10, "b": 5, "c": 7, "d": 3})
+    after = Counter({"a": 12, "b": 50, "c": 7, "d": 1, "e": 4})
+    assert grown(before, after, top=10) == [("b", 5, 50), ("e", 0, 4), ("a", 10, 12)]
+    assert grown(before, after, top=1) == [("b", 5, 50)]
