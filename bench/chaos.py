@@ -1531,6 +1531,8 @@ def census_growth(log: Path, top: int = 15) -> dict[str, Any]:
     return {
         "censuses": len(records),
         "objects": [record["objects"] for record in records],
+        "largest_first": records[0].get("largest", []) if records else [],
+        "largest_last": records[-1].get("largest", []) if records else [],
         "grew": [
             {"type": kind, "rise": sum(steps), "in_censuses": len(steps)} for kind, steps in ranked
         ],
@@ -1539,8 +1541,9 @@ def census_growth(log: Path, top: int = 15) -> dict[str, Any]:
 
 def heap_slopes(log: Path, warm: float) -> dict[str, Any]:
     """What the supervisor's heap held over the run (its `heap` records, one a minute), as slopes
-    after warm-up: MB/hour of bytes in use and of free bytes kept, and Python's blocks/hour. A
-    resident size that grows with `in_use` is objects living on; with `free`, fragmentation."""
+    after warm-up: MB/hour of bytes in use and of free bytes kept, Python's blocks/hour, and the
+    seats' windows (encoded bytes; each fills to its bound of 1024 frames or 8 MiB). A resident
+    size that grows with `in_use` is objects living on; with `free`, fragmentation."""
     records = []
     for path in sorted(log.parent.glob(log.name + "*")):
         with contextlib.suppress(OSError), path.open("rb") as lines:
@@ -1566,6 +1569,14 @@ def heap_slopes(log: Path, warm: float) -> dict[str, Any]:
         "free_mb_per_hour": slope("free", 1e6),
         "mmapped_mb_per_hour": slope("mmapped", 1e6),
         "python_blocks_per_hour": slope("python_blocks", 1),
+        **(
+            {
+                "window_frames_last": last["window_frames"],
+                "window_mb_per_hour": slope("window_bytes", 1e6),
+            }
+            if "window_bytes" in last
+            else {}
+        ),
     }
 
 

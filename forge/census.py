@@ -2,23 +2,51 @@
 
 `live_objects` walks every object the cyclic garbage collector tracks (containers: instances,
 dicts, lists, tuples, sets, coroutines; not strings or bytes) and counts them by type; `grown`
-compares two counts. The walk visits each object once (~0.1 s for a supervisor's ~300,000), so
-it runs only when asked: `forge supervise` takes a census on SIGUSR1 and logs it.
+compares two counts; `largest_containers` names the longest containers, where a growing count
+of strings or bytes would sit. Each walk visits every tracked object once, so it runs only when
+asked: `forge supervise` takes a census on SIGUSR1 and logs it.
 """
 
 from __future__ import annotations
 
 import gc
-from collections import Counter
+from collections import Counter, deque
 
 
 def live_objects() -> Counter[str]:
     """Tracked objects by `module.qualname` of their type, now."""
     counts: Counter[str] = Counter()
     for thing in gc.get_objects():
-        kind = type(thing)
-        counts[f"{kind.__module__}.{kind.__qualname__}"] += 1
+        counts[_kind(thing)] += 1
     return counts
+
+
+def largest_containers(top: int) -> list[tuple[str, int, str]]:
+    """The `top` longest dicts, lists, sets and deques alive: (type, length, a glimpse of one
+    entry). A container that grows without bound keeps its count of one, so the census by type
+    cannot show it; its length does."""
+    sized: list[tuple[int, object]] = []
+    for thing in gc.get_objects():
+        if isinstance(thing, (dict, list, set, deque)):
+            sized.append((len(thing), thing))
+    sized.sort(key=lambda entry: -entry[0])
+    return [(_kind(thing), length, _glimpse(thing)) for length, thing in sized[:top]]
+
+
+def _kind(thing: object) -> str:
+    kind = type(thing)
+    return f"{kind.__module__}.{kind.__qualname__}"
+
+
+def _glimpse(container: object) -> str:
+    """One entry, short: a key and its value's type for a mapping, the first item otherwise."""
+    try:
+        if isinstance(container, dict):
+            key, value = next(iter(container.items()))
+            return f"{key!r:.60}: {_kind(value)}"
+        return f"{next(iter(container))!r:.80}"  # type: ignore[call-overload]
+    except (StopIteration, RuntimeError):
+        return ""
 
 
 def grown(before: Counter[str], after: Counter[str], top: int) -> list[tuple[str, int, int]]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from forge.census import grown, live_objects
+from forge.census import grown, largest_containers, live_objects
 
 
 class Kept:
@@ -26,3 +26,11 @@ def test_grown_orders_by_rise_and_leaves_out_what_shrank_or_stayed() -> None:
     after = Counter({"a": 12, "b": 50, "c": 7, "d": 1, "e": 4})
     assert grown(before, after, top=10) == [("b", 5, 50), ("e", 0, 4), ("a", 10, 12)]
     assert grown(before, after, top=1) == [("b", 5, 50)]
+
+
+def test_the_longest_containers_are_named_with_a_glimpse_of_an_entry() -> None:
+    held = {f"key-{n}": Kept() for n in range(300_000)}
+    [(kind, length, glimpse), *_] = largest_containers(top=3)
+    assert (kind, length) == ("builtins.dict", 300_000)
+    assert glimpse == f"'key-0': {__name__}.Kept"
+    assert len(held) == 300_000

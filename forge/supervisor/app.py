@@ -17,7 +17,6 @@ from collections import Counter
 from collections.abc import AsyncIterator
 
 from forge import allocator, census
-from forge.clock import Clock
 from forge.config import ConfigWatcher, LoadedConfig
 from forge.config.watcher import OnChange
 from forge.health.service import home_service_status, service_status
@@ -82,7 +81,7 @@ async def running_supervisor(
         stack.callback(poller.cancel)
         watching = asyncio.create_task(watcher.run(clock=supervisor.clock))
         stack.callback(watching.cancel)
-        trimming = asyncio.create_task(_give_back_freed(supervisor.clock))
+        trimming = asyncio.create_task(_give_back_freed(supervisor))
         stack.callback(trimming.cancel)
         _take_censuses_on_sigusr1(stack)
         loop_watch = LoopWatch(threshold_s=loaded.config.log.loop_stall_ms / 1000)
@@ -115,26 +114,31 @@ async def _refresh_service_status(supervisor: Supervisor) -> None:
         supervisor.publish_keyless("service_status_changed", {"status": status})
 
 
-async def _give_back_freed(clock: Clock) -> None:
+async def _give_back_freed(supervisor: Supervisor) -> None:
     """The heap's freed pages back to the system now and then (`forge.allocator`), and its
     figures in the log: a resident size that grows is read against them (objects that live on,
-    or free space the heap keeps)."""
+    free space the heap keeps, or the seats' windows filling to their bound)."""
     while True:
-        await clock.sleep(allocator.TRIM_EVERY_S)
+        await supervisor.clock.sleep(allocator.TRIM_EVERY_S)
         allocator.give_back_freed()
         figures = allocator.heap()
         if figures is not None:
+            held = [state.window.held for state in supervisor.seats]
             log.info(
                 "heap",
                 in_use=figures.in_use,
                 free=figures.free,
                 mmapped=figures.mmapped,
                 python_blocks=sys.getallocatedblocks(),
+                window_frames=sum(frames for frames, _ in held),
+                window_bytes=sum(size for _, size in held),
             )
 
 
 CENSUS_TOP = 30
 """Types a census logs: the most numerous, and those that grew most since the previous one."""
+CENSUS_LARGEST = 10
+"""Containers a census names, the longest first."""
 
 
 def _take_censuses_on_sigusr1(stack: contextlib.AsyncExitStack) -> None:
@@ -151,6 +155,7 @@ def _take_censuses_on_sigusr1(stack: contextlib.AsyncExitStack) -> None:
             python_blocks=sys.getallocatedblocks(),
             most=counts.most_common(CENSUS_TOP),
             grown=census.grown(previous[-1], counts, CENSUS_TOP) if previous else [],
+            largest=census.largest_containers(CENSUS_LARGEST),
         )
         previous[:] = [counts]
 

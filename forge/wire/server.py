@@ -98,8 +98,8 @@ def update(variant: str, body: Message | None, *, seq: int | None, span: int = 1
 
 
 def encoded(value: Any) -> msgspec.Raw:
-    """`value` as JSON text that a later message embeds verbatim: what a seat's window keeps, a
-    fraction of the memory of the dicts it was encoded from (a window holds 1024 per seat)."""
+    """`value` as JSON text that a later message embeds verbatim (a seat's window keeps it
+    deflated: a fraction of the memory of the dicts it was encoded from)."""
     return msgspec.Raw(_encoder.encode(value))
 
 

@@ -101,6 +101,9 @@ async def test_sigusr1_logs_a_census_of_live_objects_and_what_grew_since_the_las
     kinds = dict(first["most"])
     assert kinds["builtins.dict"] > 1000
     assert first["objects"] >= sum(kinds.values())
+    lengths = [length for _, length, _ in first["largest"]]
+    assert len(lengths) == 10
+    assert lengths == sorted(lengths, reverse=True)
     clients = [await supervised.greeted() for _ in range(3)]
     supervised.process.send_signal(signal.SIGUSR1)
     second = await supervised.record("census", nth=1)

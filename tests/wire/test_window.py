@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+
+import msgspec
 import pytest
 
 from forge.wire.errors import ClientRefusal
@@ -14,26 +17,31 @@ SEAT = Seat("acme", "proj", "lead")
 def filled(count: int, **bounds: int) -> SeatWindow:
     window = SeatWindow(SEAT, "epoch-1", **bounds)
     for n in range(count):
-        window.append({"n": n + 1}, size=10)
+        window.append(json.dumps({"n": n + 1}).encode(), size=10)
     return window
+
+
+def updates(frames: list[tuple[int, msgspec.Raw]]) -> list[tuple[int, object]]:
+    return [(seq, json.loads(bytes(update))) for seq, update in frames]
 
 
 def test_numbers_start_at_one_and_are_consecutive() -> None:
     window = SeatWindow(SEAT, "e")
     assert window.next_seq == 1
-    assert [window.append(i, 1) for i in range(3)] == [1, 2, 3]
+    assert [window.append(b"%d" % i, 1) for i in range(3)] == [1, 2, 3]
     assert window.next_seq == 4
 
 
 def test_a_span_takes_that_many_numbers() -> None:
     window = SeatWindow(SEAT, "e")
-    assert window.append("batch", 1, span=3) == 1
-    assert window.append("next", 1) == 4
+    assert window.append(b'"batch"', 1, span=3) == 1
+    assert window.append(b'"next"', 1) == 4
 
 
 def test_range_answers_oldest_first() -> None:
     window = filled(5)
-    assert window.range("epoch-1", 2, 4) == [(2, {"n": 2}), (3, {"n": 3}), (4, {"n": 4})]
+    frames = window.range("epoch-1", 2, 4)
+    assert updates(frames) == [(2, {"n": 2}), (3, {"n": 3}), (4, {"n": 4})]
 
 
 def refusal(window: SeatWindow, epoch: str | None, first: int, last: int) -> str:
@@ -56,16 +64,33 @@ def test_each_refusal_names_seat_range() -> None:
 def test_the_window_holds_at_most_its_frame_bound() -> None:
     window = filled(10, max_frames=4)
     assert window.oldest_held == 7
+    frames, stored = window.held
+    assert frames == 4
+    assert 0 < stored < 4 * 20  # each update deflated: a few bytes of zlib framing over 8
     assert "no longer held" in refusal(window, "epoch-1", 6, 8)
-    assert window.range("epoch-1", 7, 10)[0] == (7, {"n": 7})
+    assert updates(window.range("epoch-1", 7, 10))[0] == (7, {"n": 7})
     assert "at most 4" in refusal(window, "epoch-1", 5, 9)
 
 
 def test_the_window_holds_at_most_its_byte_bound() -> None:
     window = filled(10, max_bytes=35)
     assert window.oldest_held == 8
+    assert window.held[0] == 3
 
 
 def test_the_production_bounds() -> None:
     window = filled(1100)
     assert window.oldest_held == 1100 - 1024 + 1
+
+
+def test_the_window_keeps_updates_deflated_and_answers_them_whole() -> None:
+    rows = [{"pid": 1000 + n, "name": "bash", "cmdline": ["bash", "-i"], "rss_bytes": 5 << 20}
+            for n in range(8)]  # fmt: skip
+    update = json.dumps({"processes": {"rows": rows}}).encode()
+    window = SeatWindow(SEAT, "e")
+    for _ in range(100):
+        window.append(update, size=len(update) + 40)
+    frames, stored = window.held
+    assert frames == 100
+    assert stored * 3 < 100 * len(update)  # process rows deflate well (about 5x here)
+    assert [bytes(raw) for _, raw in window.range("e", 1, 100)] == [update] * 100
