@@ -58,6 +58,7 @@ class Heap:
     mmapped: int
     """In blocks mmapped one by one (those at or over the mmap threshold)."""
     mmapped_blocks: int
+    """How many such blocks: whether a block of some size came from mmap or from the heap."""
 
 
 @functools.cache

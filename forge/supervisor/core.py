@@ -268,10 +268,9 @@ class Supervisor:
         if state is None:
             raise InternalError(f"update {variant} for seat {seat}, which has not been started")
         message = server.update(variant, body, seq=state.window.next_seq)
-        update = server.encoded(message["update"])
-        message["update"] = update
+        message["update"] = server.encoded(message["update"])
         frame = JsonFrame.encode(message)
-        seq = state.window.append(bytes(update), len(frame.text))
+        seq = state.window.append(message["update"], len(frame.text))
         subjects_: list[Subject] = [session(seat), HOME] if home else [session(seat)]
         for connection in self._holders(subjects_):
             connection.send_frame(frame)

@@ -52,9 +52,9 @@ class SeatWindow:
         self._bytes = 0
         self._stored = 0
 
-    def append(self, update: bytes, size: int, span: int = 1) -> int:
-        """Number one frame (`span` numbers) whose update is the JSON `update`, and keep it;
-        returns its `seq`. `size` is the whole frame's encoded length."""
+    def append(self, update: msgspec.Raw, size: int, span: int = 1) -> int:
+        """Number one frame (`span` numbers) whose update is the JSON `update` (as the live
+        frame embeds it), and keep it; returns its `seq`. `size` is the whole frame's length."""
         seq = self.next_seq
         self.next_seq += span
         frame = NumberedFrame(seq, span, zlib.compress(update, DEFLATE_LEVEL), size)

@@ -14,10 +14,15 @@ from forge.wire.window import SeatWindow
 SEAT = Seat("acme", "proj", "lead")
 
 
+def raw(value: object) -> msgspec.Raw:
+    """`value`'s JSON as the supervisor hands it to the window (`wire.server.encoded`)."""
+    return msgspec.Raw(json.dumps(value).encode())
+
+
 def filled(count: int, **bounds: int) -> SeatWindow:
     window = SeatWindow(SEAT, "epoch-1", **bounds)
     for n in range(count):
-        window.append(json.dumps({"n": n + 1}).encode(), size=10)
+        window.append(raw({"n": n + 1}), size=10)
     return window
 
 
@@ -28,14 +33,14 @@ def updates(frames: list[tuple[int, msgspec.Raw]]) -> list[tuple[int, object]]:
 def test_numbers_start_at_one_and_are_consecutive() -> None:
     window = SeatWindow(SEAT, "e")
     assert window.next_seq == 1
-    assert [window.append(b"%d" % i, 1) for i in range(3)] == [1, 2, 3]
+    assert [window.append(raw(i), 1) for i in range(3)] == [1, 2, 3]
     assert window.next_seq == 4
 
 
 def test_a_span_takes_that_many_numbers() -> None:
     window = SeatWindow(SEAT, "e")
-    assert window.append(b'"batch"', 1, span=3) == 1
-    assert window.append(b'"next"', 1) == 4
+    assert window.append(raw("batch"), 1, span=3) == 1
+    assert window.append(raw("next"), 1) == 4
 
 
 def test_range_answers_oldest_first() -> None:
@@ -89,7 +94,7 @@ def test_the_window_keeps_updates_deflated_and_answers_them_whole() -> None:
     update = json.dumps({"processes": {"rows": rows}}).encode()
     window = SeatWindow(SEAT, "e")
     for _ in range(100):
-        window.append(update, size=len(update) + 40)
+        window.append(msgspec.Raw(update), size=len(update) + 40)
     frames, stored = window.held
     assert frames == 100
     assert stored * 3 < 100 * len(update)  # process rows deflate well (about 5x here)
