@@ -10,6 +10,7 @@ asked: `forge supervise` takes a census on SIGUSR1 and logs it.
 from __future__ import annotations
 
 import gc
+import reprlib
 from collections import Counter, deque
 
 
@@ -25,10 +26,8 @@ def largest_containers(top: int) -> list[tuple[str, int, str]]:
     """The `top` longest dicts, lists, sets and deques alive: (type, length, a glimpse of one
     entry). A container that grows without bound keeps its count of one, so the census by type
     cannot show it; its length does."""
-    sized: list[tuple[int, object]] = []
-    for thing in gc.get_objects():
-        if isinstance(thing, (dict, list, set, deque)):
-            sized.append((len(thing), thing))
+    things = gc.get_objects()  # taken before `sized` exists, so that list never counts itself
+    sized = [(len(thing), thing) for thing in things if isinstance(thing, (dict, list, set, deque))]
     sized.sort(key=lambda entry: -entry[0])
     return [(_kind(thing), length, _glimpse(thing)) for length, thing in sized[:top]]
 
@@ -38,13 +37,18 @@ def _kind(thing: object) -> str:
     return f"{kind.__module__}.{kind.__qualname__}"
 
 
+_SHORT = reprlib.Repr()
+"""An entry's repr bounded as it is made: a full repr of a nested container can take seconds."""
+_SHORT.maxlevel, _SHORT.maxstring, _SHORT.maxother = 2, 60, 60
+
+
 def _glimpse(container: object) -> str:
     """One entry, short: a key and its value's type for a mapping, the first item otherwise."""
     try:
         if isinstance(container, dict):
             key, value = next(iter(container.items()))
-            return f"{key!r:.60}: {_kind(value)}"
-        return f"{next(iter(container))!r:.80}"  # type: ignore[call-overload]
+            return f"{_SHORT.repr(key):.60}: {_kind(value)}"
+        return f"{_SHORT.repr(next(iter(container))):.80}"  # type: ignore[call-overload]
     except (StopIteration, RuntimeError):
         return ""
 

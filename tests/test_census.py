@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from collections import Counter
 
 from forge.census import grown, largest_containers, live_objects
@@ -34,3 +35,31 @@ def test_the_longest_containers_are_named_with_a_glimpse_of_an_entry() -> None:
     assert (kind, length) == ("builtins.dict", 300_000)
     assert glimpse == f"'key-0': {__name__}.Kept"
     assert len(held) == 300_000
+
+
+def test_looking_for_the_largest_leaves_nothing_behind_for_the_collector() -> None:
+    """Each look once left its own list of every container in a cycle with itself: a census a
+    minute grew the heap by a tuple per container until a full collection came."""
+    gc.collect()
+    gc.disable()
+    try:
+        before = len(gc.get_objects())
+        largest_containers(top=3)
+        left = len(gc.get_objects()) - before
+    finally:
+        gc.enable()
+    assert left < 100, left
+
+
+class Deep:
+    """Stands for what lies too deep to be drawn: a repr that reached it would take long."""
+
+    def __repr__(self) -> str:
+        raise AssertionError("the glimpse drew an entry's whole depth")
+
+
+def test_a_glimpse_draws_an_entry_only_a_few_levels_deep() -> None:
+    held = [[[[Deep()]]], *range(400_000)]
+    [(_, length, glimpse), *_] = largest_containers(top=1)
+    assert length == len(held)
+    assert glimpse.startswith("[[")
