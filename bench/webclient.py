@@ -2,6 +2,7 @@
 
     (cd web && npm ci)                      # once: the floor page is built from web/'s lockfile
     .venv/bin/python -P bench/webclient.py [--keys 100] [--mb 20] [--seconds 10]
+                                           [--floor-loop asyncio|uvloop]
 
 The floor page (web/bench/floor.ts, built here into a temporary folder) is the same xterm.js set
 up the same way (fit, WebGL on a desktop, the same options and size), fed by a bare WebSocket
@@ -21,7 +22,9 @@ next xterm.js `onRender` as the paint that shows it):
 - forge's page viewing a browser tab animated at 30 fps with "low latency" on (JPEG motion):
   frames received and drawn per second, the share drawn, and draw latency (frame received in
   the page -> drawn on the canvas).
-Ratios are forge / floor. The load average is printed before and after: run it on a quiet
+Ratios are forge / floor. The floor server runs in this process on the standard asyncio loop,
+as a bare websockets server does, unless `--floor-loop uvloop` puts it on forge's own loop.
+The load average is printed before and after: run it on a quiet
 machine, or say how loaded it was.
 """
 
@@ -56,6 +59,7 @@ from websockets.asyncio.server import ServerConnection, serve
 from websockets.datastructures import Headers
 from websockets.http11 import Request, Response
 
+from forge import eventloop
 from forge.testing.person import SupervisorProcess, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -564,7 +568,18 @@ def main() -> None:
     parser.add_argument("--mb", type=int, default=20, help="flood size in MB")
     parser.add_argument("--repeats", type=int, default=2, help="floods per page, alternating")
     parser.add_argument("--seconds", type=float, default=10.0, help="browser tab window")
-    asyncio.run(run(parser.parse_args()))
+    parser.add_argument(
+        "--floor-loop",
+        choices=("asyncio", "uvloop"),
+        default="asyncio",
+        help="the floor server's event loop (forge's processes run on uvloop)",
+    )
+    args = parser.parse_args()
+    print(f"# floor server's event loop: {args.floor_loop}")
+    if args.floor_loop == "uvloop":
+        eventloop.run(run(args))
+    else:
+        asyncio.run(run(args))
 
 
 if __name__ == "__main__":

@@ -3,13 +3,15 @@ real `forge supervise` processes (`supervise`)."""
 
 from __future__ import annotations
 
+import asyncio
 import signal
 import socket
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
 
+from forge import eventloop
 from forge.testing.supervised import Start, Supervisors
 
 
@@ -18,6 +20,14 @@ def pytest_configure(config: pytest.Config) -> None:
     ignored (a background job of a non-interactive shell is), as Ctrl-C tests need."""
     del config
     signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def pytest_asyncio_loop_factories(
+    config: pytest.Config, item: pytest.Item
+) -> dict[str, Callable[[], asyncio.AbstractEventLoop]]:
+    """In-process tests run on the loop forge's processes run on."""
+    del config, item
+    return {"uvloop": eventloop.new_event_loop}
 
 
 @pytest.fixture

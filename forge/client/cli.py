@@ -135,13 +135,12 @@ def _where(args: argparse.Namespace) -> tuple[str, ssl.SSLContext | None]:
 
 
 def run_status(args: argparse.Namespace) -> int:
-    import asyncio
-
+    from forge import eventloop
     from forge.client.status import exit_code, fetch_status, render_json, render_table
 
     _quiet_logs("status")
     url, tls = _where(args)
-    status = asyncio.run(fetch_status(url, tls=tls))
+    status = eventloop.run(fetch_status(url, tls=tls))
     print(render_json(status) if args.json else render_table(status))
     return exit_code(status)
 
@@ -180,12 +179,11 @@ def run_dictate_bench(args: argparse.Namespace) -> int:
 def _answer(verb: str, call: Coroutine[Any, Any, dict[str, Any]]) -> dict[str, Any] | None:
     """The supervisor's answer to one call; None once one line on stderr has said why there is
     none: it refused the call, or the connection closed first (it stopped or died mid-call)."""
-    import asyncio
-
+    from forge import eventloop
     from forge.client.errors import ConnectionLost, ServerRefused
 
     try:
-        return asyncio.run(call)
+        return eventloop.run(call)
     except ConnectionLost as lost:
         why = f"the connection to the supervisor closed before it answered: {lost.reason}"
     except ServerRefused as refused:
@@ -195,15 +193,15 @@ def _answer(verb: str, call: Coroutine[Any, Any, dict[str, Any]]) -> dict[str, A
 
 
 def run_attach(args: argparse.Namespace) -> int:
-    import asyncio
     import sys
 
+    from forge import eventloop
     from forge.client.attach import attach, parse_seat
 
     seat = parse_seat(args.seat)
     url, tls = _where(args)
     _quiet_logs("attach")
-    ending = asyncio.run(
+    ending = eventloop.run(
         attach(url, seat, tty_fd=sys.stdin.fileno(), out_fd=sys.stdout.fileno(), tls=tls)
     )
     print(f"\nforge attach: {ending.why}", file=sys.stderr)
@@ -213,10 +211,9 @@ def run_attach(args: argparse.Namespace) -> int:
 def run_evaluate(args: argparse.Namespace) -> int:
     """`forge evaluate --cohort`: the preview says where a run would go; an approved run goes to
     the running supervisor (followed from here) unless `--local`, Dask, or none answers."""
-    import asyncio
-
+    from forge import eventloop
     from forge.client.evaluate import evaluate
 
     local = args.local or args.executor == "dask"
     url, tls = (None, None) if local else _where(args)
-    return asyncio.run(evaluate(args, url, tls))
+    return eventloop.run(evaluate(args, url, tls))

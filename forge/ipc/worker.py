@@ -21,7 +21,7 @@ from typing import Any, ClassVar, NoReturn, TypeVar
 import zmq
 import zmq.asyncio
 
-from forge import logs
+from forge import eventloop, logs
 from forge.clock import SYSTEM_CLOCK, Clock
 from forge.ipc import channel
 from forge.ipc.envelope import (
@@ -422,4 +422,4 @@ def run_worker(worker_class: type[Worker]) -> NoReturn:
     async def main() -> int:
         return await worker_class(context).serve()
 
-    sys.exit(asyncio.run(main()))
+    sys.exit(eventloop.run(main()))

@@ -10,11 +10,12 @@ means "the run finished and some attempt was not correct".
 from __future__ import annotations
 
 import argparse
-import asyncio
 import functools
 import sys
 from collections.abc import Callable, Sequence
 from typing import NoReturn
+
+from forge import eventloop
 
 EXIT_CODES = """\
 exit codes:
@@ -228,7 +229,7 @@ def run(run_cohort: RunCohort | None, args: argparse.Namespace) -> int:
     if args.action == "init":
         from forge.lab.scaffold import init
 
-        return asyncio.run(init(args))
+        return eventloop.run(init(args))
     if args.action == "pin":
         from forge.lab.scaffold import pin
 
@@ -237,13 +238,13 @@ def run(run_cohort: RunCohort | None, args: argparse.Namespace) -> int:
         return run_cohort(args)
     from forge.lab.evaluate import evaluate
 
-    return asyncio.run(evaluate(args))
+    return eventloop.run(evaluate(args))
 
 
 def run_replay(args: argparse.Namespace) -> int:
     from forge.lab.replay_cli import replay_command
 
-    return asyncio.run(replay_command(args))
+    return eventloop.run(replay_command(args))
 
 
 def run_learn(args: argparse.Namespace) -> int:

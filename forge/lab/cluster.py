@@ -31,7 +31,7 @@ from distributed import Client, Event, Variable
 from distributed.client import Future, FutureCancelledError
 from distributed.scheduler import KilledWorker
 
-from forge import __version__
+from forge import __version__, eventloop
 from forge.attempt.command import MARKER_ENV
 from forge.attempt.deathwatch import deathwatch
 from forge.attempt.errors import LabRefusal, RunAborted
@@ -221,7 +221,7 @@ def _probe(paths: list[str]) -> dict[str, Any]:
 
 def run_on_worker(handoff: Handoff, run_id: str) -> AttemptRecord:
     """The Dask task: run one attempt in this worker thread, cancelling it when the run aborts."""
-    return asyncio.run(_watched(handoff, run_id))
+    return eventloop.run(_watched(handoff, run_id))
 
 
 async def _watched(handoff: Handoff, run_id: str) -> AttemptRecord:

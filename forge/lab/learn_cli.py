@@ -9,13 +9,13 @@ change); `--approve` or `--dismiss` records the person's decision. Learn never a
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import sys
 from pathlib import Path
 
 import msgspec
 
+from forge import eventloop
 from forge.attempt.errors import LabRefusal
 from forge.attempt.run import iso_utc
 from forge.clock import SYSTEM_CLOCK
@@ -36,7 +36,7 @@ def learn_command(args: argparse.Namespace) -> int:
     if args.pending:
         if args.paths or args.formula or args.variant:
             raise LabRefusal("learn --pending runs the queued requests; it takes no attempts")
-        outcome = asyncio.run(run_pending(lab, _now()))
+        outcome = eventloop.run(run_pending(lab, _now()))
         if args.json:
             sys.stdout.write(json.dumps({"ok": outcome.ok, "lines": outcome.lines}) + "\n")
         else:
@@ -52,7 +52,8 @@ def learn_command(args: argparse.Namespace) -> int:
     ]
     sha = check_evidence(attempts)
     formula = Path(args.formula).absolute() if args.formula else _registered(lab, attempts, sha)
-    suggestion = asyncio.run(learn(lab, LearnJob(formula_path=formula, attempts=attempts), _now()))
+    job = LearnJob(formula_path=formula, attempts=attempts)
+    suggestion = eventloop.run(learn(lab, job, _now()))
     if args.json:
         sys.stdout.write(json.dumps({"suggestion": suggestion.id, "status": "pending"}) + "\n")
     else:

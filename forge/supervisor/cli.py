@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from forge import eventloop
 from forge.errors import UserError
 from forge.logs import LEVELS
 
@@ -76,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
     configure(log_file, process="supervisor", rotation=rotation)
     set_level(loaded.config.log.level)
     get_logger(__name__).info("allocator_tuned", tuned=tune_for_long_life())
-    asyncio.run(serve(loaded, log_file=log_file, drills=SUPERVISOR_DRILLS.enabled()))
+    eventloop.run(serve(loaded, log_file=log_file, drills=SUPERVISOR_DRILLS.enabled()))
     return 0
 
 

@@ -30,6 +30,7 @@ from typing import Any
 import msgspec
 from watchfiles._rust_notify import RustNotify
 
+from forge import eventloop
 from forge.supervisor.gitwork import GitFailed, LocalTrees
 from forge.supervisor.treeproto import (
     AnyAsk,
@@ -185,4 +186,4 @@ async def serve() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(serve())
+    eventloop.run(serve())

@@ -12,7 +12,7 @@ import json
 import os
 import sys
 
-from forge import logs
+from forge import eventloop, logs
 from forge.ipc.manager import WorkerManager
 from forge.ipc.protocol import call
 from forge.testing.misbehaving_protocol import MISBEHAVING, Children, Pid
@@ -34,4 +34,4 @@ async def host(count: int) -> None:
 
 if __name__ == "__main__":
     logs.configure(None, to_stderr=True, process="manager_host")
-    asyncio.run(host(int(sys.argv[1]) if len(sys.argv) > 1 else 2))
+    eventloop.run(host(int(sys.argv[1]) if len(sys.argv) > 1 else 2))

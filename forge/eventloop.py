@@ -1,0 +1,27 @@
+"""The event loop every forge process runs on: uvloop's, through `run`.
+
+A keystroke crosses three event loops (supervisor, terminal host, supervisor again) and every
+frame at least two, so the loop's own cost per wake-up is paid several times per echo. uvloop
+(libuv underneath) wakes and dispatches in C; beside the standard loop it took ~0.3 ms off a
+~1.3 ms keystroke echo through forge (docs/benchmarks.md). One function, so no entry point can
+start a process on the other loop by accident.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+
+import uvloop
+
+T = TypeVar("T")
+
+new_event_loop = uvloop.new_event_loop
+"""The factory `run` uses; the test suite runs its own loops on it too (tests/conftest.py)."""
+
+
+def run(main: Coroutine[Any, Any, T]) -> T:
+    """`asyncio.run(main)` on a uvloop loop."""
+    with asyncio.Runner(loop_factory=new_event_loop) as runner:
+        return runner.run(main)
