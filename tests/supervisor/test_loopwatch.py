@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import linecache
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
 
 from structlog.testing import capture_logs
 
-from forge.supervisor.loopwatch import LoopWatch
+from forge.supervisor.loopwatch import STACK_FRAMES, LoopWatch, innermost_frames
 
 
 def hold_the_loop_until_seen(records: list[dict[str, Any]]) -> None:
@@ -61,6 +63,21 @@ async def test_a_stand_says_whether_the_loop_thread_was_computing_or_not() -> No
     ]
     assert slept["cpu_s"] < slept["stood_s"] / 2
     assert spun["cpu_s"] > slept["cpu_s"]
+
+
+def test_a_stall_record_names_the_innermost_frames_and_reads_no_source() -> None:
+    """Source text would go into linecache for good: a weeks-long process must not collect it."""
+    linecache.clearcache()
+
+    def inner() -> str:
+        return innermost_frames(sys._getframe())
+
+    stack = inner()
+    lines = stack.splitlines()
+    assert lines[-1].endswith(", in inner")
+    assert __file__ in lines[-1]
+    assert len(lines) == STACK_FRAMES  # pytest's own frames lie further out
+    assert linecache.cache == {}
 
 
 async def test_a_loop_that_keeps_turning_is_never_reported() -> None:
