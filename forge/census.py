@@ -3,7 +3,8 @@
 `live_objects` walks every object the cyclic garbage collector tracks (containers: instances,
 dicts, lists, tuples, sets, coroutines; not strings or bytes) and counts them by type; `grown`
 compares two counts; `largest_containers` names the longest containers, where a growing count
-of strings or bytes would sit. Each walk visits every tracked object once, so it runs only when
+of strings or bytes would sit; `holders` follows what keeps one object of a type alive, outward.
+Each walk visits every tracked object once, so it runs only when
 asked: `forge supervise` takes a census on SIGUSR1 and logs it.
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 import gc
 import reprlib
 from collections import Counter, deque
+from types import FrameType
 
 
 def live_objects() -> Counter[str]:
@@ -59,3 +61,35 @@ def grown(before: Counter[str], after: Counter[str], top: int) -> list[tuple[str
     rises = [rise for rise in rises if rise[2] > rise[1]]
     rises.sort(key=lambda rise: (rise[1] - rise[2], rise[0]))
     return rises[:top]
+
+
+def holders(kind: str, depth: int = 4) -> list[str]:
+    """What keeps one live object of `kind` alive, outward `depth` steps: each step's holder,
+    named by type (and, for a dict, the key it holds it under). A type that grows is usually
+    held by one container or one forgotten reference, which its count alone cannot name. Each
+    step scans every tracked object once."""
+    things = gc.get_objects()
+    held = next((thing for thing in reversed(things) if _kind(thing) == kind), None)
+    del things
+    chain: list[str] = []
+    for _ in range(depth):
+        if held is None:
+            break
+        holder = next(
+            (r for r in gc.get_referrers(held) if not isinstance(r, FrameType)),  # not ours
+            None,
+        )
+        if holder is None:
+            break
+        chain.append(_kind(holder) + _key_of(holder, held))
+        held = holder
+    return chain
+
+
+def _key_of(holder: object, held: object) -> str:
+    """`[key]` when `holder` is a dict holding `held` as a value (an instance's `__dict__` too)."""
+    if isinstance(holder, dict):
+        for key, value in holder.items():
+            if value is held:
+                return f"[{_SHORT.repr(key):.40}]"
+    return ""

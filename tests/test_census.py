@@ -5,7 +5,7 @@ from __future__ import annotations
 import gc
 from collections import Counter
 
-from forge.census import grown, largest_containers, live_objects
+from forge.census import grown, holders, largest_containers, live_objects
 
 
 class Kept:
@@ -63,3 +63,21 @@ def test_a_glimpse_draws_an_entry_only_a_few_levels_deep() -> None:
     [(_, length, glimpse), *_] = largest_containers(top=1)
     assert length == len(held)
     assert glimpse.startswith("[[")
+
+
+class Registered:
+    """A type only the holders test makes."""
+
+
+class Registry:
+    def __init__(self) -> None:
+        self.entries: dict[str, list[Registered]] = {"forgotten": [Registered()]}
+
+
+def test_holders_follow_what_keeps_an_object_alive_outward() -> None:
+    registry = Registry()
+    chain = holders(f"{__name__}.Registered", depth=3)
+    assert chain[:2] == ["builtins.list", "builtins.dict['forgotten']"]
+    assert chain[2] in {f"{__name__}.Registry", "builtins.dict['entries']"}
+    assert holders("no.such.Type") == []
+    assert registry.entries

@@ -139,6 +139,8 @@ CENSUS_TOP = 30
 """Types a census logs: the most numerous, and those that grew most since the previous one."""
 CENSUS_LARGEST = 10
 """Containers a census names, the longest first."""
+CENSUS_HELD = 3
+"""Types that grew most whose holders a census follows (`census.holders`)."""
 
 
 def _take_censuses_on_sigusr1(stack: contextlib.AsyncExitStack) -> None:
@@ -149,13 +151,15 @@ def _take_censuses_on_sigusr1(stack: contextlib.AsyncExitStack) -> None:
 
     def take() -> None:
         counts = census.live_objects()
+        grown = census.grown(previous[-1], counts, CENSUS_TOP) if previous else []
         log.info(
             "census",
             objects=counts.total(),
             python_blocks=sys.getallocatedblocks(),
             most=counts.most_common(CENSUS_TOP),
-            grown=census.grown(previous[-1], counts, CENSUS_TOP) if previous else [],
+            grown=grown,
             largest=census.largest_containers(CENSUS_LARGEST),
+            holders={kind: census.holders(kind) for kind, _, _ in grown[:CENSUS_HELD]},
         )
         previous[:] = [counts]
 

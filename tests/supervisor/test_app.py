@@ -109,4 +109,7 @@ async def test_sigusr1_logs_a_census_of_live_objects_and_what_grew_since_the_las
     second = await supervised.record("census", nth=1)
     grown = {kind: after - before for kind, before, after in second["grown"]}
     assert grown["forge.supervisor.connection.Connection"] == len(clients)
+    assert first["holders"] == {}
+    assert len(second["holders"]) == 3
+    assert all(isinstance(chain, list) for chain in second["holders"].values())
     assert await clients[0].ping() is not None
