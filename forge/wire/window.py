@@ -7,7 +7,8 @@ updates, whichever bites first (O-S8), so `seat_range` can repair a gap a client
 A window fills to its bound over an hour or more of a busy seat and `seat_range` is rare, so
 what it holds is kept small: updates are deflated `BLOCK_FRAMES` at a time, together. A seat's
 updates are mostly alike (process rows, states), so a block deflates to little more than one
-update does alone, and a held frame costs a few dozen bytes instead of an object and a buffer.
+update does alone: a held frame of process rows took 127 bytes against 414 deflated alone
+(tracemalloc, docs/benchmarks.md).
 The bounds stay exact to the frame: frames leave the front of the oldest block one by one, and
 the block's memory goes when its last frame does.
 """
