@@ -3,8 +3,8 @@
 A keystroke crosses three event loops (supervisor, terminal host, supervisor again) and every
 frame at least two, so the loop's own cost per wake-up is paid several times per echo. uvloop
 (libuv underneath) wakes and dispatches in C; beside the standard loop it took ~0.3 ms off a
-~1.3 ms keystroke echo through forge (docs/benchmarks.md). One function, so no entry point can
-start a process on the other loop by accident.
+~1.3 ms keystroke echo through forge (docs/benchmarks.md). Every entry point goes through `run`,
+so none starts a process on the other loop by accident; `run_beside_others` is the one exception.
 """
 
 from __future__ import annotations
@@ -24,4 +24,16 @@ new_event_loop = uvloop.new_event_loop
 def run(main: Coroutine[Any, Any, T]) -> T:
     """`asyncio.run(main)` on a uvloop loop."""
     with asyncio.Runner(loop_factory=new_event_loop) as runner:
+        return runner.run(main)
+
+
+def run_beside_others(main: Coroutine[Any, Any, T]) -> T:
+    """`asyncio.run(main)` on the standard loop, for a thread whose process runs other loops.
+
+    uvloop refuses to spawn a child while a loop in another thread is spawning one ("Racing with
+    another loop to spawn a process"), which a Dask worker running two attempts in two threads
+    hits at once; the standard loop spawns through `subprocess.Popen`, which threads may call at
+    once.
+    """
+    with asyncio.Runner() as runner:
         return runner.run(main)

@@ -221,7 +221,7 @@ def _probe(paths: list[str]) -> dict[str, Any]:
 
 def run_on_worker(handoff: Handoff, run_id: str) -> AttemptRecord:
     """The Dask task: run one attempt in this worker thread, cancelling it when the run aborts."""
-    return eventloop.run(_watched(handoff, run_id))
+    return eventloop.run_beside_others(_watched(handoff, run_id))
 
 
 async def _watched(handoff: Handoff, run_id: str) -> AttemptRecord:

@@ -69,6 +69,8 @@ class Listener(Recorder):
 
 
 async def open_and_view(handle: WorkerHandle, listener: Listener, url: str) -> int:
+    """Open and view a tab, waiting for its key frame. Motion may come first: a capture the
+    page's navigation overtook lets the held paint through (forge/workers/browser/pump.py)."""
     tab = (await call(handle, Open(url=url), within=WAIT_S)).tab
     await call(handle, View(tab=tab, webp=True), within=WAIT_S)
     await listener.until(lambda: any(f.key for f in listener.tab_frames(tab)))
@@ -87,8 +89,8 @@ async def test_frames_input_and_a_chromium_crash_through_the_worker(
     handle = manager.start(browser_spec(tmp_path))
     listener = Listener(handle)
     tab = await open_and_view(handle, listener, f"{site}/button")
-    first = listener.tab_frames(tab)[0]
-    assert (first.profile, first.tab, first.key) == (9, tab, True)
+    key = next(f for f in listener.tab_frames(tab) if f.key)
+    assert (key.profile, key.tab) == (9, tab)
     down = {"press": {"x": 200, "y": 150, "button": "left", "down": True, "clicks": 1}}
     up = {"press": {"x": 200, "y": 150, "button": "left", "down": False, "clicks": 1}}
     await call(handle, Input(tab=tab, event=down), within=WAIT_S)
@@ -113,7 +115,7 @@ async def test_frames_input_and_a_chromium_crash_through_the_worker(
     assert row.pid != chromium.pid
     listener.frames.clear()
     again = await open_and_view(handle, listener, f"{site}/button")
-    assert listener.tab_frames(again)[0].key
+    assert {f.profile for f in listener.tab_frames(again)} == {9}
 
 
 async def test_killing_the_host_takes_its_chromium_along(
