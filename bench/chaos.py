@@ -833,7 +833,8 @@ class Faults:
         runners = []
         for process in psutil.Process().children(recursive=True):
             with contextlib.suppress(psutil.Error):
-                if process.environ().get("FORGE_WORKER_NAME", "").startswith("lab-attempt-"):
+                # The runner, not what it started (its deathwatch and commands inherit the name).
+                if _carries_a_runner_name(process) and not _carries_a_runner_name(process.parent()):
                     runners.append(process)
         if not runners:
             return
@@ -1065,6 +1066,13 @@ async def stoppable(argv: list[str], env: dict[str, str]) -> tuple[int, str]:
         raise
     assert process.returncode is not None
     return process.returncode, stderr.decode("utf-8", "replace")
+
+
+def _carries_a_runner_name(process: psutil.Process | None) -> bool:
+    """An attempt runner, or a process it started (children inherit its environment)."""
+    return process is not None and process.environ().get("FORGE_WORKER_NAME", "").startswith(
+        "lab-attempt-"
+    )
 
 
 async def lab_loop(run: Run, root: Path, env: dict[str, str]) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Coroutine
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import uvloop
 
@@ -19,6 +19,26 @@ T = TypeVar("T")
 
 new_event_loop = uvloop.new_event_loop
 """The factory `run` uses; the test suite runs its own loops on it too (tests/conftest.py)."""
+
+
+class _Pipe(Protocol):
+    def is_closing(self) -> bool: ...
+    def write(self, data: bytes) -> None: ...
+
+
+def write_to_pipe(pipe: _Pipe, data: bytes) -> bool:
+    """Write `data` to a pipe (a transport or a stream writer) whose reader may have died; False,
+    and nothing written, when the pipe is already closed.
+
+    A reader's death closes the pipe, and the loops tell a later write differently: the standard
+    loop drops it (a broken pipe is reported to the protocol), uvloop raises RuntimeError ("the
+    handler is closed") once it has closed its handle. A closed handle is always a closing
+    transport, so asking first is the check that holds on both.
+    """
+    if pipe.is_closing():
+        return False
+    pipe.write(data)
+    return True
 
 
 def run(main: Coroutine[Any, Any, T]) -> T:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import psutil
 
+from forge import eventloop
 from forge.attempt.sandbox import Sandbox, args_fd
 from forge.clock import Clock
 from forge.ipc.orphans import die_with_parent
@@ -225,8 +226,8 @@ async def _feed(proc: asyncio.subprocess.Process, data: bytes | None) -> None:
     if proc.stdin is None or data is None:
         return
     with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-        proc.stdin.write(data)
-        await proc.stdin.drain()
+        if eventloop.write_to_pipe(proc.stdin, data):  # a command may exit without reading it
+            await proc.stdin.drain()
     proc.stdin.close()
 
 

@@ -26,6 +26,7 @@ import os
 import sys
 from collections.abc import AsyncIterator
 
+from forge import eventloop
 from forge.attempt import watcher as watcher_module
 from forge.attempt.errors import RunAborted
 from forge.attempt.watcher import DONE, READY
@@ -62,9 +63,9 @@ async def deathwatch(marker: str, attempt_id: str) -> AsyncIterator[None]:
         yield
     finally:
         if ready:
-            with contextlib.suppress(ConnectionError):
-                watcher.stdin.write(DONE)
-                await watcher.stdin.drain()
+            with contextlib.suppress(ConnectionError):  # a watcher killed meanwhile
+                if eventloop.write_to_pipe(watcher.stdin, DONE):
+                    await watcher.stdin.drain()
         else:
             with contextlib.suppress(ProcessLookupError):
                 watcher.kill()

@@ -150,10 +150,12 @@ def _take_censuses_on_sigusr1(stack: contextlib.AsyncExitStack) -> None:
     previous: list[Counter[str]] = []
 
     def take() -> None:
+        garbage = census.collect()
         counts = census.live_objects()
         grown = census.grown(previous[-1], counts, CENSUS_TOP) if previous else []
         log.info(
             "census",
+            garbage=garbage,
             objects=counts.total(),
             python_blocks=sys.getallocatedblocks(),
             most=counts.most_common(CENSUS_TOP),

@@ -19,6 +19,7 @@ from typing import Optional, TypeVar
 
 import msgspec
 
+from forge import eventloop
 from forge.logs import get_logger
 from forge.supervisor.gitwork import NO_SCAN, GitFailed, Seen
 from forge.supervisor.treeproto import (
@@ -61,8 +62,10 @@ class _Child:
         return self.process.returncode is None and not self.reader.done()
 
     def send(self, ask: Ask) -> None:
+        """Raises `GitFailed` when the child has ended: nothing would answer."""
         assert self.process.stdin is not None
-        self.process.stdin.write(msgspec.json.encode(ask) + b"\n")
+        if not eventloop.write_to_pipe(self.process.stdin, msgspec.json.encode(ask) + b"\n"):
+            raise GitFailed("the tree process ended")
 
     async def _read(self) -> None:
         assert self.process.stdout is not None
@@ -193,7 +196,8 @@ class TreeProcess:
             return
         child = task.result()
         if child.listeners.pop(ident, None) is not None and child.alive:
-            child.send(Unwatch(id=ident))
+            with contextlib.suppress(GitFailed):  # ended since: its watches ended with it
+                child.send(Unwatch(id=ident))
 
     async def close(self) -> None:
         if self._child is not None:

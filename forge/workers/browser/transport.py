@@ -11,6 +11,7 @@ import asyncio
 from collections.abc import Callable
 from typing import IO, Any
 
+from forge import eventloop
 from forge.logs import get_logger
 from forge.workers.browser.cdp import CdpEvent, CdpProtocol, CdpReply, JsonObject
 from forge.workers.browser.errors import BrowserGone, CdpCommandFailed
@@ -68,7 +69,8 @@ class CdpConnection:
         command_id = self._protocol.command(method, params, session_id)
         self._waiting[command_id] = future
         assert self._writer is not None, "send before open"
-        self._writer.write(self._protocol.data_to_send())
+        # Chromium gone and the pipe closed: the reader's end fails the future with the reason.
+        eventloop.write_to_pipe(self._writer, self._protocol.data_to_send())
         return future
 
     async def call(

@@ -16,6 +16,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from forge import eventloop
+
 ESPEAK = "espeak-ng"
 PIPER = "piper"
 PREVIEW_LINE = "This is how this seat will sound when it speaks to you."
@@ -101,7 +103,7 @@ async def _run(argv: list[str], stdin: bytes | None, started: float) -> tuple[by
     assert process.stderr is not None
     if stdin is not None:
         assert process.stdin is not None
-        process.stdin.write(stdin)
+        eventloop.write_to_pipe(process.stdin, stdin)  # one that died says so on stderr
         process.stdin.close()
     chunks = [await process.stdout.read(65536)]
     first = time.perf_counter() - started
