@@ -235,7 +235,7 @@ class TerminalService:
         except (WorkerError, RequestFailed) as error:
             del self._terminals[number], self._current[state.seat]
             terminal.subscription.close()
-            await handle.stop()
+            await self._manager.remove(handle.name)  # its row and sockets go with it
             raise _Refused(f"the terminal could not start: {error}") from None
         log.info("terminal_opened", seat=str(state.seat), id=number, pid=summary.pid)
         self._publish(terminal, summary)

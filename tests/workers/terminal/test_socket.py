@@ -382,3 +382,16 @@ async def test_the_seats_live_shells_are_its_process_roots(served: Served) -> No
     assert psutil.Process(pid).name() == "bash"
     assert served.service.shell_pids(Seat("acme", "forge", "other")) == []
     await client.close()
+
+
+async def test_a_terminal_that_cannot_start_leaves_no_host_behind(served: Served) -> None:
+    """Refused, and its host is gone from the manager and the workers table: a failed start
+    kept a stopped worker and its three sockets for the supervisor's life."""
+    served.service._host_config["argv"] = ["/nonexistent/shell"]
+    client = await Client.open(served.url)
+    await client.send({"kind": "terminal_view", "seat": SEAT, "reply_to": 1})
+    reply = await client.next_of_kind("reply")
+    assert reply["body"]["ok"] is False
+    assert reply["body"]["why"].startswith("the terminal could not start: worker terminal-1")
+    assert served.service._manager.rows() == []
+    await client.close()
