@@ -46,7 +46,7 @@ from forge.ipc.messages import Reply, StreamFrame
 from forge.ipc.pending import PendingRequests
 from forge.ipc.policy import GiveUp, LifecycleTimings, RestartPolicy
 from forge.ipc.streams import OnEnd, OnFrame, StreamRegistry, Subscription
-from forge.ipc.worker import WorkerContext
+from forge.ipc.worker import LAST_WORDS_LIMIT, WorkerContext
 
 log = logs.get_logger("forge.ipc")
 
@@ -142,6 +142,7 @@ class WorkerHandle:
         self._bulk_in_now = channel.plain(self._bulk_in)
         self._control_now = channel.plain(self._control)
         self._endpoints = (f"ipc://{base}.ctl", f"ipc://{base}.bulk", f"ipc://{base}.in")
+        self._last_words = base.with_suffix(".why")
         self._pending = PendingRequests(spec.name, self._clock)
         self._streams = StreamRegistry()
         self._bulk_seq: dict[str, int] = {}
@@ -331,6 +332,7 @@ class WorkerHandle:
             bulk_in_endpoint=self._endpoints[2],
             parent_pid=os.getpid(),
             config=self.spec.config,
+            last_words=str(self._last_words),
         )
         self._identity = context.identity
         self._ready_at = None
@@ -388,6 +390,8 @@ class WorkerHandle:
         self._attaching.cancel()
         stopping = self._stop_requested.done()
         self._identity = None
+        if (words := self._take_last_words()) is not None:
+            self._kill_reason = self._combine(words)
         self._last_exit = status.wire()
         self._last_reason = self._combine(status.describe())
         reason = "worker_stopped" if stopping else "worker_crashed"
@@ -410,6 +414,16 @@ class WorkerHandle:
         )
         now = self._clock.monotonic()
         return None if self._ready_at is None else now - self._ready_at
+
+    def _take_last_words(self) -> str | None:
+        """Why the generation that just ended could not run, if it said (`WorkerContext`)."""
+        try:
+            with self._last_words.open("rb") as file:
+                words = file.read(LAST_WORDS_LIMIT)
+        except FileNotFoundError:
+            return None
+        self._last_words.unlink(missing_ok=True)
+        return words.decode(errors="replace").strip() or None
 
     def _combine(self, cause: str) -> str:
         return cause if self._kill_reason is None else f"{self._kill_reason}; {cause}"

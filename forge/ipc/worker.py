@@ -16,6 +16,7 @@ import signal
 import sys
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, ClassVar, NoReturn, TypeVar
 
 import zmq
@@ -46,6 +47,9 @@ ENV_KIND = "FORGE_WORKER_KIND"
 ENV_GENERATION = "FORGE_WORKER_GENERATION"
 ENV_CONFIG = "FORGE_WORKER_CONFIG"
 ENV_PARENT = "FORGE_WORKER_PARENT"
+ENV_LAST_WORDS = "FORGE_WORKER_LAST_WORDS"
+LAST_WORDS_LIMIT = 2048
+"""Bytes of last words the manager reads: a reason, not a log."""
 
 _HANDLER_MARK = "__forge_request__"
 
@@ -91,6 +95,10 @@ class WorkerContext:
     share a socket with a pending receive (pyzmq re-polls on every send while one waits)."""
     parent_pid: int
     config: Mapping[str, Any] = field(default_factory=dict)
+    last_words: str = ""
+    """A file for why the worker cannot run, written before it exits with `CONFIG_ERROR_EXIT`
+    (it may not have reached the manager yet): the manager puts it in the row's reason, so the
+    person reads "cannot start shell '/bin/zhs'" rather than "exit code 78"."""
 
     def to_environ(self) -> dict[str, str]:
         return {
@@ -102,6 +110,7 @@ class WorkerContext:
             ENV_BULK_IN: self.bulk_in_endpoint,
             ENV_PARENT: str(self.parent_pid),
             ENV_CONFIG: json.dumps(dict(self.config)),
+            ENV_LAST_WORDS: self.last_words,
         }
 
     @classmethod
@@ -116,6 +125,7 @@ class WorkerContext:
                 bulk_in_endpoint=environ[ENV_BULK_IN],
                 parent_pid=int(environ[ENV_PARENT]),
                 config=json.loads(environ.get(ENV_CONFIG) or "{}"),
+                last_words=environ.get(ENV_LAST_WORDS, ""),
             )
         except (KeyError, ValueError) as error:
             raise WorkerConfigError(
@@ -264,6 +274,14 @@ class Worker:
 
     # --- the lifecycle --------------------------------------------------------------------
 
+    def _leave_last_words(self, why: str) -> None:
+        if not self.context.last_words:
+            return
+        try:
+            Path(self.context.last_words).write_bytes(why.encode()[:LAST_WORDS_LIMIT])
+        except OSError as error:
+            self.log.warning("worker_last_words_unwritten", reason=str(error))
+
     async def serve(self) -> int:
         """Run until stopped; returns the process exit code."""
         loop = asyncio.get_running_loop()
@@ -281,6 +299,7 @@ class Worker:
                 setup.result()
             except WorkerConfigError as error:
                 self.log.error("worker_config_error", reason=str(error))
+                self._leave_last_words(str(error))
                 return CONFIG_ERROR_EXIT
             except Exception:
                 self.log.exception("worker_setup_failed")  # then crash: the manager restarts

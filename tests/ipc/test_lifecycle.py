@@ -200,7 +200,9 @@ async def test_a_configuration_error_exit_is_never_restarted(manager: WorkerMana
     worker = manager.start(misbehaving("misconfigured", config_error=True))
     row = await worker.wait_for(lambda r: r.state == "failed", 60.0)
     assert (row.restarts, row.last_exit) == (0, CONFIG_ERROR_EXIT)
-    assert row.last_reason == "configuration error (exit code 78); not restarting"
+    assert row.last_reason == (
+        "config_error was asked for; configuration error (exit code 78); not restarting"
+    )
     assert [c.state for c in changes] == ["starting", "failed"]
 
 

@@ -392,6 +392,7 @@ async def test_a_terminal_that_cannot_start_leaves_no_host_behind(served: Served
     await client.send({"kind": "terminal_view", "seat": SEAT, "reply_to": 1})
     reply = await client.next_of_kind("reply")
     assert reply["body"]["ok"] is False
-    assert reply["body"]["why"].startswith("the terminal could not start: worker terminal-1")
+    assert reply["body"]["why"].startswith("the terminal could not start: ")
+    assert "cannot start shell '/nonexistent/shell'" in reply["body"]["why"]
     assert served.service._manager.rows() == []
     await client.close()
