@@ -83,14 +83,14 @@ async def test_a_failed_worker_exits_1_and_shows_why(in_process: InProcess, free
         )
     assert code == json_code == 1
     assert out.splitlines()[2].startswith(
-        "fatal error: worker misconfigured (misbehaving) failed: "
+        "fatal error: worker misconfigured (misbehaving) failed: config_error was asked for; "
         "configuration error (exit code 78); not restarting (at "
     )
     rows = {line.split()[0]: line for line in out.splitlines() if line.startswith("  ")}
     assert rows["steady"].split()[1:4] == ["misbehaving", str(steady.pid), "ready"]
     assert rows["misconfigured"].split(None, 6)[1:] == [
         "misbehaving", "-", "failed", "0", "78",
-        "configuration error (exit code 78); not restarting",
+        "config_error was asked for; configuration error (exit code 78); not restarting",
     ]  # fmt: skip
     states = {w["name"]: w["state"] for w in json.loads(json_out)["workers"]}
     assert states == {"steady": "ready", "misconfigured": "failed"}
