@@ -2,16 +2,24 @@
 
 from __future__ import annotations
 
+import asyncio
+import gc
 import json
 import signal
 import subprocess
 import sys
+import weakref
 from pathlib import Path
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, cast
 
 import pytest
 
+from forge.allocator import TRIM_EVERY_S
 from forge.health.service import home_service_status
+from forge.supervisor.app import COLLECT_EVERY, _give_back_freed
+from forge.supervisor.core import Supervisor
+from forge.testing.clock import ManualClock
 from forge.testing.supervised import Start
 
 
@@ -115,3 +123,31 @@ async def test_sigusr1_logs_a_census_of_live_objects_and_what_grew_since_the_las
     steps = [step for chain in second["holders"].values() for step in chain]
     assert all(isinstance(step, str) for step in steps)  # a chain is empty when frames alone hold
     assert await clients[0].ping() is not None
+
+
+class _Cycle:
+    """Holds itself: only a full collection frees it."""
+
+    def __init__(self) -> None:
+        self.me = self
+
+
+async def test_the_heap_loop_collects_cycles_every_ten_minutes() -> None:
+    """Cycles wait for CPython's rare full collection; the supervisor runs one every ten trims."""
+    clock = ManualClock()
+    supervisor = cast(Supervisor, SimpleNamespace(clock=clock, seats=[]))
+    gc.disable()  # only the loop's own collection may free the cycle
+    loop = asyncio.create_task(_give_back_freed(supervisor))
+    try:
+        cycle = weakref.ref(_Cycle())
+        for minute in range(1, COLLECT_EVERY + 1):
+            await asyncio.sleep(0)  # one turn: the loop's body runs up to its next sleep
+            assert clock.sleepers == 1
+            assert cycle() is not None, f"collected after {minute - 1} minutes"
+            clock.advance(TRIM_EVERY_S)
+        await asyncio.sleep(0)
+        assert clock.sleepers == 1
+        assert cycle() is None
+    finally:
+        gc.enable()
+        loop.cancel()
