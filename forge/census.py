@@ -5,8 +5,8 @@ dicts, lists, tuples, sets, coroutines; not strings or bytes) and counts them by
 compares two counts; `largest_containers` names the longest containers, where a growing count
 of strings or bytes would sit; `holders` follows what keeps one object of a type alive, outward.
 Each walk visits every tracked object once, so it runs only when
-asked: `forge supervise` takes a census on SIGUSR1 (after a full collection, `collect`) and logs
-it.
+asked: `forge supervise` takes a census on SIGUSR1 (after a full garbage collection, so cycles
+waiting for one are not counted as living) and logs it.
 """
 
 from __future__ import annotations
@@ -15,14 +15,6 @@ import gc
 import reprlib
 from collections import Counter, deque
 from types import FrameType
-
-
-def collect() -> int:
-    """Run a full collection first, so the counts that follow are of what lives; returns the
-    unreachable objects it found. Cycles (an exception, its traceback, the frames holding the
-    exception) wait for a full collection, which a process with many long-lived objects runs
-    rarely: uncollected, they read as growth of every type they hold."""
-    return gc.collect()
 
 
 def live_objects() -> Counter[str]:
