@@ -36,9 +36,11 @@ def test_two_threads_running_loops_beside_each_other_spawn_at_once() -> None:
 async def test_a_write_to_a_pipe_whose_reader_exited_is_refused_not_raised() -> None:
     """uvloop (the suite's loop) has closed the pipe by the time the exit is seen; a plain write
     raised RuntimeError there, which aborted a Lab run whose deathwatch had been killed."""
-    process = await asyncio.create_subprocess_exec("true", stdin=asyncio.subprocess.PIPE)
+    process = await asyncio.create_subprocess_exec(
+        "sh", "-c", "read line", stdin=asyncio.subprocess.PIPE
+    )
     assert process.stdin is not None
-    assert eventloop.write_to_pipe(process.stdin, b"") is True
+    assert eventloop.write_to_pipe(process.stdin, b"the line that ends it\n") is True
     await process.wait()
     assert eventloop.write_to_pipe(process.stdin, b"x" * 100_000) is False
 
