@@ -10,6 +10,7 @@ and may override `setup`, `teardown` and `on_bulk`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -406,21 +407,22 @@ class Worker:
         return Envelope(MessageType.ERROR, request_id=envelope.request_id, body=body)
 
     async def _serve_bulk(self) -> None:
-        async for frames in channel.messages(self._bulk_in):
-            try:
-                envelope = decode(channel.views(frames))
-            except ProtocolViolation as error:
-                self.log.error("ipc_envelope_invalid", channel="bulk", reason=str(error))
-                continue
-            if envelope.stream_id is None:
-                continue
-            if envelope.type is MessageType.DATA and envelope.payloads:
-                payload = memoryview(envelope.payloads[0])
-                await self.on_bulk(
-                    StreamFrame(envelope.stream_id, envelope.seq, envelope.body, payload)
-                )
-            elif envelope.type is MessageType.END:
-                await self.on_bulk_end(envelope.stream_id, str(envelope.body))
+        async with contextlib.aclosing(channel.incoming(self._bulk_in)) as arriving:
+            async for frames in arriving:
+                try:
+                    envelope = decode(channel.views(frames))
+                except ProtocolViolation as error:
+                    self.log.error("ipc_envelope_invalid", channel="bulk", reason=str(error))
+                    continue
+                if envelope.stream_id is None:
+                    continue
+                if envelope.type is MessageType.DATA and envelope.payloads:
+                    payload = memoryview(envelope.payloads[0])
+                    await self.on_bulk(
+                        StreamFrame(envelope.stream_id, envelope.seq, envelope.body, payload)
+                    )
+                elif envelope.type is MessageType.END:
+                    await self.on_bulk_end(envelope.stream_id, str(envelope.body))
 
 
 def run_worker(worker_class: type[Worker]) -> NoReturn:

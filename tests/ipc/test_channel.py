@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -130,6 +131,41 @@ async def test_a_pump_hands_over_what_was_queued_before_it_and_all_that_follows(
         pump.close()
         seqs = [decode([header]).seq for header in received]
         assert seqs == [*range(3 * channel.YIELD_EVERY), 999]
+    finally:
+        dealer.close(linger=0)
+        router.close(linger=0)
+        context.term()
+
+
+async def test_incoming_yields_what_was_queued_and_what_arrives_while_the_consumer_works(
+    socket_path: Path,
+) -> None:
+    """The worker's bulk-in: messages queued before the reader exists raise no edge of
+    ZeroMQ's descriptor, and those sent while the consumer awaits its work arrive behind them,
+    in order, none lost."""
+    context = zmq.asyncio.Context()
+    router = channel.open_router(context, socket_path, 1000)
+    dealer = channel.open_dealer(context, f"ipc://{socket_path}", b"peer", 1000)
+    shadow = zmq.Socket.shadow(router.underlying)
+    sent = 3 * channel.YIELD_EVERY
+    try:
+        for number in range(sent):
+            await channel.send(dealer, Envelope(MessageType.EVENT, seq=number))
+        assert shadow.poll(5000)
+        seqs: list[int] = []
+        working = asyncio.Event()
+        async with contextlib.aclosing(channel.incoming(router)) as arriving:
+            async for frames in arriving:
+                seqs.append(decode([frames[1].bytes]).seq)
+                if len(seqs) == sent:  # the consumer is busy while three more are sent
+                    for number in (1000, 1001, 1002):
+                        await channel.send(dealer, Envelope(MessageType.EVENT, seq=number))
+                    working.set()
+                    await asyncio.sleep(0)
+                if len(seqs) == sent + 3:
+                    break
+        assert working.is_set()
+        assert seqs == [*range(sent), 1000, 1001, 1002]
     finally:
         dealer.close(linger=0)
         router.close(linger=0)
