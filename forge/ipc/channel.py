@@ -153,12 +153,8 @@ async def messages(socket: zmq.asyncio.Socket) -> AsyncIterator[list[zmq.Frame]]
     drain = plain(socket)
     while True:
         yield await socket.recv_multipart(copy=False)
-        for _ in range(YIELD_EVERY):
-            if not queued(drain):
-                break
-            yield drain.recv_multipart(zmq.NOBLOCK, copy=False)
-        else:
-            await asyncio.sleep(0)
+        async for frames in _while_queued(drain):
+            yield frames
 
 
 async def incoming(socket: zmq.asyncio.Socket) -> AsyncGenerator[list[zmq.Frame], None]:
@@ -185,16 +181,22 @@ async def incoming(socket: zmq.asyncio.Socket) -> AsyncGenerator[list[zmq.Frame]
     try:
         while True:
             arrived.clear()
-            for _ in range(YIELD_EVERY):
-                if not queued(drain):
-                    break
-                yield drain.recv_multipart(zmq.NOBLOCK, copy=False)
-            else:
-                await asyncio.sleep(0)
-                continue
+            async for frames in _while_queued(drain):
+                yield frames
             await arrived.wait()
     finally:
         loop.remove_reader(descriptor)
+
+
+async def _while_queued(drain: zmq.Socket[Any]) -> AsyncIterator[list[zmq.Frame]]:
+    """The messages that wait, each received only when the consumer asks for it, until none
+    does; the loop gets a turn every `YIELD_EVERY` of them."""
+    while True:
+        for _ in range(YIELD_EVERY):
+            if not queued(drain):
+                return
+            yield drain.recv_multipart(zmq.NOBLOCK, copy=False)
+        await asyncio.sleep(0)
 
 
 class MessagePump:
