@@ -119,8 +119,9 @@ async def _refresh_service_status(supervisor: Supervisor) -> None:
 COLLECT_EVERY = 10
 """A full garbage collection every this many trims (ten minutes), just before the trim. Cycles
 (an exception, its traceback, the frames that hold it) otherwise wait for CPython's full
-collection, which ~60,000 long-lived objects make rare, and what they hold stays resident: the
-chaos hour collected this often grew 0.14 MB/hour, the one that was not 2.46 (docs/benchmarks.md).
+collection, which ~60,000 long-lived objects make rare, and what they hold stays resident. In
+the chaos hours collected this often the live objects stayed flat (resident growth 0.14 and
+2.45 MB/hour, the second glibc's free space, not objects: docs/benchmarks.md).
 About 30 ms of CPU for ~47,000 objects (an interpreter with the supervisor's modules loaded)."""
 
 

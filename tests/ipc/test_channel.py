@@ -141,8 +141,8 @@ async def test_incoming_yields_what_was_queued_and_what_arrives_while_the_consum
     socket_path: Path,
 ) -> None:
     """The worker's bulk-in: messages queued before the reader exists raise no edge of
-    ZeroMQ's descriptor, and those sent while the consumer awaits its work arrive behind them,
-    in order, none lost."""
+    ZeroMQ's descriptor, those sent while the consumer awaits its work arrive behind them, and
+    one sent once nothing waits wakes the consumer through the reader: in order, none lost."""
     context = zmq.asyncio.Context()
     router = channel.open_router(context, socket_path, 1000)
     dealer = channel.open_dealer(context, f"ipc://{socket_path}", b"peer", 1000)
@@ -153,19 +153,24 @@ async def test_incoming_yields_what_was_queued_and_what_arrives_while_the_consum
             await channel.send(dealer, Envelope(MessageType.EVENT, seq=number))
         assert shadow.poll(5000)
         seqs: list[int] = []
-        working = asyncio.Event()
+        late: asyncio.Task[None] | None = None
         async with contextlib.aclosing(channel.incoming(router)) as arriving:
             async for frames in arriving:
                 seqs.append(decode([frames[1].bytes]).seq)
                 if len(seqs) == sent:  # the consumer is busy while three more are sent
                     for number in (1000, 1001, 1002):
                         await channel.send(dealer, Envelope(MessageType.EVENT, seq=number))
-                    working.set()
-                    await asyncio.sleep(0)
                 if len(seqs) == sent + 3:
+                    # Runs only once the consumer suspends, which it does only when nothing is
+                    # queued: this one can arrive only through the descriptor's reader.
+                    late = asyncio.create_task(
+                        channel.send(dealer, Envelope(MessageType.EVENT, seq=2000))
+                    )
+                if len(seqs) == sent + 4:
                     break
-        assert working.is_set()
-        assert seqs == [*range(sent), 1000, 1001, 1002]
+        assert late is not None
+        await late
+        assert seqs == [*range(sent), 1000, 1001, 1002, 2000]
     finally:
         dealer.close(linger=0)
         router.close(linger=0)
