@@ -14,6 +14,7 @@ from __future__ import annotations
 import gc
 import reprlib
 from collections import Counter, deque
+from collections.abc import Collection
 from types import FrameType
 
 
@@ -64,27 +65,44 @@ def grown(before: Counter[str], after: Counter[str], top: int) -> list[tuple[str
     return rises[:top]
 
 
-def holders(kind: str, depth: int = 4) -> list[str]:
-    """What keeps one live object of `kind` alive, outward `depth` steps: each step's holder,
-    named by type (and, for a dict, the key it holds it under). A type that grows is usually
-    held by one container or one forgotten reference, which its count alone cannot name. Each
-    step scans every tracked object once."""
+def holders(kinds: Collection[str], depth: int = 4) -> dict[str, list[str]]:
+    """What keeps one live object of each of `kinds` alive, outward `depth` steps: each step's
+    holder, named by type (and, for a dict, the key it holds it under). A type that grows is
+    usually held by one container or one forgotten reference, which its count alone cannot
+    name. One scan finds an object of every kind, and each step asks for the referrers of all
+    of them at once: a step costs one walk of every tracked object, however many kinds."""
     things = gc.get_objects()
-    held = next((thing for thing in reversed(things) if _kind(thing) == kind), None)
+    held: dict[str, object] = {}
+    for thing in reversed(things):
+        kind = _kind(thing)
+        if kind in kinds and kind not in held:
+            held[kind] = thing
+            if len(held) == len(kinds):
+                break
     del things
-    chain: list[str] = []
+    chains: dict[str, list[str]] = {kind: [] for kind in kinds}
     for _ in range(depth):
-        if held is None:
+        targets = list(held.values())
+        if not targets:
             break
-        holder = next(
-            (r for r in gc.get_referrers(held) if not isinstance(r, FrameType)),  # not ours
-            None,
-        )
-        if holder is None:
-            break
-        chain.append(_kind(holder) + _key_of(holder, held))
-        held = holder
-    return chain
+        referrers = gc.get_referrers(*targets)
+        ours = {id(targets), id(held)}
+        for kind, thing in list(held.items()):
+            holder = next((r for r in referrers if id(r) not in ours and _holds(r, thing)), None)
+            if holder is None:
+                del held[kind]
+                continue
+            chains[kind].append(_kind(holder) + _key_of(holder, thing))
+            held[kind] = holder
+        del referrers, targets
+    return chains
+
+
+def _holds(holder: object, held: object) -> bool:
+    """Whether `holder` refers to `held` directly (frames, the census's own, are not holders)."""
+    return not isinstance(holder, FrameType) and any(
+        referent is held for referent in gc.get_referents(holder)
+    )
 
 
 def _key_of(holder: object, held: object) -> str:

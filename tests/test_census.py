@@ -76,8 +76,10 @@ class Registry:
 
 def test_holders_follow_what_keeps_an_object_alive_outward() -> None:
     registry = Registry()
-    chain = holders(f"{__name__}.Registered", depth=3)
+    chains = holders([f"{__name__}.Registered", f"{__name__}.Registry", "no.such.Type"], depth=3)
+    chain = chains[f"{__name__}.Registered"]
     assert chain[:2] == ["builtins.list", "builtins.dict['forgotten']"]
     assert chain[2] in {f"{__name__}.Registry", "builtins.dict['entries']"}
-    assert holders("no.such.Type") == []
+    assert chains[f"{__name__}.Registry"] == []  # held by this test's frame alone
+    assert chains["no.such.Type"] == []
     assert registry.entries

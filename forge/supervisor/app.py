@@ -174,7 +174,7 @@ def _take_censuses_on_sigusr1(stack: contextlib.AsyncExitStack) -> None:
             most=counts.most_common(CENSUS_TOP),
             grown=grown,
             largest=census.largest_containers(CENSUS_LARGEST),
-            holders={kind: census.holders(kind) for kind, _, _ in grown[:CENSUS_HELD]},
+            holders=census.holders([kind for kind, _, _ in grown[:CENSUS_HELD]]),
         )
         previous[:] = [counts]
 
