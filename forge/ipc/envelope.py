@@ -104,18 +104,17 @@ def decode(frames: Sequence[Payload]) -> Envelope:
 
 
 class DataHeaders:
-    """The header of each `data` frame of one stream, packed with a reused msgpack packer.
+    """The headers of `data` frames, packed with a reused msgpack packer.
 
     Equal to `encode(Envelope(DATA, None, stream_id, seq, meta, ...))[0]`, at a fraction of the
-    cost: a bulk sender builds one per frame.
+    cost: a bulk sender builds one per frame (a flood's output, a keystroke's input).
     """
 
-    def __init__(self, stream_id: str) -> None:
-        self._stream_id = stream_id
+    def __init__(self) -> None:
         self._packer = msgpack.Packer(use_bin_type=True)
 
-    def pack(self, seq: int, meta: Any = None) -> bytes:
+    def pack(self, stream_id: str, seq: int, meta: Any = None) -> bytes:
         header: bytes = self._packer.pack(
-            [PROTOCOL_VERSION, MessageType.DATA.value, None, self._stream_id, seq, meta]
+            [PROTOCOL_VERSION, MessageType.DATA.value, None, stream_id, seq, meta]
         )
         return header

@@ -31,7 +31,14 @@ import zmq.asyncio
 from forge import logs, paths
 from forge.clock import SYSTEM_CLOCK, Clock
 from forge.ipc import channel
-from forge.ipc.envelope import PROTOCOL_VERSION, Envelope, MessageType, Payload, decode
+from forge.ipc.envelope import (
+    PROTOCOL_VERSION,
+    DataHeaders,
+    Envelope,
+    MessageType,
+    Payload,
+    decode,
+)
 from forge.ipc.errors import (
     ProtocolViolation,
     RequestFailed,
@@ -146,6 +153,7 @@ class WorkerHandle:
         self._pending = PendingRequests(spec.name, self._clock)
         self._streams = StreamRegistry()
         self._bulk_seq: dict[str, int] = {}
+        self._headers = DataHeaders()
         self._event_listeners: list[OnEvent] = []
         self._waiters: list[tuple[Callable[[WorkerRow], bool], asyncio.Future[WorkerRow]]] = []
         self._stop_requested = asyncio.get_running_loop().create_future()
@@ -242,10 +250,9 @@ class WorkerHandle:
         self._bulk_seq[stream_id] = seq
         if self._identity is None:
             return False
-        envelope = Envelope(
-            MessageType.DATA, stream_id=stream_id, seq=seq, body=meta, payloads=(payload,)
-        )
-        return channel.offer_now(self._bulk_in_now, channel.frames_for(envelope, self._identity))
+        header = self._headers.pack(stream_id, seq, meta)
+        frames = [self._identity, header, channel.outgoing(payload)]
+        return channel.offer_now(self._bulk_in_now, frames)
 
     def end_bulk(self, stream_id: str, reason: str = "ended") -> None:
         """No more frames on `stream_id`: the worker is told (`on_bulk_end`) if it can take it

@@ -149,7 +149,7 @@ class BulkStream:
     def __init__(self, socket: zmq.asyncio.Socket, now: zmq.Socket[Any], stream_id: str) -> None:
         self._socket = socket
         self._now = now
-        self._headers = DataHeaders(stream_id)
+        self._headers = DataHeaders()
         self.stream_id = stream_id
         self.seq = 0
         """Frames offered so far; the receiver sees a gap where frames were dropped."""
@@ -181,7 +181,7 @@ class BulkStream:
 
     def _next_frames(self, payload: Payload, meta: Any) -> list[Payload | zmq.Frame]:
         """The frames of the stream's next data message (`seq + 1`)."""
-        return [self._headers.pack(self.seq + 1, meta), channel.outgoing(payload)]
+        return [self._headers.pack(self.stream_id, self.seq + 1, meta), channel.outgoing(payload)]
 
     async def end(self, reason: str = "ended") -> None:
         """Tell the supervisor this stream is over; its subscribers get their end callback."""

@@ -23,8 +23,11 @@ answers it as `error{what, why, seat, dispatch_id: null}` and the connection sta
 verb with no handler is refused as "<kind> is not served by this server yet". Commands:
 `register_command(name, handler)` (the reply_to rule is checked before the handler runs; a
 reply command's refusal or failure is answered as its `reply` body, `{ok: false, why}`).
-Client binary frames: `register_binary(TerminalInput | Dictation, handler)`; unhandled ones are
-dropped with a `socket_binary_dropped` debug record.
+Client binary frames: `register_binary(TerminalInput | Dictation, handler)`, or
+`register_binary_now(frame_type, handler)` for a handler that never waits (a keystroke): it
+runs on the read path while nothing of the connection waits for the dispatcher, and in the
+dispatcher's order otherwise. Unhandled ones are dropped with a `socket_binary_dropped` debug
+record.
 
 Seats. `await supervisor.start_seat(seat)` starts a seat when something is started in it (a
 terminal, a tab, a take); it raises `seats.UnknownProject` for a project forge.toml lacks, and

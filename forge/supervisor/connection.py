@@ -187,6 +187,12 @@ class Connection:
     def closed(self) -> bool:
         return self._closed
 
+    @property
+    def dispatch_idle(self) -> bool:
+        """No frame of this connection waits for the dispatcher or is being handled: one served
+        on the read path now stays in arrival order."""
+        return not self._busy and self._inbox.empty()
+
     def close(self, reason: str) -> None:
         """End the connection now: abort the transport; `serve` runs the teardown."""
         if self._closing_reason is None:

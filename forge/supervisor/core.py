@@ -50,6 +50,7 @@ B = TypeVar("B", bound=ClientBinary)
 VerbHandler = Callable[[Connection, M], Awaitable[None]]
 CommandHandler = Callable[[Connection, CommandCall], Awaitable[None]]
 BinaryHandler = Callable[[Connection, B], Awaitable[None]]
+BinaryNowHandler = Callable[[Connection, B], None]
 ShutdownHook = Callable[[], Awaitable[None]]
 HeldHook = Callable[[Subject, bool], None]
 SubjectReader = Callable[[], Awaitable[dict[str, Any]]]
@@ -75,6 +76,7 @@ class Supervisor:
         self._verbs: dict[type[ClientMessage], VerbHandler[Any]] = {}
         self._commands: dict[str, CommandHandler] = {}
         self._binary: dict[type, BinaryHandler[Any]] = {}
+        self._binary_now: dict[type, BinaryNowHandler[Any]] = {}
         self._disconnect_hooks: list[Callable[[Connection], None]] = []
         self._held_hooks: list[HeldHook] = []
         self._shutdown_hooks: list[ShutdownHook] = []
@@ -130,6 +132,12 @@ class Supervisor:
     def register_binary(self, frame_type: type[B], handler: BinaryHandler[B]) -> None:
         """Serve client binary frames of `frame_type` (`Dictation`, `TerminalInput`)."""
         self._binary[frame_type] = handler
+
+    def register_binary_now(self, frame_type: type[B], handler: BinaryNowHandler[B]) -> None:
+        """Serve client binary frames of `frame_type` with a handler that never waits, on the
+        read path itself while nothing of the connection waits for the dispatcher (a
+        keystroke skips the inbox's task switch); behind what waits otherwise, in order."""
+        self._binary_now[frame_type] = handler
 
     def register_subject(self, subject: UnitSubject, reader: SubjectReader) -> None:
         """Answer a unit subject's snapshot with `await reader()` (the area that owns its facts)."""
@@ -195,6 +203,10 @@ class Supervisor:
     async def dispatch(self, connection: Connection, item: object) -> None:
         """Run the handler registered for a decoded message or binary frame."""
         if not isinstance(item, ClientMessage):
+            now = self._binary_now.get(type(item))
+            if now is not None:
+                self._serve_binary_now(now, connection, item)
+                return
             try:
                 await self._binary[type(item)](connection, item)
             except Exception:  # a binary frame has no reply channel: the record is the answer
@@ -218,8 +230,23 @@ class Supervisor:
         log.debug("socket_refused", peer=connection.peer, what=refusal.what, why=refusal.why)
         connection.send(server.error(refusal.what, refusal.why, refusal.seat))
 
+    @staticmethod
+    def _serve_binary_now(
+        handler: BinaryNowHandler[Any], connection: Connection, frame: object
+    ) -> None:
+        try:
+            handler(connection, frame)
+        except Exception:  # a binary frame has no reply channel: the record is the answer
+            log.exception("socket_handler_failed", peer=connection.peer, what=type(frame).__name__)
+
     def _accept_binary(self, connection: Connection, data: bytes) -> object | None:
         frame = decode_client_binary(data)
+        now = self._binary_now.get(type(frame))
+        if now is not None:
+            if not connection.dispatch_idle:
+                return frame  # behind what waits: in order
+            self._serve_binary_now(now, connection, frame)
+            return None
         if not isinstance(frame, Dropped) and type(frame) in self._binary:
             return frame
         if isinstance(frame, Dropped):

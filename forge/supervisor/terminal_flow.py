@@ -21,6 +21,12 @@ backlog overflowed, a view was drawn, the controller's backlog grew) and does wh
    the shell: when its connection holds `FLOW_HIGH` unsent bytes of this terminal, the host is
    told `flow paused` (reason `controller`: the PTY is not read) until the backlog is under
    `FLOW_LOW` or control moves to someone else.
+   The controller's page may also ask for this (`terminal_hold`): it has more output waiting
+   to be parsed than it can draw soon, which its socket cannot show (a browser reads as fast
+   as bytes arrive and queues them for xterm.js). The host stops reading until the page lets
+   go and the backlog is under `FLOW_LOW`: a flood no longer buries what the person types
+   under seconds of output queued in the page, and nothing is lost. A watcher's hold does
+   nothing (a slow phone never slows the typist; it pauses and takes a fresh view instead).
 5. **Controller bound** (`CONTROLLER_LIMIT`, 16 MiB). The controller is paced by 4, not dropped:
    after `FLOW_HIGH` is crossed up to ~9 MiB more can still arrive (the ZeroMQ pipe of 2 plus
    the host's queue of 1) before the PTY stops, so its bound sits well above that. It is still
@@ -179,10 +185,13 @@ class TerminalFlow(Generic[K]):
         self.mute_epoch += 1
         return Mute(self.muted, self.mute_epoch)
 
-    def throttle(self, controller_backlog: int | None) -> bool:
-        """The controller's unsent bytes of this terminal (None: no controller) after a chunk:
-        True when the host must stop reading now (then `throttle_ended` once it reads again)."""
-        if self.throttled or controller_backlog is None or controller_backlog < FLOW_HIGH:
+    def throttle(self, controller_backlog: int | None, *, held: bool = False) -> bool:
+        """The controller's unsent bytes of this terminal (None: no controller) after a chunk,
+        or its page's hold (`held`): True when the host must stop reading now (then
+        `throttle_ended` once it reads again)."""
+        if self.throttled or controller_backlog is None:
+            return False
+        if controller_backlog < FLOW_HIGH and not held:
             return False
         self.throttled = True
         return True

@@ -1,7 +1,8 @@
 """The terminal verbs on the socket, served by one terminal host worker per terminal.
 
 `TerminalService.install` registers `terminal_view`, `terminal_detach`, `terminal_resize`,
-`terminal_pause`, `terminal_control`, `terminal_close` and kind-5 input on the `Supervisor`.
+`terminal_pause`, `terminal_hold`, `terminal_control`, `terminal_close` and kind-5 input on the
+`Supervisor`.
 The hosts do the PTY work; this module owns what clients are told: terminal ids (from 1, never
 reused in a run), viewers and control (`TerminalRoom`), each viewer's flow, and the seat's
 `terminal` summary published as `terminal_changed`.
@@ -51,6 +52,7 @@ from forge.wire.client import (
     TerminalClose,
     TerminalControl,
     TerminalDetach,
+    TerminalHold,
     TerminalPause,
     TerminalResize,
     TerminalView,
@@ -98,9 +100,16 @@ class _Terminal:
     """Set once `_close` has finished: a second close waits for the first, never repeats it."""
     control_moved: asyncio.Event = field(default_factory=asyncio.Event)
     """Set on each change of controller, so a throttle held for the old one ends."""
+    let_go: asyncio.Event = field(default_factory=lambda: _set(asyncio.Event()))
+    """Clear while the controller's page holds the output (`terminal_hold`)."""
     key: tuple[str, int] = ("terminal", 0)
     """The connections' stream key for this terminal's chunks."""
     tasks: set[asyncio.Task[None]] = field(default_factory=set)
+
+
+def _set(event: asyncio.Event) -> asyncio.Event:
+    event.set()
+    return event
 
 
 class TerminalService:
@@ -133,9 +142,10 @@ class TerminalService:
         supervisor.register_verb(TerminalDetach, self._detach_verb)
         supervisor.register_verb(TerminalResize, self._resize)
         supervisor.register_verb(TerminalPause, self._pause)
+        supervisor.register_verb(TerminalHold, self._hold)
         supervisor.register_verb(TerminalControl, self._control)
         supervisor.register_verb(TerminalClose, self._close_verb)
-        supervisor.register_binary(TerminalInput, self._input)
+        supervisor.register_binary_now(TerminalInput, self._input)
         supervisor.on_disconnect(self._detach)
         supervisor.on_shutdown(self.close_all)
 
@@ -266,6 +276,18 @@ class TerminalService:
             flow.paused = False
             await self._sync(terminal, viewer)
 
+    async def _hold(self, connection: Connection, message: TerminalHold) -> None:
+        terminal, viewer = self._attachment(connection, "terminal_hold")
+        if not message.held:
+            terminal.let_go.set()
+            return
+        if viewer is not terminal.room.controller:
+            return  # a watcher never slows the shell (its page pauses instead)
+        terminal.let_go.clear()
+        backlog = connection.stream_pending(terminal.key)
+        if terminal.flow.throttle(backlog, held=True):
+            self._spawn(terminal, self._throttle(terminal, viewer))
+
     async def _control(self, connection: Connection, message: TerminalControl) -> None:
         terminal, viewer = self._attachment(
             connection, "terminal_control", message.seat, message.id
@@ -287,7 +309,7 @@ class TerminalService:
             )
         await self._close(terminal, notify=True)
 
-    async def _input(self, connection: Connection, frame: TerminalInput) -> None:
+    def _input(self, connection: Connection, frame: TerminalInput) -> None:
         terminal = self._attached.get(connection)
         viewer = terminal.room.viewers.get(connection) if terminal is not None else None
         if terminal is None or viewer is None or frame.terminal != terminal.room.id:
@@ -334,6 +356,7 @@ class TerminalService:
     def _tell_control(self, terminal: _Terminal) -> None:
         terminal.control_moved.set()
         terminal.control_moved.clear()
+        terminal.let_go.set()  # the hold was the old controller's page's
         room = terminal.room
         frame = wire.encode(
             wire.TerminalControl(seat=room.seat, id=room.id, controller=_number(room.controller))
@@ -405,7 +428,7 @@ class TerminalService:
                 self._send_chunk(terminal, viewer, chunk)
         controller = terminal.room.controller
         backlog = controller.connection.stream_pending(terminal.key) if controller else None
-        if terminal.flow.throttle(backlog):
+        if terminal.flow.throttle(backlog, held=not terminal.let_go.is_set()):
             assert controller is not None
             self._spawn(terminal, self._throttle(terminal, controller))
 
@@ -450,8 +473,17 @@ class TerminalService:
         await self._tell_flow(terminal, Flow(muted=decision.muted, epoch=decision.epoch))
 
     async def _throttle(self, terminal: _Terminal, controller: Viewer[Connection]) -> None:
-        """Stop the PTY until the controller's backlog is under FLOW_LOW or control moves."""
-        drained = asyncio.ensure_future(controller.connection.writable(FLOW_LOW))
+        """Stop the PTY until the controller's backlog is under FLOW_LOW and its page holds
+        nothing back (`terminal_hold`), or control moves."""
+
+        async def released() -> None:
+            while True:
+                await controller.connection.writable(FLOW_LOW)
+                await terminal.let_go.wait()
+                if terminal.let_go.is_set():  # not held again while this task waited to run
+                    return
+
+        drained = asyncio.ensure_future(released())
         moved = asyncio.ensure_future(terminal.control_moved.wait())
         try:
             if await self._tell_flow(terminal, Flow(paused=True)):

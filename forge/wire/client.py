@@ -86,6 +86,13 @@ class TerminalPause(ClientMessage, frozen=True, tag="terminal_pause"):
     paused: bool
 
 
+class TerminalHold(ClientMessage, frozen=True, tag="terminal_hold"):
+    """The page has more output waiting to be parsed than it can draw soon (a flood):
+    `held: true` holds the terminal's output back at the shell, `false` lets it flow again."""
+
+    held: bool
+
+
 class TerminalControl(ClientMessage, frozen=True, tag="terminal_control"):
     seat: Seat
     id: int
@@ -388,6 +395,7 @@ ANY_CLIENT_MESSAGE = (
     | TerminalDetach
     | TerminalResize
     | TerminalPause
+    | TerminalHold
     | TerminalControl
     | TerminalClose
     | BrowserView

@@ -90,6 +90,7 @@ def test_another_version_still_decodes_so_the_handshake_can_refuse_it() -> None:
     meta=st.none() | st.integers(-(2**63), 2**63) | st.text(),
 )
 def test_the_bulk_fast_path_packs_the_same_header_as_encode(seq: int, meta: object) -> None:
-    headers = DataHeaders("pty")
-    expected = encode(Envelope(MessageType.DATA, None, "pty", seq, meta, (b"x",)))[0]
-    assert headers.pack(seq, meta) == expected
+    headers = DataHeaders()
+    for stream in ("pty", "input", "pty"):  # one packer serves every stream
+        expected = encode(Envelope(MessageType.DATA, None, stream, seq, meta, (b"x",)))[0]
+        assert headers.pack(stream, seq, meta) == expected

@@ -16,6 +16,7 @@ from forge.supervisor.connection import Connection
 from forge.supervisor.core import Supervisor
 from forge.supervisor.server import SocketServer
 from forge.testing.supervised import ask, quiet
+from forge.wire.binary import TerminalInput, terminal_input
 from forge.wire.client import TerminalDetach
 from forge.wire.seats import Seat
 
@@ -81,3 +82,51 @@ async def test_a_registered_verb_and_the_teardown_hook_see_the_same_connection(
     assert (verb, hook) == ("verb", "teardown")
     assert first == second
     assert not served.connections
+
+
+async def test_a_keystroke_is_served_on_the_read_path_and_never_overtakes_a_waiting_verb(
+    served: Supervisor,
+) -> None:
+    """Terminal input skips the dispatcher's task switch only while nothing of its connection
+    waits there: a keystroke sent behind a verb still being handled (a control take) comes
+    after it."""
+    release = asyncio.Event()
+    handling = asyncio.Event()
+    served_in: list[tuple[str, str]] = []
+    behind_served = asyncio.Event()
+
+    async def detach(connection: Connection, message: TerminalDetach) -> None:
+        handling.set()
+        await release.wait()
+        served_in.append(("verb", _task_role()))
+
+    def typed(connection: Connection, frame: TerminalInput) -> None:
+        served_in.append((frame.data.decode(), _task_role()))
+        if frame.data == b"c":
+            behind_served.set()
+
+    served.register_verb(TerminalDetach, detach)
+    served.register_binary_now(TerminalInput, typed)
+    async with dial(served) as client:
+        await client.recv(), await client.recv()
+        await client.send(terminal_input(terminal=1, data=b"a"))
+        await client.send(json.dumps({"kind": "terminal_detach"}))
+        await handling.wait()
+        await client.send(terminal_input(terminal=1, data=b"b"))
+        await client.send(terminal_input(terminal=1, data=b"c"))
+        await quiet(client)  # the reader answers a ping in order: it took both keystrokes
+        assert served_in == [("a", "read")]
+        release.set()
+        await behind_served.wait()
+        await client.send(terminal_input(terminal=1, data=b"d"))
+        await quiet(client)
+    assert served_in == [
+        ("a", "read"), ("verb", "dispatch"), ("b", "dispatch"), ("c", "dispatch"), ("d", "read"),
+    ]  # fmt: skip
+
+
+def _task_role() -> str:
+    """`read` or `dispatch`: which of the connection's tasks runs the caller."""
+    task = asyncio.current_task()
+    assert task is not None
+    return task.get_name().rpartition("-")[2]

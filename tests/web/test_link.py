@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from playwright.sync_api import BrowserContext, expect
 
-from .conftest import Supervised, open_terminal, wait_for_screen
+from .conftest import Supervised, open_terminal, poll, wait_for_screen
 from .routing import routed, wait_until
 
 
@@ -26,6 +26,8 @@ def test_a_dropped_link_redials_re_holds_the_seat_and_tells_of_a_new_build(
     expect(page.locator("[data-role]")).to_have_attribute("data-role", "controller")
     assert page.locator(".notices .banner").all_inner_texts() == []  # nothing sent out of turn
     second = links[1]
+    # Playwright hands the page's messages to this side a little after the page sent them.
+    wait_until(page, lambda: {"showing", "terminal_view"} <= set(second.kinds()))
     kinds = second.kinds()
     # Home first, then only the seat on screen, its terminal by id, and `showing` again.
     assert second.sent[0] == {"kind": "subscribe", "what": "home"}, kinds
@@ -35,6 +37,8 @@ def test_a_dropped_link_redials_re_holds_the_seat_and_tells_of_a_new_build(
     again = next(m for m in second.sent if m["kind"] == "terminal_view")
     assert isinstance(again.get("id"), int), again
     assert kinds.count("subscribe") == 2, kinds
+    # Typed before the fresh view arrives, keys would meet a page still opening (it drops them).
+    poll(page, "() => window.forgeTerminal.surface.phase === 'live'")
     page.locator(".term").click()
     page.keyboard.type("echo relinked\n")
     wait_for_screen(page, r"^relinked$")

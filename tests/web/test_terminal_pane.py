@@ -112,3 +112,41 @@ def test_a_finger_scrolls_the_scrollback(phone: BrowserContext, supervised: Supe
     cdp.send("Input.dispatchTouchEvent", {"type": "touchEnd", "touchPoints": []})
     poll(page, f"(base) => ({TERM_JS})().top < base - 5", at_rest["base"])
     assert page.evaluate(TERM_JS)["base"] == at_rest["base"]  # nothing was typed
+
+
+COUNT_JS = """(glyph) => {
+    // Every byte of `glyph` the page hands to xterm.js from now on, views and chunks alike.
+    const term = window.forgeTerminal.term, write = term.write.bind(term);
+    const code = glyph.charCodeAt(0);
+    window.glyphs = 0;
+    term.write = (data, callback) => {
+        if (typeof data === "string") window.glyphs += data.split(glyph).length - 1;
+        else for (const byte of data) window.glyphs += byte === code;
+        write(data, callback);
+    };
+}"""
+FLOOD_LINES = 25_000
+"""Lines of 79 `Z` and a newline: 2,000,000 bytes, more than the page parses before its hold."""
+
+
+def test_a_flood_the_page_cannot_parse_in_time_holds_the_shell_and_loses_nothing(
+    desktop: BrowserContext, supervised: Supervised
+) -> None:
+    """The controller's page, slowed four times, holds the output back while xterm.js has more
+    than HOLD_ABOVE waiting, and lets it go again: every byte arrives, no fresh view replaced
+    any (a watcher would pause instead)."""
+    page = desktop.new_page()
+    links = routed(page)
+    open_seat(page, supervised, "flood")
+    page.locator(".term").click()
+    page.keyboard.type(f"yes $(printf '%079d' 0 | tr 0 Z) | head -c {FLOOD_LINES * 80}; echo E''ND")
+    wait_for_screen(page, r"E''ND$")
+    page.evaluate(COUNT_JS, "Z")
+    desktop.new_cdp_session(page).send("Emulation.setCPUThrottlingRate", {"rate": 4})
+    page.keyboard.press("Enter")
+    wait_for_screen(page, r"^END$")
+    holds = [message["held"] for message in links[0].sent if message["kind"] == "terminal_hold"]
+    assert holds
+    assert holds == [True, False] * (len(holds) // 2)  # each hold let go, in turn
+    assert "terminal_pause" not in links[0].kinds()
+    assert page.evaluate("() => window.glyphs") == FLOOD_LINES * 79

@@ -14,13 +14,14 @@ from typing import Any
 import psutil
 import pytest
 
+from forge.ipc.manager import WorkerHandle
 from forge.ipc.protocol import call
 from forge.supervisor.connection import Connection
 from forge.supervisor.terminal_flow import CONTROLLER_LIMIT
 from forge.supervisor.terminals import TerminalHeld
 from forge.testing.terminal_client import SEAT, Client, Served, serve_terminals
 from forge.wire.seats import Seat
-from forge.workers.terminal.protocol import Stats
+from forge.workers.terminal.protocol import HostStats, Stats
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -303,8 +304,7 @@ async def test_a_stalled_viewer_gets_a_fresh_screen_and_never_slows_the_fast_one
     stalled.reading.clear()
     await fast.type(terminal, b"seq 1 2000000; echo DONE\r")
     await fast.wait_prompt_after(b"DONE\r\n")
-    seqs = [seq for seq, _ in fast.chunks]
-    assert seqs == list(range(seqs[0], seqs[0] + len(seqs)))
+    assert_in_order(fast)
     assert len(fast.of_kind("terminal_view")) == 1
     assert b"\r\n2000000\r\n" in fast.output()
     assert stalled.of_kind("terminal_view")[-1]["controller"] == 1
@@ -322,8 +322,7 @@ async def test_a_stalled_viewer_gets_a_fresh_screen_and_never_slows_the_fast_one
         await stalled.wait_screen("DONE")
         assert stalled.screen().display == final.screen().display
     else:  # the kernel's buffers held the whole flood: then not one chunk may be missing
-        seqs = [seq for seq, _ in stalled.chunks]
-        assert seqs == list(range(seqs[0], seqs[0] + len(seqs)))
+        assert_in_order(stalled)
     for client in (fast, stalled, final):
         await client.close()
 
@@ -351,8 +350,7 @@ async def test_a_stalled_controller_holds_the_shell_back_and_loses_nothing(
     controller.reading.set()
     await controller.wait_output(b"END\r\n")
     assert controller.output().count(b"Z") == 12_000_000
-    seqs = [seq for seq, _ in controller.chunks]
-    assert seqs == list(range(seqs[0], seqs[0] + len(seqs)))
+    assert_in_order(controller)
     assert len(controller.of_kind("terminal_view")) == 1
     assert (await call(host, Stats())).paused == []
     await controller.close()
@@ -396,3 +394,51 @@ async def test_a_terminal_that_cannot_start_leaves_no_host_behind(served: Served
     assert "cannot start shell '/nonexistent/shell'" in reply["body"]["why"]
     assert served.service._manager.rows() == []
     await client.close()
+
+
+async def test_a_controller_whose_page_holds_the_output_stops_the_shell_and_loses_nothing(
+    served: Served,
+) -> None:
+    """`terminal_hold` from the controller's page (xterm.js has too much waiting to parse) stops
+    the host reading the PTY until the page lets go; a watcher's hold changes nothing."""
+    controller, terminal = await attach_at_prompt(served)
+    await controller.send({"kind": "terminal_control", "seat": SEAT, "id": terminal, "take": True})
+    await controller.next_of_kind("terminal_control")
+    host = served.service._terminals[terminal].handle
+    await controller.send({"kind": "terminal_hold", "held": True})
+    await controller.type(terminal, b"head -c 3000000 /dev/zero | tr '\\0' '\\132'; echo E''ND\r")
+    await held_back(host)
+    assert controller.output().count(b"Z") < 3_000_000
+    await controller.send({"kind": "terminal_hold", "held": False})
+    await controller.wait_output(b"END\r\n")
+    assert controller.output().count(b"Z") == 3_000_000
+    assert_in_order(controller)
+    assert len(controller.of_kind("terminal_view")) == 1
+    assert (await call(host, Stats())).paused == []
+
+    watcher, _ = await attach(served, reply_to=2)
+    await watcher.send({"kind": "terminal_hold", "held": True})
+    await watcher.send({"kind": "subscribe", "what": "home"})
+    await watcher.next_of_kind("snapshot")  # answered after the hold, in order
+    await controller.type(terminal, b"echo after\r")
+    await watcher.wait_screen("after")
+    assert (await call(host, Stats())).paused == []
+    for client in (controller, watcher):
+        await client.close()
+
+
+async def held_back(host: WorkerHandle) -> HostStats:
+    """Until the host is paused for the controller, with output waiting in its PTY, and frames
+    none of it between two asks (reading, it would: the flood is 3 MB, the PTY holds 4 KiB)."""
+    before = await call(host, Stats())
+    while True:
+        after = await call(host, Stats())
+        if after.paused == ["controller"] and after.unread > 0 and after.seq == before.seq:
+            return after
+        before = after
+
+
+def assert_in_order(client: Client) -> None:
+    """Every chunk the client got follows the one before it: none lost, none repeated."""
+    seqs = [seq for seq, _ in client.chunks]
+    assert seqs == list(range(seqs[0], seqs[0] + len(seqs)))
