@@ -144,3 +144,13 @@ def test_the_controllers_backlog_throttles_the_shell_once(
             assert not isinstance(backlog, str)
             made.append(flow.throttle(backlog))
     assert made == throttles
+
+
+def test_the_controllers_page_holding_throttles_the_shell_whatever_its_backlog() -> None:
+    flow: TerminalFlow[str] = TerminalFlow()
+    assert flow.throttle(None, held=True) is False  # no controller: nobody slows the shell
+    assert flow.throttle(0, held=True) is True
+    assert flow.throttle(0, held=True) is False  # once, until it ends
+    flow.throttle_ended()
+    assert flow.throttle(FLOW_HIGH - 1) is False
+    assert flow.throttle(FLOW_HIGH - 1, held=True) is True
