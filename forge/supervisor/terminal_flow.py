@@ -24,9 +24,11 @@ backlog overflowed, a view was drawn, the controller's backlog grew) and does wh
    The controller's page may also ask for this (`terminal_hold`): it has more output waiting
    to be parsed than it can draw soon, which its socket cannot show (a browser reads as fast
    as bytes arrive and queues them for xterm.js). The host stops reading until the page lets
-   go and the backlog is under `FLOW_LOW`: a flood no longer buries what the person types
-   under seconds of output queued in the page, and nothing is lost. A watcher's hold does
-   nothing (a slow phone never slows the typist; it pauses and takes a fresh view instead).
+   go and the backlog is under `FLOW_LOW`, and nothing is lost. It bounds what waits in
+   the page, not what is already on its way (the backlog here, the sockets' buffers): in the
+   one web bench run measured with it, keys typed during a flood still showed 3-5 s late.
+   A watcher's hold does nothing (a slow phone never slows the typist; it pauses and takes a
+   fresh view instead).
 5. **Controller bound** (`CONTROLLER_LIMIT`, 16 MiB). The controller is paced by 4, not dropped:
    after `FLOW_HIGH` is crossed up to ~9 MiB more can still arrive (the ZeroMQ pipe of 2 plus
    the host's queue of 1) before the PTY stops, so its bound sits well above that. It is still
