@@ -278,11 +278,11 @@ class TerminalService:
 
     async def _hold(self, connection: Connection, message: TerminalHold) -> None:
         terminal, viewer = self._attachment(connection, "terminal_hold")
+        if viewer is not terminal.room.controller:
+            return  # a watcher neither slows the shell (its page pauses instead) nor lets it go
         if not message.held:
             terminal.let_go.set()
             return
-        if viewer is not terminal.room.controller:
-            return  # a watcher never slows the shell (its page pauses instead)
         terminal.let_go.clear()
         backlog = connection.stream_pending(terminal.key)
         if terminal.flow.throttle(backlog, held=True):

@@ -21,7 +21,7 @@ from forge.supervisor.terminal_flow import CONTROLLER_LIMIT
 from forge.supervisor.terminals import TerminalHeld
 from forge.testing.terminal_client import SEAT, Client, Served, serve_terminals
 from forge.wire.seats import Seat
-from forge.workers.terminal.protocol import HostStats, Stats
+from forge.workers.terminal.protocol import Stats
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -427,14 +427,14 @@ async def test_a_controller_whose_page_holds_the_output_stops_the_shell_and_lose
         await client.close()
 
 
-async def held_back(host: WorkerHandle) -> HostStats:
+async def held_back(host: WorkerHandle) -> None:
     """Until the host is paused for the controller, with output waiting in its PTY, and frames
     none of it between two asks (reading, it would: the flood is 3 MB, the PTY holds 4 KiB)."""
     before = await call(host, Stats())
     while True:
         after = await call(host, Stats())
         if after.paused == ["controller"] and after.unread > 0 and after.seq == before.seq:
-            return after
+            return
         before = after
 
 
