@@ -19,8 +19,9 @@ next xterm.js `onRender` as the paint that shows it):
   line, renderer and GPU process CPU (Chromium's SystemInfo), the page main thread's busy time
   (CDP Performance TaskDuration), and the latency of keys typed every 200 ms during it (the
   kernel echoes them into the stream; a key whose echo never shows is counted lost). Forge's
-  page holds the shell's output back while xterm.js has more than 512 KiB waiting to be
-  parsed (`terminal_hold`); the floor page, like any bare echo page, has no flow control;
+  page acks what xterm.js has parsed (`terminal_ack`) and its host stops reading the PTY while
+  512 KiB it sent are unparsed; the floor page, like any bare echo page, has no flow control
+  (its server stops reading only when its socket's buffers are full);
 - forge's page viewing a browser tab animated at 30 fps with "low latency" on (JPEG motion):
   frames received and drawn per second, the share drawn, and draw latency (frame received in
   the page -> drawn on the canvas).

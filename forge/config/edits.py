@@ -210,18 +210,17 @@ def _place(container: Entry, leaf: str, value: Any) -> None:
     """A new key goes after the table's last key, so the comments and blank lines that close the
     table (often about what follows it) stay where they were."""
     body = container.value.body if isinstance(container, Table) else container.body
-    last = None
-    for name, item in body:
+    after = None
+    for index, (name, item) in enumerate(body):
         if name is not None and not isinstance(item, Table | AoT):
-            last = name
+            after = index + 1
     target = container.value if isinstance(container, Table) else container
-    if last is None:
-        if body and not isinstance(container, tomlkit.TOMLDocument):
-            target._insert_at(0, leaf, value)
-        else:
-            container.add(leaf, value)
+    if after is None and body and not isinstance(container, tomlkit.TOMLDocument):
+        target._insert_at(0, leaf, value)
+    elif after is not None and after < len(body):
+        target._insert_at(after, leaf, value)
     else:
-        target._insert_after(last, leaf, value)
+        container.add(leaf, value)
 
 
 def _header(area: Area) -> str:

@@ -21,14 +21,16 @@ backlog overflowed, a view was drawn, the controller's backlog grew) and does wh
    the shell: when its connection holds `FLOW_HIGH` unsent bytes of this terminal, the host is
    told `flow paused` (reason `controller`: the PTY is not read) until the backlog is under
    `FLOW_LOW` or control moves to someone else.
-   The controller's page may also ask for this (`terminal_hold`): it has more output waiting
-   to be parsed than it can draw soon, which its socket cannot show (a browser reads as fast
-   as bytes arrive and queues them for xterm.js). The host stops reading until the page lets
-   go and the backlog is under `FLOW_LOW`, and nothing is lost. It bounds what waits in
-   the page, not what is already on its way (the backlog here, the sockets' buffers): in the
-   one web bench run measured with it, keys typed during a flood still showed 3-5 s late.
-   A watcher's hold does nothing (a slow phone never slows the typist; it pauses and takes a
-   fresh view instead).
+   A page that reports what it has parsed (`terminal_ack{seq}`) paces the shell by more than
+   its unsent backlog: a browser reads its socket as fast as bytes come and queues them for its
+   terminal emulator, and the sockets' kernel buffers hold megabytes more (measured: ~3 MiB
+   unsent in the supervisor's socket and ~1.3 MiB unread in the browser's during a flood, with
+   only ~200 KiB waiting in the page), so a key typed during a flood showed only behind all of
+   it. While such a page controls and takes frames live, the host is told it paces (`Pace`)
+   and each seq it has parsed, and reads the PTY only while less than `UNPARSED_HIGH` of what
+   it sent is unparsed (`forge.workers.terminal.flow.ParseWindow`): the bound is kept where the
+   bytes are made, so nothing already on its way can overshoot it. A watcher's acks pace
+   nothing (a slow phone never slows the typist).
 5. **Controller bound** (`CONTROLLER_LIMIT`, 16 MiB). The controller is paced by 4, not dropped:
    after `FLOW_HIGH` is crossed up to ~9 MiB more can still arrive (the ZeroMQ pipe of 2 plus
    the host's queue of 1) before the PTY stops, so its bound sits well above that. It is still
@@ -102,6 +104,10 @@ class ViewerFlow:
     held_bytes: int = 0
     held_lost: bool = False
     """Held chunks overflowed: the view just requested is stale, ask again."""
+    acking: bool = False
+    """Its page reports the seq it has parsed up to (`terminal_ack`)."""
+    parsed: int = 0
+    """The seq its page has parsed up to, as far as known (an ack, or its last view's seq)."""
 
     @property
     def live(self) -> bool:
@@ -130,7 +136,16 @@ class ViewerFlow:
         """The view at `seq` went out: live again; the held chunks to send after it."""
         held, self.held, self.held_bytes = self.held, [], 0
         self.syncing = False
+        self.parsed = max(self.parsed, seq)
         return [chunk for chunk_seq, chunk in held if chunk_seq > seq]
+
+    def acked(self, seq: int) -> bool:
+        """Its page has parsed every chunk up to `seq`: whether that is news (its first ack, or
+        a newer seq)."""
+        news = not self.acking or seq > self.parsed
+        self.acking = True
+        self.parsed = max(self.parsed, seq)
+        return news
 
     def drained(self) -> None:
         """The stale viewer's backlog was written: it is live again (its view comes next)."""
@@ -151,6 +166,16 @@ def chunk_limit(*, controls: bool) -> int:
 
 
 @dataclass(frozen=True, slots=True)
+class Pace:
+    """Tell the host whether the controller's page paces the shell (numbered as `Mute` is), and
+    from which seq on what it sends is unparsed."""
+
+    paced: bool
+    epoch: int
+    parsed: int
+
+
+@dataclass(frozen=True, slots=True)
 class Mute:
     """Tell the host whether it sends frames, numbered so only the newest decision applies."""
 
@@ -168,6 +193,9 @@ class TerminalFlow(Generic[K]):
     mute_epoch: int = 0
     throttled: bool = False
     """The host was told to stop reading for the controller, and not yet to read again."""
+    paced: bool = False
+    """The host was last told that the controller's page paces the shell."""
+    pace_epoch: int = 0
     stopped: bool = False
     """The host is gone or closing: nothing more is told to it."""
 
@@ -187,13 +215,22 @@ class TerminalFlow(Generic[K]):
         self.mute_epoch += 1
         return Mute(self.muted, self.mute_epoch)
 
-    def throttle(self, controller_backlog: int | None, *, held: bool = False) -> bool:
-        """The controller's unsent bytes of this terminal (None: no controller) after a chunk,
-        or its page's hold (`held`): True when the host must stop reading now (then
-        `throttle_ended` once it reads again)."""
+    def pace(self, controller: ViewerFlow | None) -> Pace | None:
+        """The decision to send the host, when whether the controller's page paces the shell
+        changed: it does while it acks and takes frames live."""
+        paced = controller is not None and controller.acking and controller.live
+        if paced == self.paced or self.stopped:
+            return None
+        self.paced = paced
+        self.pace_epoch += 1
+        return Pace(paced, self.pace_epoch, controller.parsed if controller is not None else 0)
+
+    def throttle(self, controller_backlog: int | None) -> bool:
+        """The controller's unsent bytes of this terminal (None: no controller) after a chunk:
+        True when the host must stop reading now (then `throttle_ended` once it reads again)."""
         if self.throttled or controller_backlog is None:
             return False
-        if controller_backlog < FLOW_HIGH and not held:
+        if controller_backlog < FLOW_HIGH:
             return False
         self.throttled = True
         return True

@@ -1,7 +1,7 @@
 """The terminal verbs on the socket, served by one terminal host worker per terminal.
 
 `TerminalService.install` registers `terminal_view`, `terminal_detach`, `terminal_resize`,
-`terminal_pause`, `terminal_hold`, `terminal_control`, `terminal_close` and kind-5 input on the
+`terminal_pause`, `terminal_ack`, `terminal_control`, `terminal_close` and kind-5 input on the
 `Supervisor`.
 The hosts do the PTY work; this module owns what clients are told: terminal ids (from 1, never
 reused in a run), viewers and control (`TerminalRoom`), each viewer's flow, and the seat's
@@ -49,10 +49,10 @@ from forge.wire import server
 from forge.wire import terminal as wire
 from forge.wire.binary import TerminalInput
 from forge.wire.client import (
+    TerminalAck,
     TerminalClose,
     TerminalControl,
     TerminalDetach,
-    TerminalHold,
     TerminalPause,
     TerminalResize,
     TerminalView,
@@ -100,16 +100,9 @@ class _Terminal:
     """Set once `_close` has finished: a second close waits for the first, never repeats it."""
     control_moved: asyncio.Event = field(default_factory=asyncio.Event)
     """Set on each change of controller, so a throttle held for the old one ends."""
-    let_go: asyncio.Event = field(default_factory=lambda: _set(asyncio.Event()))
-    """Clear while the controller's page holds the output (`terminal_hold`)."""
     key: tuple[str, int] = ("terminal", 0)
     """The connections' stream key for this terminal's chunks."""
     tasks: set[asyncio.Task[None]] = field(default_factory=set)
-
-
-def _set(event: asyncio.Event) -> asyncio.Event:
-    event.set()
-    return event
 
 
 class TerminalService:
@@ -142,7 +135,7 @@ class TerminalService:
         supervisor.register_verb(TerminalDetach, self._detach_verb)
         supervisor.register_verb(TerminalResize, self._resize)
         supervisor.register_verb(TerminalPause, self._pause)
-        supervisor.register_verb(TerminalHold, self._hold)
+        supervisor.register_verb(TerminalAck, self._ack)
         supervisor.register_verb(TerminalControl, self._control)
         supervisor.register_verb(TerminalClose, self._close_verb)
         supervisor.register_binary_now(TerminalInput, self._input)
@@ -272,21 +265,16 @@ class TerminalService:
         if message.paused:
             flow.paused = True
             self._refresh_mute(terminal)
+            self._refresh_pace(terminal)
         elif flow.paused:
             flow.paused = False
             await self._sync(terminal, viewer)
 
-    async def _hold(self, connection: Connection, message: TerminalHold) -> None:
-        terminal, viewer = self._attachment(connection, "terminal_hold")
-        if viewer is not terminal.room.controller:
-            return  # a watcher neither slows the shell (its page pauses instead) nor lets it go
-        if not message.held:
-            terminal.let_go.set()
-            return
-        terminal.let_go.clear()
-        backlog = connection.stream_pending(terminal.key)
-        if terminal.flow.throttle(backlog, held=True):
-            self._spawn(terminal, self._throttle(terminal, viewer))
+    async def _ack(self, connection: Connection, message: TerminalAck) -> None:
+        terminal, viewer = self._attachment(connection, "terminal_ack")
+        news = terminal.flow.viewers[connection].acked(message.seq)
+        if news and viewer is terminal.room.controller:
+            self._refresh_pace(terminal, parsed=message.seq)
 
     async def _control(self, connection: Connection, message: TerminalControl) -> None:
         terminal, viewer = self._attachment(
@@ -356,7 +344,7 @@ class TerminalService:
     def _tell_control(self, terminal: _Terminal) -> None:
         terminal.control_moved.set()
         terminal.control_moved.clear()
-        terminal.let_go.set()  # the hold was the old controller's page's
+        self._refresh_pace(terminal)
         room = terminal.room
         frame = wire.encode(
             wire.TerminalControl(seat=room.seat, id=room.id, controller=_number(room.controller))
@@ -386,7 +374,9 @@ class TerminalService:
         flow.asking_view()
         unmute = terminal.flow.mute()
         if unmute is not None:
-            await self._send_mute(terminal, unmute)  # before the view: every frame after it comes
+            await self._tell_flow(
+                terminal, _mute_flow(unmute)
+            )  # before the view: all after it comes
         while True:
             flow.asking_view()
             try:
@@ -413,6 +403,8 @@ class TerminalService:
         viewer.connection.send_frame(wire.encode(message))
         for chunk in flow.view_drawn(view.seq):
             self._send_chunk(terminal, viewer, chunk)
+        if viewer is room.controller:  # what it had not parsed before the view no longer counts
+            self._refresh_pace(terminal, parsed=flow.parsed)
 
     def _on_frame(self, terminal: _Terminal, frame: StreamFrame) -> None:
         if terminal.closing:
@@ -427,9 +419,9 @@ class TerminalService:
             if flows[viewer.connection].route(meta, chunk) is SEND:
                 self._send_chunk(terminal, viewer, chunk)
         controller = terminal.room.controller
-        backlog = controller.connection.stream_pending(terminal.key) if controller else None
-        if terminal.flow.throttle(backlog, held=not terminal.let_go.is_set()):
-            assert controller is not None
+        if controller is None:
+            return
+        if terminal.flow.throttle(controller.connection.stream_pending(terminal.key)):
             self._spawn(terminal, self._throttle(terminal, controller))
 
     def _send_chunk(self, terminal: _Terminal, viewer: Viewer[Connection], chunk: bytes) -> None:
@@ -453,6 +445,7 @@ class TerminalService:
         log.info("terminal_viewer_overflow", id=terminal.room.id, viewer=viewer.number)
         if flow.overflowed():
             self._refresh_mute(terminal)
+            self._refresh_pace(terminal)
             self._spawn(terminal, self._resync(terminal, viewer, flow))
 
     async def _resync(
@@ -467,23 +460,28 @@ class TerminalService:
         overflowed viewer takes none: a phone asleep during a build costs nothing)."""
         decision = terminal.flow.mute()
         if decision is not None:
-            self._spawn(terminal, self._send_mute(terminal, decision))
+            self._spawn(terminal, self._send_flow(terminal, _mute_flow(decision)))
 
-    async def _send_mute(self, terminal: _Terminal, decision: Mute) -> None:
-        await self._tell_flow(terminal, Flow(muted=decision.muted, epoch=decision.epoch))
+    async def _send_flow(self, terminal: _Terminal, decision: Flow) -> None:
+        await self._tell_flow(terminal, decision)
+
+    def _refresh_pace(self, terminal: _Terminal, parsed: int | None = None) -> None:
+        """Tell the host whether the controller's page paces the shell, if that changed (it
+        acks and takes frames live), else the seq it has parsed up to when there is news."""
+        controller = terminal.room.controller
+        flow = terminal.flow.viewers.get(controller.connection) if controller else None
+        decision = terminal.flow.pace(flow)
+        if decision is not None:
+            told = Flow(paced=decision.paced, pace_epoch=decision.epoch, parsed=decision.parsed)
+        elif parsed is not None and terminal.flow.paced:
+            told = Flow(parsed=parsed)
+        else:
+            return
+        self._spawn(terminal, self._send_flow(terminal, told))
 
     async def _throttle(self, terminal: _Terminal, controller: Viewer[Connection]) -> None:
-        """Stop the PTY until the controller's backlog is under FLOW_LOW and its page holds
-        nothing back (`terminal_hold`), or control moves."""
-
-        async def released() -> None:
-            while True:
-                await controller.connection.writable(FLOW_LOW)
-                await terminal.let_go.wait()
-                if terminal.let_go.is_set():  # not held again while this task waited to run
-                    return
-
-        drained = asyncio.ensure_future(released())
+        """Stop the PTY until the controller's backlog is under FLOW_LOW, or control moves."""
+        drained = asyncio.ensure_future(controller.connection.writable(FLOW_LOW))
         moved = asyncio.ensure_future(terminal.control_moved.wait())
         try:
             if await self._tell_flow(terminal, Flow(paused=True)):
@@ -596,6 +594,10 @@ class _Refused(Exception):
 
 def _alive(summary: wire.TerminalSummary | None) -> bool:
     return summary is not None and summary.alive
+
+
+def _mute_flow(decision: Mute) -> Flow:
+    return Flow(muted=decision.muted, epoch=decision.epoch)
 
 
 def _number(viewer: Viewer[Connection] | None) -> int | None:

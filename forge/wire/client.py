@@ -86,11 +86,12 @@ class TerminalPause(ClientMessage, frozen=True, tag="terminal_pause"):
     paused: bool
 
 
-class TerminalHold(ClientMessage, frozen=True, tag="terminal_hold"):
-    """The page has more output waiting to be parsed than it can draw soon (a flood):
-    `held: true` holds the terminal's output back at the shell, `false` lets it flow again."""
+class TerminalAck(ClientMessage, frozen=True, tag="terminal_ack"):
+    """The page has parsed the viewed terminal's chunks up to `seq`. A browser reads its socket
+    as fast as bytes come, so only the page knows how far behind it is: while it controls, what
+    it has been sent and not parsed paces the shell."""
 
-    held: bool
+    seq: int
 
 
 class TerminalControl(ClientMessage, frozen=True, tag="terminal_control"):
@@ -395,7 +396,7 @@ ANY_CLIENT_MESSAGE = (
     | TerminalDetach
     | TerminalResize
     | TerminalPause
-    | TerminalHold
+    | TerminalAck
     | TerminalControl
     | TerminalClose
     | BrowserView

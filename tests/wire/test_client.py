@@ -119,7 +119,7 @@ def test_a_bad_message_names_what_was_wrong(text: str, why: str) -> None:
 def test_every_kind_in_the_contract_is_known() -> None:
     contract = {
         "ping", "subscribe", "unsubscribe", "showing", "seat_range", "command",
-        "terminal_view", "terminal_detach", "terminal_resize", "terminal_pause", "terminal_hold",
+        "terminal_view", "terminal_detach", "terminal_resize", "terminal_pause", "terminal_ack",
         "terminal_control", "terminal_close", "browser_view", "browser_view_page",
         "browser_detach", "browser_resize", "browser_input", "browser_control", "browser_nav",
         "browser_file_answer", "browser_tabs", "browser_open", "browser_navigate",

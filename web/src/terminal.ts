@@ -14,20 +14,23 @@ const DEFAULT_FONT = 'ui-monospace, "DejaVu Sans Mono", Menlo, Consolas, monospa
 const MIN_FONT = 8;
 const MAX_FONT = 32;
 /**
- * Bytes handed to xterm.js and not parsed yet past which the page holds the output back: a
- * browser reads its socket as fast as bytes arrive, so in a flood seconds of output would
- * queue here, and what the person types would show only behind them (xterm.js's own
- * flow-control advice). The controller's hold stops the shell (nothing lost); a watcher
- * pauses and takes a fresh view once it has caught up.
+ * Each time the page has parsed this many more bytes it tells the server how far it got
+ * (`terminal_ack`): a browser reads its socket as fast as bytes arrive and the sockets' buffers
+ * hold megabytes, so only the page knows how far behind it is. The controller's acks pace the
+ * shell (the server stops reading the PTY while ~512 KiB are sent and not parsed), so what the
+ * person types during a flood shows behind at most that much.
  */
-export const HOLD_ABOVE = 512 * 1024;
-/** ...and below which the controller lets the output flow again. */
-export const LET_GO_BELOW = 64 * 1024;
+export const ACK_EVERY = 64 * 1024;
+/**
+ * Bytes handed to xterm.js and not parsed yet past which a watcher's page pauses (a watcher
+ * never slows the shell) and takes a fresh view once it has caught up.
+ */
+export const PAUSE_ABOVE = 512 * 1024;
 const VERBS = new Set([
   "terminal_view",
   "terminal_resize",
   "terminal_pause",
-  "terminal_hold",
+  "terminal_ack",
   "terminal_control",
   "terminal_close",
   "terminal_detach",
@@ -80,8 +83,10 @@ export class TerminalSurface implements Surface {
   private paused = false;
   /** Bytes written to xterm.js and not parsed yet. */
   private unparsed = 0;
-  /** How this page holds the output back while it parses (null: it does not). */
-  private holding: "hold" | "pause" | null = null;
+  /** Bytes parsed since the last `terminal_ack`. */
+  private parsedSinceAck = 0;
+  /** A watcher that fell behind: paused until all it was handed is parsed, then a fresh view. */
+  private catchingUp = false;
   private keyAt: number | null = null;
   private paintFrom: number | null = null;
   private readonly cleanups: (() => void)[] = [];
@@ -182,7 +187,7 @@ export class TerminalSurface implements Surface {
     this.syncing = true;
     this.sentSize = null;
     this.paused = false;
-    this.holding = null;
+    this.catchingUp = false;
     this.onChange();
     const message: Record<string, unknown> = { kind: "terminal_view", seat: this.seat };
     if (id !== null) message.id = id;
@@ -269,7 +274,7 @@ export class TerminalSurface implements Surface {
 
   binary(frame: BinaryFrame): void {
     if (frame.kind !== "terminal" || frame.terminal !== this.id || this.syncing || this.paused) return;
-    if (this.holding === "pause") return; // a fresh view replaces what was on its way
+    if (this.catchingUp) return; // a fresh view replaces what was on its way
     if (frame.seq <= this.seq) return;
     if (frame.seq !== this.seq + 1) {
       this.resync(); // a gap: frames were dropped for us; a fresh view continues the stream
@@ -282,24 +287,24 @@ export class TerminalSurface implements Surface {
     this.unparsed += size;
     this.term.write(frame.data, () => {
       if (keyAt !== null) this.paintFrom = keyAt;
-      this.parsed(size);
+      this.parsed(frame.terminal, frame.seq, size);
     });
-    if (this.holding === null && this.unparsed > HOLD_ABOVE) this.hold();
+    if (!this.controls && this.unparsed > PAUSE_ABOVE) {
+      this.catchingUp = true;
+      this.app.send({ kind: "terminal_pause", paused: true });
+    }
   }
 
-  private hold(): void {
-    this.holding = this.controls ? "hold" : "pause";
-    if (this.holding === "hold") this.app.send({ kind: "terminal_hold", held: true });
-    else this.app.send({ kind: "terminal_pause", paused: true });
-  }
-
-  private parsed(size: number): void {
+  private parsed(id: number, seq: number, size: number): void {
     this.unparsed -= size;
-    if (this.holding === "hold" && this.unparsed < LET_GO_BELOW) {
-      this.holding = null;
-      this.app.send({ kind: "terminal_hold", held: false });
-    } else if (this.holding === "pause" && this.unparsed === 0) {
-      this.holding = null; // all parsed: the fresh view lands on a terminal at rest
+    this.parsedSinceAck += size;
+    const current = id === this.id && this.phase === "live" && !this.syncing;
+    if (current && !this.catchingUp && this.parsedSinceAck >= ACK_EVERY) {
+      this.parsedSinceAck = 0;
+      this.app.send({ kind: "terminal_ack", seq });
+    }
+    if (this.catchingUp && this.unparsed === 0) {
+      this.catchingUp = false; // all parsed: the fresh view lands on a terminal at rest
       if (this.paused) return; // hidden meanwhile: the return asks for the view
       this.syncing = true;
       this.app.send({ kind: "terminal_pause", paused: false });
@@ -439,7 +444,7 @@ export class TerminalSurface implements Surface {
     const hidden = document.visibilityState === "hidden";
     if (hidden === this.paused) return;
     this.paused = hidden;
-    if (!hidden && this.holding === "pause") return; // its catch-up asks for the fresh view
+    if (!hidden && this.catchingUp) return; // its catch-up asks for the fresh view
     if (!hidden) this.syncing = true; // the resume is answered with a fresh view
     this.app.send({ kind: "terminal_pause", paused: hidden });
   }

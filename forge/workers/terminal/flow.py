@@ -1,16 +1,21 @@
-"""The host's two flow decisions, pure (events in, actions out); the whole picture, with the
+"""The host's flow decisions, pure (events in, actions out); the whole picture, with the
 supervisor's side, is in `forge.supervisor.terminal_flow`'s docstring.
 
 - `SendWindow`: bytes queued towards the supervisor (the bulk socket was full). Past `SEND_HIGH`
   the PTY stops being read (`PAUSE`), under `SEND_LOW` it is read again (`RESUME`): a stalled
   supervisor blocks the shell instead of growing this process.
+- `ParseWindow`: bytes sent that the controller's page has not parsed yet (its acks, passed on
+  by the supervisor). Past `UNPARSED_HIGH` the PTY stops being read, under `UNPARSED_LOW` it is
+  read again: a key typed during a flood shows behind at most that much, wherever the rest of it
+  would have waited (the supervisor, the sockets' buffers, the page).
 - `MuteGate`: the supervisor's numbered mute decisions; one no newer than the last applied is
   ignored, so two `flow` requests overtaking each other cannot leave a live viewer muted.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import deque
+from dataclasses import dataclass, field
 from enum import Enum
 
 SEND_HIGH = 1024 * 1024
@@ -19,8 +24,14 @@ SEND_LOW = 256 * 1024
 read again."""
 
 
+UNPARSED_HIGH = 512 * 1024
+UNPARSED_LOW = 256 * 1024
+"""Bytes sent and not parsed by the controller's page above which the PTY is not read, and
+below which it is read again (its page acks every 64 KiB it parses)."""
+
+
 class Reading(Enum):
-    """What to do with the PTY's reading for the `ipc` reason."""
+    """What to do with the PTY's reading for one reason."""
 
     PAUSE = "pause"
     RESUME = "resume"
@@ -47,6 +58,55 @@ class SendWindow:
         """A queued frame of `size` bytes left."""
         self.unsent -= size
         if self.unsent < self.low and self.paused:
+            self.paused = False
+            return Reading.RESUME
+        return None
+
+
+@dataclass(slots=True)
+class ParseWindow:
+    """What the controller's page has been sent and not parsed, while it says (`paced`)."""
+
+    high: int = UNPARSED_HIGH
+    low: int = UNPARSED_LOW
+    paced: bool = False
+    epoch: int = 0
+    """The number of the on/off decision applied last (a newer one only applies)."""
+    parsed: int = 0
+    """The seq the page has parsed up to (acks and fresh views only move it forward)."""
+    unacked: deque[tuple[int, int]] = field(default_factory=deque)
+    """(seq, bytes) of each frame sent after `parsed`, oldest first."""
+    unparsed: int = 0
+    paused: bool = False
+
+    def sent(self, seq: int, size: int) -> Reading | None:
+        """A frame went towards the viewers."""
+        if not self.paced or seq <= self.parsed:
+            return None
+        self.unacked.append((seq, size))
+        self.unparsed += size
+        return self._check()
+
+    def decide(self, paced: bool | None, parsed: int | None, epoch: int) -> Reading | None:
+        """The supervisor's word: whether the controller's page paces the shell (numbered),
+        and the seq it has parsed up to."""
+        if paced is not None and epoch > self.epoch:
+            self.epoch = epoch
+            self.paced = paced
+        if parsed is not None and parsed > self.parsed:
+            self.parsed = parsed
+            while self.unacked and self.unacked[0][0] <= parsed:
+                self.unparsed -= self.unacked.popleft()[1]
+        if not self.paced:
+            self.unacked.clear()
+            self.unparsed = 0
+        return self._check()
+
+    def _check(self) -> Reading | None:
+        if self.unparsed >= self.high and not self.paused:
+            self.paused = True
+            return Reading.PAUSE
+        if self.unparsed < self.low and self.paused:
             self.paused = False
             return Reading.RESUME
         return None

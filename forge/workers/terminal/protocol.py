@@ -84,7 +84,7 @@ class Resize(WorkerRequest[Resized], tag="resize", frozen=True):
 
 class FlowState(msgspec.Struct, frozen=True, kw_only=True):
     paused: list[str]
-    """Why the PTY is not read now (`controller`, `ipc`); empty when it is."""
+    """Why the PTY is not read now (`controller`, `ipc`, `unparsed`); empty when it is."""
     muted: bool
 
 
@@ -97,6 +97,13 @@ class Flow(WorkerRequest[FlowState], tag="flow", frozen=True):
     """True while no viewer takes frames live: none are sent (the screen model still follows)."""
     epoch: int = 0
     """Numbers `muted`: a decision no newer than the last applied is ignored."""
+    paced: bool | None = None
+    """True while the controller's page says what it has parsed (`terminal_ack`): the PTY is read
+    only while less than `UNPARSED_HIGH` of what was sent is unparsed; false: no such bound."""
+    pace_epoch: int = 0
+    """Numbers `paced` as `epoch` numbers `muted`."""
+    parsed: int | None = None
+    """The seq the controller's page has parsed up to (an ack, or its fresh view's seq)."""
 
 
 class Closed(msgspec.Struct, frozen=True, kw_only=True):

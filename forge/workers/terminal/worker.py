@@ -20,7 +20,7 @@ from forge.ipc.worker import Worker, handles
 from forge.wire.terminal import TerminalSummary
 from forge.workers.terminal.batcher import Frame
 from forge.workers.terminal.feeder import ScreenFeeder
-from forge.workers.terminal.flow import MuteGate, Reading, SendWindow
+from forge.workers.terminal.flow import MuteGate, ParseWindow, Reading, SendWindow
 from forge.workers.terminal.protocol import (
     INPUT_STREAM,
     OUTPUT_STREAM,
@@ -54,7 +54,9 @@ FEED_SLICE = 4096
 
 IPC = "ipc"
 CONTROLLER = "controller"
-"""The reasons the PTY's reading is paused: the host's own send queue, the supervisor's word."""
+UNPARSED = "unparsed"
+"""The reasons the PTY's reading is paused: the host's own send queue, the supervisor's word,
+the controller's page behind in its parse."""
 
 
 class TerminalHost(Worker):
@@ -80,6 +82,7 @@ class TerminalHost(Worker):
         self._out = self.stream(OUTPUT_STREAM)
         self._queue: deque[tuple[bytes, Any]] = deque()
         self._window = SendWindow()
+        self._parse = ParseWindow()
         self._queued = asyncio.Event()
         self._drained = asyncio.Event()
         self._drained.set()  # nothing queued yet
@@ -112,6 +115,7 @@ class TerminalHost(Worker):
         for frame in frames:
             if not self._mute.muted:
                 self._enqueue(frame.wire, frame.seq)
+                self._apply(self._parse.sent(frame.seq, len(frame.data)), UNPARSED)
             self.feeder.append(frame.seq, frame.data)
             changed = self.detector.scan(frame.data) or changed
         self._last_output = self.clock.monotonic()
@@ -131,7 +135,7 @@ class TerminalHost(Worker):
         self._queue.append((payload, meta))
         self._queued.set()
         self._drained.clear()
-        self._apply(self._window.queued(len(payload)))
+        self._apply(self._window.queued(len(payload)), IPC)
 
     async def _send_loop(self) -> None:
         while True:
@@ -140,15 +144,15 @@ class TerminalHost(Worker):
                 payload, meta = self._queue[0]  # left queued while in flight: order holds
                 await self._out.send(payload, meta)
                 self._queue.popleft()
-                self._apply(self._window.sent(len(payload)))
+                self._apply(self._window.sent(len(payload)), IPC)
             self._queued.clear()
             self._drained.set()
 
-    def _apply(self, reading: Reading | None) -> None:
+    def _apply(self, reading: Reading | None, reason: str) -> None:
         if reading is Reading.PAUSE:
-            self.session.pause_reading(IPC)
+            self.session.pause_reading(reason)
         elif reading is Reading.RESUME:
-            self.session.resume_reading(IPC)
+            self.session.resume_reading(reason)
 
     # --- the screen model and the state words ----------------------------------------------
 
@@ -216,15 +220,17 @@ class TerminalHost(Worker):
 
     @handles(Flow)
     async def flow(self, request: Flow) -> FlowState:
-        """The supervisor's decisions: the controller's backpressure, and whether any viewer
-        takes frames live (muted, the shell runs on and the screen model still follows; a viewer
-        that comes back is drawn a fresh view first)."""
+        """The supervisor's decisions: the controller's backpressure, its page's parse (paced),
+        and whether any viewer takes frames live (muted, the shell runs on and the screen model
+        still follows; a viewer that comes back is drawn a fresh view first)."""
         if request.paused is True:
             self.session.pause_reading(CONTROLLER)
         elif request.paused is False:
             self.session.resume_reading(CONTROLLER)
         if request.muted is not None:
             self._mute.decide(request.muted, request.epoch)
+        paced = self._parse.decide(request.paced, request.parsed, request.pace_epoch)
+        self._apply(paced, UNPARSED)
         return FlowState(paused=sorted(self.session.paused), muted=self._mute.muted)
 
     @handles(Close)

@@ -10,6 +10,7 @@ from forge.supervisor.terminal_flow import (
     HELD_LIMIT,
     WATCHER_LIMIT,
     Mute,
+    Pace,
     Route,
     TerminalFlow,
     ViewerFlow,
@@ -146,11 +147,40 @@ def test_the_controllers_backlog_throttles_the_shell_once(
     assert made == throttles
 
 
-def test_the_controllers_page_holding_throttles_the_shell_whatever_its_backlog() -> None:
+@pytest.mark.parametrize("state", ["acking", "silent", "paused", "stale", "none"])
+def test_the_controllers_page_paces_the_shell_while_it_acks_and_takes_frames_live(
+    state: str,
+) -> None:
     flow: TerminalFlow[str] = TerminalFlow()
-    assert flow.throttle(None, held=True) is False  # no controller: nobody slows the shell
-    assert flow.throttle(0, held=True) is True
-    assert flow.throttle(0, held=True) is False  # once, until it ends
-    flow.throttle_ended()
-    assert flow.throttle(FLOW_HIGH - 1) is False
-    assert flow.throttle(FLOW_HIGH - 1, held=True) is True
+    viewer = live_viewer()
+    if state != "silent":
+        viewer.acked(7)
+    if state == "paused":
+        viewer.paused = True
+    elif state == "stale":
+        viewer.overflowed()
+    decision = flow.pace(None if state == "none" else viewer)
+    assert decision == (Pace(True, 1, 7) if state == "acking" else None)
+    assert flow.pace(viewer) is None or state != "acking"  # told once, until it changes
+
+
+def test_pacing_ends_when_the_controllers_page_stops_taking_frames_and_is_numbered() -> None:
+    flow: TerminalFlow[str] = TerminalFlow()
+    viewer = live_viewer()
+    viewer.acked(3)
+    assert flow.pace(viewer) == Pace(True, 1, 3)
+    viewer.paused = True
+    assert flow.pace(viewer) == Pace(False, 2, 3)
+    viewer.paused = False
+    viewer.view_drawn(9)
+    assert flow.pace(viewer) == Pace(True, 3, 9)  # the view's seq counts as parsed
+    assert flow.pace(None) == Pace(False, 4, 0)
+
+
+def test_an_ack_is_news_when_it_is_the_first_or_newer() -> None:
+    viewer = live_viewer()
+    assert viewer.acked(0) is True  # the first: its page acks
+    assert viewer.acked(0) is False
+    assert viewer.acked(5) is True
+    assert viewer.acked(4) is False
+    assert viewer.parsed == 5

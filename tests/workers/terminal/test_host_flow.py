@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from forge.workers.terminal.flow import SEND_HIGH, SEND_LOW, MuteGate, Reading, SendWindow
+from forge.workers.terminal.flow import (
+    SEND_HIGH,
+    SEND_LOW,
+    UNPARSED_HIGH,
+    UNPARSED_LOW,
+    MuteGate,
+    ParseWindow,
+    Reading,
+    SendWindow,
+)
 
 KIB = 1024
 PAUSE, RESUME = Reading.PAUSE, Reading.RESUME
@@ -55,3 +64,43 @@ def test_the_mute_gate_applies_only_newer_decisions(
     gate = MuteGate()
     assert [gate.decide(mute, epoch) for mute, epoch in decisions] == applied
     assert gate.muted is muted
+
+
+CHUNK = 64 * 1024
+
+
+def test_the_parse_window_stops_reading_at_its_high_mark_and_reads_again_under_its_low() -> None:
+    window = ParseWindow()
+    assert window.decide(True, 0, epoch=1) is None
+    made = [window.sent(seq, CHUNK) for seq in range(1, UNPARSED_HIGH // CHUNK + 1)]
+    assert made == [None] * (len(made) - 1) + [Reading.PAUSE]
+    assert window.sent(len(made) + 1, CHUNK) is None  # paused once; a frame read meanwhile counts
+    acked = len(made) + 1 - UNPARSED_LOW // CHUNK
+    assert window.decide(None, acked, epoch=0) is None  # at the low mark: not under it
+    assert window.unparsed == UNPARSED_LOW
+    assert window.decide(None, acked + 1, epoch=0) is Reading.RESUME
+
+
+def test_the_parse_window_counts_nothing_unless_paced() -> None:
+    window = ParseWindow()
+    assert [window.sent(seq, UNPARSED_HIGH) for seq in (1, 2)] == [None, None]
+    assert window.unparsed == 0
+
+
+def test_a_parse_window_turned_off_reads_again_and_forgets() -> None:
+    window = ParseWindow()
+    window.decide(True, 0, epoch=1)
+    assert window.sent(1, UNPARSED_HIGH) is Reading.PAUSE
+    assert window.decide(False, None, epoch=2) is Reading.RESUME
+    assert window.unparsed == 0
+    assert window.decide(True, None, epoch=1) is None  # an older decision: still off
+    assert window.sent(2, UNPARSED_HIGH) is None
+
+
+def test_a_fresh_views_seq_counts_as_parsed_and_older_acks_are_no_news() -> None:
+    window = ParseWindow()
+    window.decide(True, 10, epoch=1)
+    assert window.sent(9, UNPARSED_HIGH) is None  # before the view: never to be parsed
+    assert window.sent(11, UNPARSED_HIGH) is Reading.PAUSE
+    assert window.decide(None, 5, epoch=0) is None
+    assert window.decide(None, 11, epoch=0) is Reading.RESUME

@@ -21,6 +21,7 @@ from forge.supervisor.terminal_flow import CONTROLLER_LIMIT
 from forge.supervisor.terminals import TerminalHeld
 from forge.testing.terminal_client import SEAT, Client, Served, serve_terminals
 from forge.wire.seats import Seat
+from forge.workers.terminal.flow import UNPARSED_HIGH
 from forge.workers.terminal.protocol import Stats
 
 pytestmark = pytest.mark.timeout(90)
@@ -396,46 +397,63 @@ async def test_a_terminal_that_cannot_start_leaves_no_host_behind(served: Served
     await client.close()
 
 
-async def test_a_controller_whose_page_holds_the_output_stops_the_shell_and_loses_nothing(
+async def test_a_controller_that_acks_paces_the_shell_by_what_it_has_not_parsed(
     served: Served,
 ) -> None:
-    """`terminal_hold` from the controller's page (xterm.js has too much waiting to parse) stops
-    the host reading the PTY until the page lets go; a watcher's hold changes nothing."""
+    """A controller that acks (`terminal_ack`) and stops acking stops the shell, though it reads
+    every byte it is sent (a browser does: the bytes wait in its page, unparsed); each ack of
+    what it got lets more come, and nothing is lost or replaced by a fresh view."""
     controller, terminal = await attach_at_prompt(served)
     await controller.send({"kind": "terminal_control", "seat": SEAT, "id": terminal, "take": True})
     await controller.next_of_kind("terminal_control")
     host = served.service._terminals[terminal].handle
-    await controller.send({"kind": "terminal_hold", "held": True})
+    await controller.send({"kind": "terminal_ack", "seq": 0})
     await controller.type(terminal, b"head -c 3000000 /dev/zero | tr '\\0' '\\132'; echo E''ND\r")
-    await held_back(host)
-    assert controller.output().count(b"Z") < 3_000_000
-    await controller.send({"kind": "terminal_hold", "held": False})
-    await controller.wait_output(b"END\r\n")
+    acked, holds = 0, 0
+    while (seq := await held_back_or_done(host, controller, acked)) is not None:
+        await controller.until(lambda: controller.chunks[-1][0] >= seq)  # all it was sent
+        unparsed = sum(len(chunk) for chunk_seq, chunk in controller.chunks if chunk_seq > acked)
+        assert unparsed >= UNPARSED_HIGH  # held back only for what it had not parsed
+        holds += 1
+        acked = controller.chunks[-1][0]
+        await controller.send({"kind": "terminal_ack", "seq": acked})
+    assert holds >= 1
     assert controller.output().count(b"Z") == 3_000_000
     assert_in_order(controller)
     assert len(controller.of_kind("terminal_view")) == 1
-    assert (await call(host, Stats())).paused == []
+    await controller.close()
 
+
+async def test_a_watchers_acks_pace_nothing(served: Served) -> None:
+    """A watcher that acks once and never again does not stop the shell: the controller gets
+    the whole flood (a slow phone never slows the typist; its page pauses and takes a fresh
+    view instead, and this one may be dropped to one)."""
+    controller, terminal = await attach_at_prompt(served)
+    await controller.send({"kind": "terminal_control", "seat": SEAT, "id": terminal, "take": True})
     watcher, _ = await attach(served, reply_to=2)
-    await watcher.send({"kind": "terminal_hold", "held": True})
+    await watcher.send({"kind": "terminal_ack", "seq": 0})
     await watcher.send({"kind": "subscribe", "what": "home"})
-    await watcher.next_of_kind("snapshot")  # answered after the hold, in order
-    await controller.type(terminal, b"echo after\r")
-    await watcher.wait_screen("after")
-    assert (await call(host, Stats())).paused == []
+    await watcher.next_of_kind("snapshot")  # answered after the ack, in order
+    await controller.type(terminal, b"head -c 3000000 /dev/zero | tr '\\0' '\\132'; echo E''ND\r")
+    await controller.wait_output(b"END\r\n")
+    assert controller.output().count(b"Z") == 3_000_000
+    assert_in_order(controller)
     for client in (controller, watcher):
         await client.close()
 
 
-async def held_back(host: WorkerHandle) -> None:
-    """Until the host is paused for the controller, with output waiting in its PTY, and frames
-    none of it between two asks (reading, it would: the flood is 3 MB, the PTY holds 4 KiB)."""
+async def held_back_or_done(host: WorkerHandle, client: Client, beyond: int = 0) -> int | None:
+    """The host's seq once it is held back for the controller past seq `beyond`, with output
+    waiting in its PTY and framing none of it between two asks (reading, it would: the flood
+    is 3 MB, the PTY holds 4 KiB), or None once the shell has printed all it had to."""
     before = await call(host, Stats())
-    while True:
+    while b"END\r\n" not in client.output():
         after = await call(host, Stats())
-        if after.paused == ["controller"] and after.unread > 0 and after.seq == before.seq:
-            return
+        held = after.paused == ["unparsed"] and after.unread > 0 and after.seq == before.seq
+        if held and after.seq > beyond:
+            return after.seq
         before = after
+    return None
 
 
 def assert_in_order(client: Client) -> None:
