@@ -268,6 +268,9 @@ export class TerminalSurface implements Surface {
     this.syncing = false;
     this.phase = "live";
     this.why = null;
+    // This page acks from its first view on, so a flood is paced from its first byte.
+    this.parsedSinceAck = 0;
+    this.app.send({ kind: "terminal_ack", seq: this.seq });
     if (this.controller === null && this.wantControl) this.takeControl(true);
     this.onChange();
   }
