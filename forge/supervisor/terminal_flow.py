@@ -29,8 +29,9 @@ backlog overflowed, a view was drawn, the controller's backlog grew) and does wh
    it. While such a page controls and takes frames live, the host is told it paces (`Pace`)
    and each seq it has parsed, and reads the PTY only while less than `UNPARSED_HIGH` of what
    it sent is unparsed (`forge.workers.terminal.flow.ParseWindow`): the bound is kept where the
-   bytes are made, so nothing already on its way can overshoot it. A watcher's acks pace
-   nothing (a slow phone never slows the typist).
+   bytes are made, so neither this backlog nor the sockets' buffers can hold more than it (only
+   what the host's reader thread read before its loop saw the pause overshoots). A watcher's
+   acks pace nothing (a slow phone never slows the typist).
 5. **Controller bound** (`CONTROLLER_LIMIT`, 16 MiB). The controller is paced by 4, not dropped:
    after `FLOW_HIGH` is crossed up to ~9 MiB more can still arrive (the ZeroMQ pipe of 2 plus
    the host's queue of 1) before the PTY stops, so its bound sits well above that. It is still

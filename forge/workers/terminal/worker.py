@@ -229,8 +229,7 @@ class TerminalHost(Worker):
             self.session.resume_reading(CONTROLLER)
         if request.muted is not None:
             self._mute.decide(request.muted, request.epoch)
-        paced = self._parse.decide(request.paced, request.parsed, request.pace_epoch)
-        self._apply(paced, UNPARSED)
+        self._apply(self._parse.decide(request.paced, request.parsed, request.pace_epoch), UNPARSED)
         return FlowState(paused=sorted(self.session.paused), muted=self._mute.muted)
 
     @handles(Close)
