@@ -457,7 +457,9 @@ class ClientDecoder:
             return f"the message is not valid JSON ({error})"
         try:
             shape = _probe.decode(text)
-        except msgspec.DecodeError:
+        except msgspec.DecodeError as malformed:  # a typed decode stops at the first wrong type
+            return f"the message is not valid JSON ({malformed})"
+        if not isinstance(shape, dict):
             return "a message must be a JSON object tagged with `kind`"
         kind = shape.get("kind")
         if not isinstance(kind, str):
@@ -468,7 +470,7 @@ class ClientDecoder:
 
 
 TOO_DEEP = "the message nests arrays or objects deeper than the decoder follows"
-_probe = msgspec.json.Decoder(dict[str, Any])
+_probe = msgspec.json.Decoder()
 _default = ClientDecoder()
 KINDS = _default.kinds
 decode_client = _default.decode

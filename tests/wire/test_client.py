@@ -100,7 +100,10 @@ def test_a_gesture_that_is_not_one_is_refused_naming_browser_input() -> None:
     ("text", "why"),
     [
         ("garbage", "not valid JSON"),
+        ("1\x86", "not valid JSON"),  # a typed decode stops at the number, before the rest
+        ('{"kind":"ping"} x', "not valid JSON"),
         ("[1, 2]", "JSON object tagged with `kind`"),
+        ("7", "JSON object tagged with `kind`"),
         ("{}", "string `kind`"),
         ('{"kind":7}', "string `kind`"),
         ('{"kind":"settings"}', "unknown kind `settings`"),
