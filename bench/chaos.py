@@ -93,6 +93,8 @@ checks = load("chaos_checks")
 HOSTILE = ROOT / "bench" / "hostile.py"
 hostile = load("hostile")
 
+ACK_EVERY = 64 * 1024
+"""A terminal viewer acks each time it has read this many more bytes, as forge's page does."""
 ASK_BOUND_S = 30.0
 """A request with `reply_to` (or a ping) unanswered after this is a violation."""
 OPEN_BOUND_S = 90.0
@@ -177,10 +179,14 @@ class Run:
 # --- clients ------------------------------------------------------------------------------
 
 
+Answer = dict[str, Any] | None
+"""What a client sends back on reading a frame, before it reads the next (a terminal's ack)."""
+
+
 class Conn:
     """One socket client: a reader that may be paused (a phone asleep), asks with bounds."""
 
-    def __init__(self, run: Run, url: str, name: str, on_frame: Callable[[Any], None]) -> None:
+    def __init__(self, run: Run, url: str, name: str, on_frame: Callable[[Any], Answer]) -> None:
         self.run, self.url, self.name, self.on_frame = run, url, name, on_frame
         self.ws: ClientConnection | None = None
         self.awake = asyncio.Event()
@@ -207,9 +213,11 @@ class Conn:
                         if future is not None and not future.done():
                             future.set_result(decoded.get("body"))
                             continue
-                    self.on_frame(decoded)
+                    answer = self.on_frame(decoded)
                 else:
-                    self.on_frame(message)
+                    answer = self.on_frame(message)
+                if answer is not None:
+                    await ws.send(json.dumps(answer))
         except ConnectionClosed:
             pass
         finally:
@@ -261,7 +269,9 @@ class TerminalPlan:
 
 
 class TerminalViewer:
-    """One viewer of a seat's terminal: checks every chunk; re-views when told the host died."""
+    """One viewer of a seat's terminal: checks every chunk; re-views when told the host died.
+    Like forge's page it acks (`terminal_ack`) its view's seq and each 64 KiB it has read, so
+    the controller's acks pace its shell through every fault."""
 
     def __init__(self, run: Run, url: str, plan: TerminalPlan, role: str, rng: random.Random):
         self.run, self.url, self.plan, self.role, self.rng = run, url, plan, role, rng
@@ -273,8 +283,9 @@ class TerminalViewer:
         self.reviews = asyncio.Queue[str]()
         self.output = bytearray()
         self.told = 0
+        self.unacked = 0
 
-    def on_frame(self, frame: Any) -> None:
+    def on_frame(self, frame: Any) -> Answer:
         if isinstance(frame, dict):
             kind = frame.get("kind")
             if kind == "terminal_view" and frame.get("seat") == self.plan.seat:
@@ -283,7 +294,9 @@ class TerminalViewer:
                 self.lines.reset()
                 self.output += frame["screen"].encode()
                 self.run.count("terminal_views")
-            elif kind == "error":
+                self.unacked = 0
+                return {"kind": "terminal_ack", "seq": frame["seq"]}
+            if kind == "error":
                 what = frame.get("what")
                 if what in ("terminal_view", "terminal_close"):
                     self.told += 1
@@ -292,12 +305,12 @@ class TerminalViewer:
                     self.reviews.put_nowait("told")
                 elif what not in ("terminal_control", "terminal_resize"):
                     self.run.event(f"{self.name}: error {frame}")
-            return
+            return None
         if not frame or frame[0] != 4:
-            return
+            return None
         _, terminal, seq = TERMINAL_OUTPUT_HEADER.unpack_from(frame)
         if terminal != self.terminal:
-            return
+            return None
         data = bytes(frame[TERMINAL_OUTPUT_HEADER.size :])
         self.run.count("terminal_bytes", len(data))
         problem = self.seq.chunk(seq)
@@ -308,6 +321,11 @@ class TerminalViewer:
         self.output += data
         if len(self.output) > 1 << 16:
             del self.output[: -(1 << 15)]
+        self.unacked += len(data)
+        if self.unacked < ACK_EVERY:
+            return None
+        self.unacked = 0
+        return {"kind": "terminal_ack", "seq": seq}
 
     async def view(self) -> int:
         body = await self.conn.ask({"kind": "terminal_view", "seat": self.plan.seat})
