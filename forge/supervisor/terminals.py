@@ -374,9 +374,8 @@ class TerminalService:
         flow.asking_view()
         unmute = terminal.flow.mute()
         if unmute is not None:
-            await self._tell_flow(
-                terminal, _mute_flow(unmute)
-            )  # before the view: all after it comes
+            # Before the view: every frame after it comes.
+            await self._tell_flow(terminal, _mute_flow(unmute))
         while True:
             flow.asking_view()
             try:
@@ -463,6 +462,7 @@ class TerminalService:
             self._spawn(terminal, self._send_flow(terminal, _mute_flow(decision)))
 
     async def _send_flow(self, terminal: _Terminal, decision: Flow) -> None:
+        """A decision told from a spawned task: nobody waits on whether it landed."""
         await self._tell_flow(terminal, decision)
 
     def _refresh_pace(self, terminal: _Terminal, parsed: int | None = None) -> None:
