@@ -27,7 +27,7 @@ backlog overflowed, a view was drawn, the controller's backlog grew) and does wh
    unsent in the supervisor's socket and ~1.3 MiB unread in the browser's during a flood, with
    only ~200 KiB waiting in the page), so a key typed during a flood showed only behind all of
    it. While such a page controls and takes frames live, the host is told it paces (`Pace`)
-   and each seq it has parsed, and reads the PTY only while less than `UNPARSED_HIGH` of what
+   and each seq it has parsed, and reads the PTY only while at most `UNPARSED_HIGH` of what
    it sent is unparsed (`forge.workers.terminal.flow.ParseWindow`): the bound is kept where the
    bytes are made, so neither this backlog nor the sockets' buffers can hold more than it (only
    what the host's reader thread read before its loop saw the pause overshoots). A watcher's

@@ -102,7 +102,7 @@ class _Terminal:
     """Set on each change of controller, so a throttle held for the old one ends."""
     key: tuple[str, int] = ("terminal", 0)
     """The connections' stream key for this terminal's chunks."""
-    tasks: set[asyncio.Task[None]] = field(default_factory=set)
+    tasks: set[asyncio.Task[object]] = field(default_factory=set)
 
 
 class TerminalService:
@@ -459,11 +459,7 @@ class TerminalService:
         overflowed viewer takes none: a phone asleep during a build costs nothing)."""
         decision = terminal.flow.mute()
         if decision is not None:
-            self._spawn(terminal, self._send_flow(terminal, _mute_flow(decision)))
-
-    async def _send_flow(self, terminal: _Terminal, decision: Flow) -> None:
-        """A decision told from a spawned task: nobody waits on whether it landed."""
-        await self._tell_flow(terminal, decision)
+            self._spawn(terminal, self._tell_flow(terminal, _mute_flow(decision)))
 
     def _refresh_pace(self, terminal: _Terminal, parsed: int | None = None) -> None:
         """Tell the host whether the controller's page paces the shell, if that changed (it
@@ -477,7 +473,7 @@ class TerminalService:
             told = Flow(parsed=parsed)
         else:
             return
-        self._spawn(terminal, self._send_flow(terminal, told))
+        self._spawn(terminal, self._tell_flow(terminal, told))
 
     async def _throttle(self, terminal: _Terminal, controller: Viewer[Connection]) -> None:
         """Stop the PTY until the controller's backlog is under FLOW_LOW, or control moves."""
@@ -578,7 +574,7 @@ class TerminalService:
                 room.seat, "terminal_changed", wire.terminal_changed(room.seat, summary)
             )
 
-    def _spawn(self, terminal: _Terminal, work: Coroutine[Any, Any, None]) -> None:
+    def _spawn(self, terminal: _Terminal, work: Coroutine[Any, Any, object]) -> None:
         task = asyncio.get_running_loop().create_task(work)
         terminal.tasks.add(task)
         task.add_done_callback(terminal.tasks.discard)

@@ -26,7 +26,7 @@ read again."""
 
 UNPARSED_HIGH = 512 * 1024
 UNPARSED_LOW = 256 * 1024
-"""Bytes sent and not parsed by the controller's page above which the PTY is not read, and
+"""Bytes sent and not parsed by the controller's page past which the PTY is not read, and
 below which it is read again (its page acks every 64 KiB it parses)."""
 
 
@@ -38,37 +38,46 @@ class Reading(Enum):
 
 
 @dataclass(slots=True)
-class SendWindow:
-    """The host's queue towards the supervisor, with hysteresis between `high` and `low`."""
+class Hysteresis:
+    """A level that stops the PTY's reading once past `high` and reads it again once under
+    `low`, each told once (both windows below are one of these over what they count)."""
 
-    high: int = SEND_HIGH
-    low: int = SEND_LOW
-    unsent: int = 0
+    high: int
+    low: int
     paused: bool = False
 
-    def queued(self, size: int) -> Reading | None:
-        """A frame of `size` bytes waits to be sent."""
-        self.unsent += size
-        if self.unsent > self.high and not self.paused:
+    def check(self, level: int) -> Reading | None:
+        if level > self.high and not self.paused:
             self.paused = True
             return Reading.PAUSE
-        return None
-
-    def sent(self, size: int) -> Reading | None:
-        """A queued frame of `size` bytes left."""
-        self.unsent -= size
-        if self.unsent < self.low and self.paused:
+        if level < self.low and self.paused:
             self.paused = False
             return Reading.RESUME
         return None
 
 
 @dataclass(slots=True)
+class SendWindow:
+    """The host's queue towards the supervisor."""
+
+    unsent: int = 0
+    gate: Hysteresis = field(default_factory=lambda: Hysteresis(SEND_HIGH, SEND_LOW))
+
+    def queued(self, size: int) -> Reading | None:
+        """A frame of `size` bytes waits to be sent."""
+        self.unsent += size
+        return self.gate.check(self.unsent)
+
+    def sent(self, size: int) -> Reading | None:
+        """A queued frame of `size` bytes left."""
+        self.unsent -= size
+        return self.gate.check(self.unsent)
+
+
+@dataclass(slots=True)
 class ParseWindow:
     """What the controller's page has been sent and not parsed, while it says (`paced`)."""
 
-    high: int = UNPARSED_HIGH
-    low: int = UNPARSED_LOW
     paced: bool = False
     epoch: int = 0
     """The number of the on/off decision applied last (a newer one only applies)."""
@@ -77,7 +86,7 @@ class ParseWindow:
     unacked: deque[tuple[int, int]] = field(default_factory=deque)
     """(seq, bytes) of each frame sent after `parsed`, oldest first."""
     unparsed: int = 0
-    paused: bool = False
+    gate: Hysteresis = field(default_factory=lambda: Hysteresis(UNPARSED_HIGH, UNPARSED_LOW))
 
     def sent(self, seq: int, size: int) -> Reading | None:
         """A frame went towards the viewers."""
@@ -85,7 +94,7 @@ class ParseWindow:
             return None
         self.unacked.append((seq, size))
         self.unparsed += size
-        return self._check()
+        return self.gate.check(self.unparsed)
 
     def decide(self, paced: bool | None, parsed: int | None, epoch: int) -> Reading | None:
         """The supervisor's word: whether the controller's page paces the shell (numbered),
@@ -100,16 +109,7 @@ class ParseWindow:
         if not self.paced:
             self.unacked.clear()
             self.unparsed = 0
-        return self._check()
-
-    def _check(self) -> Reading | None:
-        if self.unparsed >= self.high and not self.paused:
-            self.paused = True
-            return Reading.PAUSE
-        if self.unparsed < self.low and self.paused:
-            self.paused = False
-            return Reading.RESUME
-        return None
+        return self.gate.check(self.unparsed)
 
 
 @dataclass(slots=True)

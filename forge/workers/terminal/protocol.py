@@ -99,7 +99,7 @@ class Flow(WorkerRequest[FlowState], tag="flow", frozen=True):
     """Numbers `muted`: a decision no newer than the last applied is ignored."""
     paced: bool | None = None
     """True while the controller's page says what it has parsed (`terminal_ack`): the PTY is read
-    only while less than `UNPARSED_HIGH` of what was sent is unparsed; false: no such bound."""
+    only while at most `UNPARSED_HIGH` of what was sent is unparsed; false: no such bound."""
     pace_epoch: int = 0
     """Numbers `paced` as `epoch` numbers `muted`."""
     parsed: int | None = None

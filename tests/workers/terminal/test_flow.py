@@ -159,9 +159,9 @@ def test_the_controllers_page_paces_the_shell_while_it_acks_and_takes_frames_liv
         viewer.paused = True
     elif state == "stale":
         viewer.overflowed()
-    decision = flow.pace(None if state == "none" else viewer)
-    assert decision == (Pace(True, 1, 7) if state == "acking" else None)
-    assert flow.pace(viewer) is None or state != "acking"  # told once, until it changes
+    controller = None if state == "none" else viewer
+    assert flow.pace(controller) == (Pace(True, 1, 7) if state == "acking" else None)
+    assert flow.pace(controller) is None  # told once, until it changes
 
 
 def test_pacing_ends_when_the_controllers_page_stops_taking_frames_and_is_numbered() -> None:

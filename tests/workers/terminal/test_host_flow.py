@@ -1,4 +1,4 @@
-"""The host's flow decisions without processes: the send window's hysteresis, the mute gate."""
+"""The host's flow decisions without processes: the send and parse windows, the mute gate."""
 
 from __future__ import annotations
 
@@ -67,12 +67,14 @@ def test_the_mute_gate_applies_only_newer_decisions(
 
 
 CHUNK = 64 * 1024
+PAST = UNPARSED_HIGH + 1
+"""One frame past the parse window's high mark."""
 
 
-def test_the_parse_window_stops_reading_at_its_high_mark_and_reads_again_under_its_low() -> None:
+def test_the_parse_window_stops_reading_past_its_high_mark_and_reads_again_under_its_low() -> None:
     window = ParseWindow()
     assert window.decide(True, 0, epoch=1) is None
-    made = [window.sent(seq, CHUNK) for seq in range(1, UNPARSED_HIGH // CHUNK + 1)]
+    made = [window.sent(seq, CHUNK) for seq in range(1, UNPARSED_HIGH // CHUNK + 2)]
     assert made == [None] * (len(made) - 1) + [Reading.PAUSE]
     assert window.sent(len(made) + 1, CHUNK) is None  # paused once; a frame read meanwhile counts
     acked = len(made) + 1 - UNPARSED_LOW // CHUNK
@@ -83,24 +85,24 @@ def test_the_parse_window_stops_reading_at_its_high_mark_and_reads_again_under_i
 
 def test_the_parse_window_counts_nothing_unless_paced() -> None:
     window = ParseWindow()
-    assert [window.sent(seq, UNPARSED_HIGH) for seq in (1, 2)] == [None, None]
+    assert [window.sent(seq, PAST) for seq in (1, 2)] == [None, None]
     assert window.unparsed == 0
 
 
 def test_a_parse_window_turned_off_reads_again_and_forgets() -> None:
     window = ParseWindow()
     window.decide(True, 0, epoch=1)
-    assert window.sent(1, UNPARSED_HIGH) is Reading.PAUSE
+    assert window.sent(1, PAST) is Reading.PAUSE
     assert window.decide(False, None, epoch=2) is Reading.RESUME
     assert window.unparsed == 0
     assert window.decide(True, None, epoch=1) is None  # an older decision: still off
-    assert window.sent(2, UNPARSED_HIGH) is None
+    assert window.sent(2, PAST) is None
 
 
 def test_a_fresh_views_seq_counts_as_parsed_and_older_acks_are_no_news() -> None:
     window = ParseWindow()
     window.decide(True, 10, epoch=1)
-    assert window.sent(9, UNPARSED_HIGH) is None  # before the view: never to be parsed
-    assert window.sent(11, UNPARSED_HIGH) is Reading.PAUSE
+    assert window.sent(9, PAST) is None  # before the view: never to be parsed
+    assert window.sent(11, PAST) is Reading.PAUSE
     assert window.decide(None, 5, epoch=0) is None
     assert window.decide(None, 11, epoch=0) is Reading.RESUME
