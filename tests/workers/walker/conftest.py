@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 
 from forge.ipc.manager import WorkerHandle, WorkerManager
@@ -58,16 +59,13 @@ async def session_leader() -> AsyncIterator[asyncio.subprocess.Process]:
 
 
 def _session_members(sid: int) -> list[int]:
-    """The session's processes and the one that moved away (found by its command line)."""
+    """The session's processes and the child that moved away (still the leader's child: found
+    by its parent, not by its command line, which another test's session shares)."""
     members = []
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        pid = int(entry.name)
+    for process in psutil.process_iter(["ppid"]):
         with contextlib.suppress(OSError):
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-            if os.getsid(pid) == sid or cmdline == b"sleep\x0061\x00":
-                members.append(pid)
+            if process.info["ppid"] == sid or os.getsid(process.pid) == sid:
+                members.append(process.pid)
     return members
 
 
