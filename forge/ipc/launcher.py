@@ -49,11 +49,13 @@ def launch(
     cwd: Path | None = None,
     loop: asyncio.AbstractEventLoop | None = None,
     preexec_fn: Callable[[], None] | None = None,
+    pass_fds: Sequence[int] = (),
 ) -> WorkerProcess:
     """Start `argv` in a new session (its own process group) and watch it through a pidfd.
 
     `preexec_fn` runs in the child before exec (a worker's own child passes
-    `forge.ipc.orphans.die_with_parent`, so it dies with the worker)."""
+    `forge.ipc.orphans.die_with_parent`, so it dies with the worker); `pass_fds` stay open in
+    the child (a lending pair's worker end)."""
     popen = subprocess.Popen(
         list(argv),
         env=dict(env),
@@ -61,6 +63,7 @@ def launch(
         stdin=subprocess.DEVNULL,
         start_new_session=True,
         close_fds=True,
+        pass_fds=pass_fds,
         preexec_fn=preexec_fn,
     )
     return WorkerProcess(popen, loop or asyncio.get_running_loop())

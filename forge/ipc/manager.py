@@ -16,10 +16,11 @@ import os
 import random
 import shutil
 import signal
+import socket
 import sys
 import tempfile
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from functools import partial
 from pathlib import Path
@@ -30,7 +31,7 @@ import zmq.asyncio
 
 from forge import logs, paths
 from forge.clock import SYSTEM_CLOCK, Clock
-from forge.ipc import channel
+from forge.ipc import channel, lending
 from forge.ipc.envelope import (
     PROTOCOL_VERSION,
     DataHeaders,
@@ -111,6 +112,8 @@ class WorkerSpec:
     restart: bool = True
     """False for a worker whose death its owner handles (a terminal host: its shell is gone with
     it): an exit nobody asked for leaves it `stopped`, logged `worker_exited_not_restarted`."""
+    lends: bool = False
+    """Each generation gets a lending pair (`forge.ipc.lending`); `WorkerHandle.borrow` reads it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,6 +165,8 @@ class WorkerHandle:
         """What the current generation announced in its hello."""
         self._identity: bytes | None = None
         self._process: WorkerProcess | None = None
+        self._lending: socket.socket | None = None
+        """The current generation's end of its lending pair (a kind that `lends`)."""
         self._spawned_at = 0.0
         self._last_seen = 0.0
         self._ready_at: float | None = None
@@ -234,6 +239,11 @@ class WorkerHandle:
             if not sending.done():
                 sending.cancel()
             self._pending.forget(request_id)
+
+    def borrow(self) -> int | None:
+        """The next descriptor the current generation lent (`Worker.lend`), now owned by the
+        caller; None when it lent nothing more (or its kind does not lend)."""
+        return None if self._lending is None else lending.borrow(self._lending)
 
     def subscribe(self, stream_id: str | None, on_frame: OnFrame, on_end: OnEnd) -> Subscription:
         """Receive a bulk stream's frames (`None`: every stream) and learn when it ends."""
@@ -341,6 +351,10 @@ class WorkerHandle:
             config=self.spec.config,
             last_words=str(self._last_words),
         )
+        theirs = None
+        if self.spec.lends:
+            self._lending, theirs = lending.lending_pair()
+            context = replace(context, lend_fd=theirs.fileno())
         self._identity = context.identity
         self._ready_at = None
         self._hello = asyncio.get_running_loop().create_future()
@@ -353,7 +367,15 @@ class WorkerHandle:
         self._spawned_at = self._clock.monotonic()
         env = {**os.environ, **self.spec.env, **context.to_environ()}
         argv = [sys.executable, "-m", self.spec.module]
-        self._process = launch(argv, env, cwd=self.spec.cwd)
+        passed = () if theirs is None else (theirs.fileno(),)
+        try:
+            self._process = launch(argv, env, cwd=self.spec.cwd, pass_fds=passed)
+        except OSError:
+            self._close_lending()
+            raise
+        finally:
+            if theirs is not None:
+                theirs.close()  # the worker holds its own copy now
         self._log.info("worker_spawned", pid=self._process.pid, generation=self.generation)
         self._set_state(WorkerState.STARTING)
         return self._process
@@ -395,6 +417,7 @@ class WorkerHandle:
         """Answer everyone waiting on the dead generation; returns how long it had been ready."""
         process.kill_group()  # children it left in its group die with it
         self._attaching.cancel()
+        self._close_lending()
         stopping = self._stop_requested.done()
         self._identity = None
         if (words := self._take_last_words()) is not None:
@@ -421,6 +444,12 @@ class WorkerHandle:
         )
         now = self._clock.monotonic()
         return None if self._ready_at is None else now - self._ready_at
+
+    def _close_lending(self) -> None:
+        """The generation is over: its lending pair goes, with what it lent and nobody borrowed."""
+        if self._lending is not None:
+            self._lending.close()
+            self._lending = None
 
     def _take_last_words(self) -> str | None:
         """Why the generation that just ended could not run, if it said (`WorkerContext`)."""

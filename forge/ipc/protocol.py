@@ -162,6 +162,8 @@ class WorkerProtocol:
     restart: bool = True
     """Whether an exit nobody asked for restarts the worker (a terminal host's shell is gone for
     good with it, so that kind says no)."""
+    lends: bool = False
+    """Whether the worker lends its supervisor file descriptors (`forge.ipc.lending`)."""
     _events_by_name: Mapping[str, type[WorkerEvent]] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
@@ -192,6 +194,7 @@ class WorkerProtocol:
             cwd=cwd,
             timings=timings or self.timings,
             restart=self.restart,
+            lends=self.lends,
         )
 
     def decode_event(self, name: str, data: Any) -> WorkerEvent | None:

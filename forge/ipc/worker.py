@@ -14,6 +14,7 @@ import contextlib
 import json
 import os
 import signal
+import socket
 import sys
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -25,7 +26,7 @@ import zmq.asyncio
 
 from forge import eventloop, logs
 from forge.clock import SYSTEM_CLOCK, Clock
-from forge.ipc import channel
+from forge.ipc import channel, lending
 from forge.ipc.envelope import (
     PROTOCOL_VERSION,
     DataHeaders,
@@ -49,6 +50,7 @@ ENV_GENERATION = "FORGE_WORKER_GENERATION"
 ENV_CONFIG = "FORGE_WORKER_CONFIG"
 ENV_PARENT = "FORGE_WORKER_PARENT"
 ENV_LAST_WORDS = "FORGE_WORKER_LAST_WORDS"
+ENV_LEND = "FORGE_IPC_LEND"
 LAST_WORDS_LIMIT = 2048
 """Bytes of last words the manager reads: a reason, not a log."""
 
@@ -100,6 +102,8 @@ class WorkerContext:
     """A file for why the worker cannot run, written before it exits with `CONFIG_ERROR_EXIT`
     (it may not have reached the manager yet): the manager puts it in the row's reason, so the
     person reads "cannot start shell '/bin/zhs'" rather than "exit code 78"."""
+    lend_fd: int | None = None
+    """The worker's end of its lending pair, when its kind lends (`forge.ipc.lending`)."""
 
     def to_environ(self) -> dict[str, str]:
         return {
@@ -112,6 +116,7 @@ class WorkerContext:
             ENV_PARENT: str(self.parent_pid),
             ENV_CONFIG: json.dumps(dict(self.config)),
             ENV_LAST_WORDS: self.last_words,
+            **({} if self.lend_fd is None else {ENV_LEND: str(self.lend_fd)}),
         }
 
     @classmethod
@@ -127,6 +132,7 @@ class WorkerContext:
                 parent_pid=int(environ[ENV_PARENT]),
                 config=json.loads(environ.get(ENV_CONFIG) or "{}"),
                 last_words=environ.get(ENV_LAST_WORDS, ""),
+                lend_fd=int(environ[ENV_LEND]) if ENV_LEND in environ else None,
             )
         except (KeyError, ValueError) as error:
             raise WorkerConfigError(
@@ -229,6 +235,7 @@ class Worker:
             self._zmq, context.bulk_in_endpoint, context.identity, channel.BULK_HWM
         )
         self._bulk_now = channel.plain(self._bulk)
+        self._lending = None if context.lend_fd is None else socket.socket(fileno=context.lend_fd)
         self._stopping = asyncio.Event()
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -261,6 +268,13 @@ class Worker:
     def stream(self, stream_id: str) -> BulkStream:
         """An outgoing bulk stream; choose per frame between `offer` (may drop) and `send`."""
         return BulkStream(self._bulk, self._bulk_now, stream_id)
+
+    def lend(self, fd: int) -> None:
+        """Lend the supervisor a duplicate of `fd` (`WorkerHandle.borrow`); before `setup`
+        returns, so it is there when the supervisor hears from this generation."""
+        if self._lending is None:
+            raise WorkerConfigError(f"worker kind {self.kind!r} does not declare `lends`")
+        lending.lend(self._lending, fd)
 
     def request_stop(self) -> None:
         """Begin a graceful stop (also what `stop` from the manager, SIGTERM and SIGINT do)."""

@@ -33,6 +33,7 @@ from forge.ipc.messages import StreamFrame
 from forge.ipc.protocol import call
 from forge.ipc.streams import Subscription
 from forge.logs import get_logger
+from forge.ptyinput import PtyInput
 from forge.supervisor.connection import Connection
 from forge.supervisor.core import Supervisor
 from forge.supervisor.seats import SeatState, UnknownProject
@@ -60,7 +61,6 @@ from forge.wire.client import (
 from forge.wire.errors import ClientRefusal
 from forge.wire.seats import Seat
 from forge.workers.terminal.protocol import (
-    INPUT_STREAM,
     MAX_COLS,
     MAX_ROWS,
     MIN_COLS,
@@ -93,6 +93,8 @@ class _Terminal:
     summary: wire.TerminalSummary | None = None
     flow: TerminalFlow[Connection] = field(default_factory=TerminalFlow)
     subscription: Subscription | None = None
+    keys: PtyInput | None = None
+    """Writes keystrokes to the PTY master the host lent (`forge.ipc.lending`), from `_open`."""
     gone: str | None = None
     """Why the host is gone (it crashed): no view can be drawn any more."""
     closing: bool = False
@@ -155,7 +157,7 @@ class TerminalService:
                 f"terminal {terminal.room.id} is controlled by viewer {controller.number}; "
                 "the agent's terminal tools wait until it is released"
             )
-        terminal.handle.send_bulk(INPUT_STREAM, data)
+        self._type(terminal, data)
 
     def shell_pids(self, seat: Seat) -> list[int]:
         """The pids of the seat's live shells: the roots of its process view (H12)."""
@@ -236,13 +238,24 @@ class TerminalService:
         try:
             summary = await call(handle, Summary())
         except (WorkerError, RequestFailed) as error:
-            del self._terminals[number], self._current[state.seat]
-            terminal.subscription.close()
-            await self._manager.remove(handle.name)  # its row and sockets go with it
+            await self._discard(terminal)
             raise _Refused(f"the terminal could not start: {error}") from None
+        master = handle.borrow()  # lent before the host said hello, so it is here now
+        if master is None:
+            await self._discard(terminal)
+            raise _Refused("the terminal could not start: its host lent no PTY")
+        terminal.keys = PtyInput(master)
         log.info("terminal_opened", seat=str(state.seat), id=number, pid=summary.pid)
         self._publish(terminal, summary)
         return terminal
+
+    async def _discard(self, terminal: _Terminal) -> None:
+        """Forget a terminal that never started; its host's row and sockets go too."""
+        seat = terminal.room.seat
+        del self._terminals[terminal.room.id], self._current[seat]
+        if terminal.subscription is not None:
+            terminal.subscription.close()
+        await self._manager.remove(terminal.handle.name)
 
     async def _detach_verb(self, connection: Connection, message: TerminalDetach) -> None:
         self._detach(connection)
@@ -306,7 +319,12 @@ class TerminalService:
         if not terminal.room.may_type(viewer):
             log.debug("terminal_input_refused", peer=connection.peer, viewer=viewer.number)
             return
-        terminal.handle.send_bulk(INPUT_STREAM, frame.data)
+        self._type(terminal, frame.data)
+
+    def _type(self, terminal: _Terminal, data: bytes) -> None:
+        """Keystrokes to the shell, written by the supervisor itself: no hop through the host."""
+        if terminal.keys is None or not terminal.keys.write(data):
+            log.info("terminal_input_refused", id=terminal.room.id, bytes=len(data))
 
     # --- attachments -------------------------------------------------------------------
 
@@ -502,6 +520,8 @@ class TerminalService:
             return
         terminal.gone = reason
         terminal.flow.stopped = True
+        if terminal.keys is not None:
+            terminal.keys.close()  # the shell must see its PTY hang up with its host
         room = terminal.room
         log.warning("terminal_host_gone", id=room.id, reason=reason)
         if terminal.summary is not None:
@@ -536,6 +556,8 @@ class TerminalService:
                 log.warning("terminal_close_failed", id=room.id, reason=str(error))
         if terminal.subscription is not None:
             terminal.subscription.close()
+        if terminal.keys is not None:
+            terminal.keys.close()
         # remove, not stop: a closed terminal's host leaves home's `workers` and the manager.
         await self._manager.remove(terminal.handle.name)
         for task in list(terminal.tasks):

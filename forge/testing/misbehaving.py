@@ -14,6 +14,8 @@ config keys:
   spawn_child       start a `sleep` child: "pdeathsig" (dies with us, like a PTY shell) or
                     "group" (left in our process group, for the group kill to find)
   bulk_delay        seconds to sleep per received bulk frame (a slow reader)
+  lend              lend the supervisor the read end of a pipe holding this text, then close
+                    the worker's copies (`forge.ipc.lending`)
 requests and events: `forge.testing.misbehaving_protocol` (echo, pid, children, sleep, block,
   flood, pump, stream, emit, received; flood_done, title).
 """
@@ -69,6 +71,12 @@ class MisbehavingWorker(Worker):
             asyncio.get_running_loop().remove_signal_handler(signal.SIGTERM)
             signal.signal(signal.SIGTERM, signal.SIG_IGN)
         await asyncio.sleep(float(self.config.get("hello_delay", 0)))
+        if "lend" in self.config:
+            read_end, write_end = os.pipe()
+            os.write(write_end, str(self.config["lend"]).encode())
+            self.lend(read_end)
+            os.close(read_end)
+            os.close(write_end)
         child_kind = self.config.get("spawn_child")
         if child_kind:
             preexec = die_with_parent if child_kind == "pdeathsig" else None

@@ -89,4 +89,5 @@ MISBEHAVING = WorkerProtocol(
     module="forge.testing.misbehaving",
     requests=(Echo, Pid, Children, Sleep, Block, Flood, Pump, Stream, Emit, Received),
     events=(FloodDone, Title),
+    lends=True,
 )

@@ -11,8 +11,9 @@ The supervisor imports this module and nothing else of `forge.workers.terminal`.
   shell's last bytes always precede the summary that says it exited. Each frame's `meta` says
   what it is (`OutputMeta`): an int is a kind-4 frame's seq (its payload the frame in final wire
   form, relayed untouched), a map is a `TerminalSummary` (empty payload), sent whenever the
-  strip's words change. Keystrokes go the other way on the supervisor's bulk stream `input`,
-  one-way, for the lowest latency.
+  strip's words change.
+- Keystrokes do not come through the host: it lends the supervisor its PTY master
+  (`forge.ipc.lending`) before it says hello, and the supervisor writes them there itself.
 """
 
 from __future__ import annotations
@@ -26,8 +27,6 @@ from forge.wire.terminal import TerminalSummary
 
 OUTPUT_STREAM = "output"
 """Host -> supervisor: kind-4 frames and summaries, in order."""
-INPUT_STREAM = "input"
-"""Supervisor -> host: keystrokes (kind-5 payloads without their header)."""
 
 MIN_COLS, MAX_COLS = 2, 500
 MIN_ROWS, MAX_ROWS = 1, 300
@@ -163,4 +162,5 @@ TERMINAL = WorkerProtocol(
     requests=(View, Resize, Flow, Close, Summary, Stats),
     streams=(OUTPUT_STREAM,),
     restart=False,
+    lends=True,
 )

@@ -4,11 +4,12 @@ The reader thread waits on the PTY with `poll`, drains it until it would block, 
 and hands the frames it releases to the event loop (`on_frames` runs there). A thread, because
 a PTY hands out at most ~4 KiB per read: a flood is ~250 reads per MB, and each turn of the
 event loop around a read cost more than the read itself (measured in docs/benchmarks.md). The
-loop keeps everything else: keystrokes, sizes, probes, and the shell's exit, seen through a
-pidfd; the thread then drains the PTY once more, so every byte the shell wrote is framed
-before `on_exit` runs. Reading can be paused for backpressure (`pause_reading(reason)`) without
-losing that final drain. A shell's jobs do not outlive it: once the shell is gone, what is left
-of its session (`sleep 777 &`, a server started in the background) is killed as `close` kills it.
+loop keeps everything else: sizes, probes, and the shell's exit, seen through a pidfd (the
+keystrokes are written to `master_fd` by the supervisor, `forge.ptyinput`); the thread then
+drains the PTY once more, so every byte the shell wrote is framed before `on_exit` runs.
+Reading can be paused for backpressure (`pause_reading(reason)`) without losing that final
+drain. A shell's jobs do not outlive it: once the shell is gone, what is left of its session
+(`sleep 777 &`, a server started in the background) is killed as `close` kills it.
 """
 
 from __future__ import annotations
@@ -113,7 +114,6 @@ class PtySession:
         self._closing = False
         self._leftovers: asyncio.Task[list[int]] | None = None
         """Killing what the shell left in its session, from its exit on."""
-        self._pending_input = bytearray()
         self.exit_status: int | None = None
         self.closed: asyncio.Future[int] = self._loop.create_future()
         os.set_blocking(self._fd, False)
@@ -149,6 +149,12 @@ class PtySession:
     @property
     def pid(self) -> int:
         return int(self._process.pid)
+
+    @property
+    def master_fd(self) -> int:
+        """The PTY's master: the host reads it; keystrokes are written to it by whoever the
+        host lent it to (the supervisor), never through the host."""
+        return self._fd
 
     @property
     def alive(self) -> bool:
@@ -269,35 +275,7 @@ class PtySession:
             return 0
         return int.from_bytes(answer, "little")
 
-    # --- input, size, probes ------------------------------------------------------------
-
-    def write(self, data: bytes) -> None:
-        """Keystrokes for the shell; what the PTY cannot take now is written when it can."""
-        if not self.alive or not data:
-            return
-        if self._pending_input:
-            self._pending_input += data
-            return
-        try:
-            written = os.write(self._fd, data)
-        except BlockingIOError:
-            written = 0
-        except OSError:
-            return
-        if written < len(data):
-            self._pending_input += data[written:]
-            self._loop.add_writer(self._fd, self._write_pending)
-
-    def _write_pending(self) -> None:
-        try:
-            written = os.write(self._fd, self._pending_input)
-        except BlockingIOError:
-            return
-        except OSError:
-            written = len(self._pending_input)
-        del self._pending_input[:written]
-        if not self._pending_input:
-            self._loop.remove_writer(self._fd)
+    # --- size, probes ------------------------------------------------------------
 
     def resize(self, cols: int, rows: int) -> None:
         """Set the PTY's size; the kernel sends SIGWINCH to the foreground group."""
@@ -391,6 +369,4 @@ class PtySession:
         self._reader.join()
         os.close(self._wake_read)
         os.close(self._wake_write)
-        if self._pending_input:
-            self._loop.remove_writer(self._fd)
         self._process.close(force=True)

@@ -15,14 +15,12 @@ from typing import Any
 import msgspec
 
 from forge.ipc.errors import WorkerConfigError
-from forge.ipc.messages import StreamFrame
 from forge.ipc.worker import Worker, handles
 from forge.wire.terminal import TerminalSummary
 from forge.workers.terminal.batcher import Frame
 from forge.workers.terminal.feeder import ScreenFeeder
 from forge.workers.terminal.flow import MuteGate, ParseWindow, Reading, SendWindow
 from forge.workers.terminal.protocol import (
-    INPUT_STREAM,
     OUTPUT_STREAM,
     TERMINAL,
     Close,
@@ -96,6 +94,7 @@ class TerminalHost(Worker):
             )
         except ShellUnavailable as error:
             raise WorkerConfigError(str(error)) from error
+        self.lend(self.session.master_fd)  # keystrokes come straight from the supervisor
         self.log.info(
             "terminal_started", terminal=self.terminal, pid=self.session.pid, argv=spec.argv
         )
@@ -257,7 +256,3 @@ class TerminalHost(Worker):
             screen_pending=self.feeder.pending,
             screen_skipped=self.feeder.skipped_bytes,
         )
-
-    async def on_bulk(self, frame: StreamFrame) -> None:
-        if frame.stream_id == INPUT_STREAM:
-            self.session.write(bytes(frame.payload))

@@ -19,10 +19,10 @@ from forge.ipc.manager import WorkerHandle, WorkerManager
 from forge.ipc.messages import StreamFrame
 from forge.ipc.policy import LifecycleTimings
 from forge.ipc.protocol import BAD_REQUEST, call
+from forge.ptyinput import PtyInput
 from forge.wire.binary import TERMINAL_OUTPUT_HEADER
 from forge.wire.terminal import TerminalSummary
 from forge.workers.terminal.protocol import (
-    INPUT_STREAM,
     OUTPUT_STREAM,
     TERMINAL,
     Close,
@@ -57,8 +57,14 @@ class Viewer:
         self.chunks: dict[int, bytes] = {}
         self.summaries: list[TerminalSummary] = []
         self.ended: str | None = None
+        self.keys: PtyInput | None = None
+        """The PTY master the host lent, written as the supervisor writes keystrokes."""
         self._changed = asyncio.Event()
         handle.subscribe(OUTPUT_STREAM, self.on_frame, self.on_end)
+
+    def type(self, keys: bytes) -> None:
+        assert self.keys is not None
+        assert self.keys.write(keys)
 
     def on_frame(self, frame: StreamFrame) -> None:
         meta = read_output_meta(frame.meta)
@@ -73,6 +79,8 @@ class Viewer:
 
     def on_end(self, stream_id: str, reason: str) -> None:
         self.ended = reason
+        if self.keys is not None:
+            self.keys.close()  # as the supervisor does: the shell sees its PTY hang up
         self._changed.set()
 
     @property
@@ -108,6 +116,9 @@ async def start_host(
     handle = manager.start(TERMINAL.spec(name, config=settings, env=env))
     viewer = Viewer(handle)
     await handle.wait_for(lambda row: row.state == "ready", 30.0)
+    master = handle.borrow()
+    assert master is not None, "the host lends its PTY master before it is ready"
+    viewer.keys = PtyInput(master)
     return handle, viewer
 
 
@@ -117,10 +128,6 @@ def gone(pid: int) -> bool:
         return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
         return True
-
-
-def type_in(handle: WorkerHandle, keys: bytes) -> None:
-    assert handle.send_bulk(INPUT_STREAM, keys)
 
 
 def screen_of(view: Viewed, *after: bytes) -> TerminalScreen:
@@ -141,7 +148,7 @@ async def test_muted_the_host_sends_no_frames_but_its_screen_follows_and_the_new
     older = await call(handle, Flow(muted=False, epoch=1))
     assert older.muted is True  # decided before the mute: it arrived late, ignored
     last_sent = viewer.seqs[-1]
-    type_in(handle, b"echo hidden-$((6*7))\r")
+    viewer.type(b"echo hidden-$((6*7))\r")
 
     async def screen_shows(text: str) -> Viewed:
         while True:
@@ -154,7 +161,7 @@ async def test_muted_the_host_sends_no_frames_but_its_screen_follows_and_the_new
     assert view.seq > last_sent
     assert viewer.seqs[-1] == last_sent
     assert (await call(handle, Flow(muted=False, epoch=3))).muted is False
-    type_in(handle, b"echo shown-$((6*7))\r")
+    viewer.type(b"echo shown-$((6*7))\r")
     await viewer.wait_for(b"shown-42")
     assert all(seq > view.seq for seq in viewer.seqs if seq > last_sent)
     assert b"hidden-42" not in viewer.data
@@ -164,7 +171,7 @@ async def test_output_frames_view_and_state_words(manager: WorkerManager, tmp_pa
     handle, viewer = await start_host(manager, tmp_path)
     await viewer.wait_for(b"$ ")
     await viewer.wait_state(state="idle", alive=True)
-    type_in(handle, b"printf 'hello %s\\n' world\r")
+    viewer.type(b"printf 'hello %s\\n' world\r")
     await viewer.wait_for(b"hello world")
     view = await call(handle, View())
     assert view.seq <= viewer.seqs[-1]
@@ -172,18 +179,18 @@ async def test_output_frames_view_and_state_words(manager: WorkerManager, tmp_pa
     assert "hello world" in "\n".join(screen.display)
     assert viewer.seqs == list(range(1, len(viewer.seqs) + 1))
 
-    type_in(handle, b"sleep 1\r")
+    viewer.type(b"sleep 1\r")
     running = await viewer.wait_state(state="running")
     assert running.source == "process"
     await viewer.wait_state(state="idle")
 
-    type_in(handle, b"read -s -p 'Password: ' secret\r")
+    viewer.type(b"read -s -p 'Password: ' secret\r")
     await viewer.wait_state(state="password", source="termios")
-    type_in(handle, b"hunter2\r")
+    viewer.type(b"hunter2\r")
     await viewer.wait_state(state="idle")
     assert b"hunter2" not in viewer.data
 
-    type_in(handle, b"printf '\\033]2;my title\\007'; cd /tmp\r")
+    viewer.type(b"printf '\\033]2;my title\\007'; cd /tmp\r")
     summary = await viewer.wait_state(title="my title", cwd="/tmp")
     assert summary.id == 1
     assert summary.held is False
@@ -194,7 +201,7 @@ async def test_a_second_viewer_mid_stream_draws_the_same_screen(
 ) -> None:
     handle, viewer = await start_host(manager, tmp_path, cols=40, rows=10)
     await viewer.wait_for(b"$ ")
-    type_in(handle, b"seq 1 100000; echo DONE\r")
+    viewer.type(b"seq 1 100000; echo DONE\r")
     await viewer.wait_for(b"50000")
     mid = await call(handle, View())
     await viewer.wait_for(b"DONE\r\n")
@@ -213,13 +220,13 @@ async def test_alternate_screen_and_modes_in_the_view(
     (tmp_path / "file.txt").write_text("".join(f"line {n}\n" for n in range(200)))
     handle, viewer = await start_host(manager, tmp_path)
     await viewer.wait_for(b"$ ")
-    type_in(handle, b"less file.txt\r")
+    viewer.type(b"less file.txt\r")
     await viewer.wait_for(b"line 20")
     view = await call(handle, View())
     screen = screen_of(view, viewer.after(view.seq))
     assert screen.in_alternate
     assert screen.display[0].startswith("line 0")
-    type_in(handle, b"q")
+    viewer.type(b"q")
     await viewer.wait_for(b"$ ", 2)
     view = await call(handle, View())
     screen = screen_of(view, viewer.after(view.seq))
@@ -231,7 +238,7 @@ async def test_resize_applies_to_pty_and_screen(manager: WorkerManager, tmp_path
     handle, viewer = await start_host(manager, tmp_path)
     await viewer.wait_for(b"$ ")
     assert await call(handle, Resize(cols=100, rows=30)) == Resized(cols=100, rows=30)
-    type_in(handle, b"stty size\r")
+    viewer.type(b"stty size\r")
     await viewer.wait_for(b"30 100")
     view = await call(handle, View())
     assert (view.cols, view.rows) == (100, 30)
@@ -261,7 +268,7 @@ async def test_every_byte_before_exit_then_the_exit_summary(
 ) -> None:
     handle, viewer = await start_host(manager, tmp_path)
     await viewer.wait_for(b"$ ")
-    type_in(handle, b"head -c 500000 /dev/zero | tr '\\0' Q; exit 7\r")
+    viewer.type(b"head -c 500000 /dev/zero | tr '\\0' Q; exit 7\r")
     summary = await viewer.wait_state(alive=False)
     assert summary.state == "exited"
     assert summary.exit_status == 7
@@ -272,7 +279,7 @@ async def test_every_byte_before_exit_then_the_exit_summary(
 async def start_job(handle: WorkerHandle, viewer: Viewer, command: bytes) -> int:
     """Start `command &` in the shell; the job's pid."""
     await viewer.wait_for(b"$ ")
-    type_in(handle, command + b" & echo JOB=$!\r")
+    viewer.type(command + b" & echo JOB=$!\r")
     await viewer.until(lambda: re.search(rb"JOB=(\d+)\r\n", viewer.data) is not None)
     return int(re.findall(rb"JOB=(\d+)\r\n", viewer.data)[0])
 
@@ -291,7 +298,7 @@ async def test_a_shells_jobs_do_not_outlive_it(manager: WorkerManager, tmp_path:
     """Issue 13, item 6: `sleep 777 &` then `exit`: the job goes with the shell's session."""
     handle, viewer = await start_host(manager, tmp_path)
     job = await start_job(handle, viewer, b"sleep 777")
-    type_in(handle, b"exit\r")
+    viewer.type(b"exit\r")
     await viewer.wait_state(alive=False)
     # `close` after the shell's own exit answers once what it left in its session is gone.
     assert (await call(handle, Close())).exit_status == 0
@@ -303,7 +310,7 @@ async def test_a_killed_host_ends_the_stream_and_takes_only_its_shell(
     manager: WorkerManager, tmp_path: Path
 ) -> None:
     first, first_viewer = await start_host(manager, tmp_path, "terminal-1")
-    second, second_viewer = await start_host(manager, tmp_path, "terminal-2", terminal=2)
+    _, second_viewer = await start_host(manager, tmp_path, "terminal-2", terminal=2)
     await first_viewer.wait_for(b"$ ")
     await second_viewer.wait_for(b"$ ")
     shell = first_viewer.summaries[-1].pid
@@ -312,7 +319,7 @@ async def test_a_killed_host_ends_the_stream_and_takes_only_its_shell(
     await first_viewer.until(lambda: first_viewer.ended is not None)
     assert first_viewer.ended == "worker_crashed"
     await first.stop()
-    type_in(second, b"echo still here\r")
+    second_viewer.type(b"echo still here\r")
     await second_viewer.wait_for(b"still here\r\n")
     while not gone(shell):  # noqa: ASYNC110 - the shell is not our child: no event to await
         await asyncio.sleep(0.01)

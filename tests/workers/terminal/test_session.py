@@ -107,7 +107,7 @@ async def test_resize_reaches_the_program(tmp_path: Path) -> None:
     session, output = await start(spec(tmp_path, *BASH))
     await output.wait_for(b"$ ")
     session.resize(100, 30)
-    session.write(b"stty size\r")
+    os.write(session.master_fd, b"stty size\r")
     await output.wait_for(b"30 100")
     await session.close()
 
@@ -118,7 +118,7 @@ async def test_probe_sees_a_command_and_a_password_prompt(tmp_path: Path) -> Non
     at_prompt = session.probe()
     assert at_prompt is not None
     assert at_prompt.foreground_pgid == session.pid
-    session.write(b"read -s -p 'Password: ' secret\r")
+    os.write(session.master_fd, b"read -s -p 'Password: ' secret\r")
     await output.wait_for(b"Password: ")
 
     def password_wanted() -> bool:
@@ -126,9 +126,9 @@ async def test_probe_sees_a_command_and_a_password_prompt(tmp_path: Path) -> Non
         return probe is not None and (probe.echo, probe.canonical) == (False, True)
 
     await until(password_wanted)
-    session.write(b"hunter2\r")
+    os.write(session.master_fd, b"hunter2\r")
     await output.wait_for(b"$ ", 2)
-    session.write(b"sleep 5\r")
+    os.write(session.master_fd, b"sleep 5\r")
 
     def sleep_in_front() -> bool:
         probe = session.probe()
@@ -142,7 +142,7 @@ async def test_probe_sees_a_command_and_a_password_prompt(tmp_path: Path) -> Non
 async def test_close_kills_background_jobs_and_exit_reports_a_status(tmp_path: Path) -> None:
     session, output = await start(spec(tmp_path, *BASH))
     await output.wait_for(b"$ ")
-    session.write(b"sleep 999 & echo JOB=$!\r")
+    os.write(session.master_fd, b"sleep 999 & echo JOB=$!\r")
     await output.wait_for(b"$ ", 2)
     await until(lambda: re.search(rb"JOB=(\d+)\r\n", output.data) is not None)
     job = int(re.findall(rb"JOB=(\d+)\r\n", output.data)[0])

@@ -1,0 +1,57 @@
+"""Descriptors a worker lends its supervisor: borrowed once, owned by the borrower, and what a
+dead generation lent and nobody borrowed is released with it."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+from forge.ipc.manager import WorkerManager
+from forge.workers.walker.protocol import WALKER
+
+from .helpers import misbehaving, ready
+
+
+def open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+async def test_a_lent_pipe_is_read_by_the_borrower_after_the_worker_closed_its_copies(
+    manager: WorkerManager,
+) -> None:
+    worker = manager.start(misbehaving("lender", lend="hello from the worker"))
+    await ready(worker)
+    fd = worker.borrow()
+    assert fd is not None
+    try:
+        assert os.read(fd, 100) == b"hello from the worker"
+        assert os.read(fd, 100) == b""  # the worker closed the write end: the pipe is ours
+        assert os.get_inheritable(fd) is False
+        assert worker.borrow() is None  # lent once, borrowed once
+    finally:
+        os.close(fd)
+
+
+async def test_a_restarted_worker_lends_anew_and_the_dead_generations_loan_is_released(
+    manager: WorkerManager,
+) -> None:
+    worker = manager.start(misbehaving("lender", lend="first"))
+    await ready(worker)
+    before = open_fds()
+    for restarts in (1, 2, 3):
+        assert worker.pid is not None
+        os.kill(worker.pid, signal.SIGKILL)
+        await ready(worker, restarts)
+    assert open_fds() == before  # three loans never borrowed, and nothing left of them
+    fd = worker.borrow()
+    assert fd is not None
+    try:
+        assert os.read(fd, 100) == b"first"
+    finally:
+        os.close(fd)
+
+
+async def test_a_kind_that_does_not_lend_has_nothing_to_borrow(manager: WorkerManager) -> None:
+    walker = manager.start(WALKER.spec("walker"))
+    await ready(walker)
+    assert walker.borrow() is None
