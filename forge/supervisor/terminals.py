@@ -323,8 +323,11 @@ class TerminalService:
 
     def _type(self, terminal: _Terminal, data: bytes) -> None:
         """Keystrokes to the shell, written by the supervisor itself: no hop through the host."""
-        if terminal.keys is None or not terminal.keys.write(data):
-            log.info("terminal_input_refused", id=terminal.room.id, bytes=len(data))
+        keys = terminal.keys
+        if keys is not None and not keys.write(data) and not keys.closed:
+            log.info(
+                "terminal_input_full", id=terminal.room.id, bytes=len(data), waiting=keys.pending
+            )
 
     # --- attachments -------------------------------------------------------------------
 
