@@ -1,5 +1,5 @@
-"""Descriptors a worker lends its supervisor: borrowed once, owned by the borrower, and what a
-dead generation lent and nobody borrowed is released with it."""
+"""Descriptors a worker lends its supervisor: borrowed once, owned by the borrower, and a dead
+generation's lending pair closed with it."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ async def test_a_lent_pipe_is_read_by_the_borrower_after_the_worker_closed_its_c
         os.close(fd)
 
 
-async def test_a_restarted_worker_lends_anew_and_the_dead_generations_loan_is_released(
+async def test_a_restarted_worker_lends_anew_and_dead_generations_leave_no_descriptor_here(
     manager: WorkerManager,
 ) -> None:
     worker = manager.start(misbehaving("lender", lend="first"))
@@ -42,7 +42,8 @@ async def test_a_restarted_worker_lends_anew_and_the_dead_generations_loan_is_re
         assert worker.pid is not None
         os.kill(worker.pid, signal.SIGKILL)
         await ready(worker, restarts)
-    assert open_fds() == before  # three loans never borrowed, and nothing left of them
+    assert open_fds() == before  # three generations' pairs closed with them (a loan still in
+    # flight is the kernel's to release, never in this table)
     fd = worker.borrow()
     assert fd is not None
     try:
