@@ -10,7 +10,8 @@ ends crisp; the copy of the last frame Chromium sends after each capture is not 
 Motion waits behind an asked key frame only while its capture can still come: a capture that
 fails or is overtaken by a navigation lets the newest held paint through (the new page), one
 that outlives `capture_s` lets the next paints through; either is tried again once the page
-settles.
+settles, and every `retry_s` while the viewer that asked has not had its key frame (a still
+page never settles again).
 Every frame is packed once; the supervisor hands the same bytes to every viewer.
 """
 
@@ -31,7 +32,8 @@ from forge.wire.binary import FORMAT_JPEG, FORMAT_WEBP, browser_frame
 log = get_logger(__name__)
 
 KEY_FRAME_TRIES = 5
-"""Captures tried in a row (a quiet period apart) before the pump waits for the next quiet."""
+"""Captures tried in a row (a quiet period apart) before the pump waits for the next quiet, or
+for `PumpSettings.retry_s` while a viewer is still owed its key frame."""
 
 SEQ_MODULUS = 2**32
 """O-B3: per-tab frame seqs start at 1 and wrap modulo 2^32."""
@@ -49,6 +51,10 @@ class PumpSettings:
     """A key frame capture's bound, should Chromium never answer one for another reason than
     a navigation (which `navigated` reports at once); a capture on a loaded machine may take
     seconds."""
+    retry_s: float = 5.0
+    """How often a key frame a viewer was promised (attach, resize) is tried again once
+    `KEY_FRAME_TRIES` captures in a row failed: a still page paints nothing that would start
+    the next try, and its viewer would never get a crisp frame."""
 
 
 class CaptureLost(Exception):
@@ -141,6 +147,8 @@ class FramePump:
         self._tasks: list[asyncio.Task[None]] = []
         self._holding = False
         """A key frame is asked for and not sent yet: motion frames wait behind it."""
+        self._owed = False
+        """A key frame is asked for and none was sent since, held motion or not."""
         self._held: tuple[bytes, tuple[int, int]] | None = None
         """The newest paint while holding: sent if the key frame does not come."""
         self._navigated = asyncio.Event()
@@ -168,7 +176,7 @@ class FramePump:
 
     def ask_key_frame(self) -> None:
         """Attach and resize: the next frame a viewer gets is a crisp one, so motion waits."""
-        self._holding = True
+        self._holding = self._owed = True
         self._key_asked.set()
 
     def navigated(self) -> None:
@@ -245,7 +253,7 @@ class FramePump:
         failures = 0
         while True:
             if not self._key_asked.is_set():
-                await self._until_quiet_or_asked()
+                await self._until_quiet_or_asked(self._settings.retry_s if self._owed else None)
             self._key_asked.clear()
             self._painted.clear()
             try:
@@ -280,6 +288,7 @@ class FramePump:
                 continue
             failures = 0
             self._emit(FORMAT_WEBP, True, image, width, height, self.page_size)
+            self._owed = False
             self._holding, self._held = False, None  # the capture shows what was held, or newer
 
     def _release(self, *, flush: bool) -> None:
@@ -312,13 +321,18 @@ class FramePump:
             raise CaptureLost("the page navigated during the capture")
         raise CaptureTimeout(f"no capture within {self._settings.capture_s} s")
 
-    async def _until_quiet_or_asked(self) -> None:
-        """Return when a key frame is asked for, or when the page painted and then went quiet."""
+    async def _until_quiet_or_asked(self, retry_s: float | None) -> None:
+        """Return when a key frame is asked for, when the page painted and then went quiet, or,
+        given `retry_s`, once that long passed with no paint (a still page)."""
         asked = asyncio.ensure_future(self._key_asked.wait())
         painted = asyncio.ensure_future(self._painted.wait())
         waiters: list[asyncio.Future[Any]] = [asked, painted]
+        if retry_s is not None:
+            waiters.append(asyncio.ensure_future(self._clock.sleep(retry_s)))
         try:
             await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+            if not painted.done():
+                return  # asked, or the promised key frame is due another try
             while not asked.done():
                 quiet_at = self._last_paint + self._settings.quiet_s
                 if self._clock.monotonic() >= quiet_at:

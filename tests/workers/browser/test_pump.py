@@ -10,7 +10,7 @@ from PIL import Image
 
 from forge.testing.clock import ManualClock
 from forge.wire.binary import FORMAT_JPEG, FORMAT_WEBP
-from forge.workers.browser.pump import FramePump, PumpSettings
+from forge.workers.browser.pump import KEY_FRAME_TRIES, FramePump, PumpSettings
 
 from .harness import Recorder
 
@@ -34,6 +34,24 @@ async def turns(done: Callable[[], bool]) -> None:
             return
         await asyncio.sleep(0)
     raise AssertionError("still not done after 1000 turns of the loop")
+
+
+async def run_until(
+    clock: ManualClock, done: Callable[[], bool], *, most_s: float, fail: bool = True
+) -> float:
+    """Let the clock run a tenth of a second at a time, the pump's tasks moving between steps,
+    until `done()`; the time that took (at most `most_s`, else an AssertionError if `fail`)."""
+    spent = 0.0
+    while True:
+        for _ in range(50):  # turns of the loop, not time: the tasks reach their next wait
+            if done():
+                return spent
+            await asyncio.sleep(0)
+        if spent >= most_s:
+            assert not fail, f"not done after {most_s} s of the clock"
+            return spent
+        clock.advance(0.1)
+        spent += 0.1
 
 
 async def test_paints_become_webp_and_jpeg_frames_then_a_key_frame_after_quiet() -> None:
@@ -255,4 +273,38 @@ async def test_a_paint_or_capture_of_the_old_layout_under_the_new_size_is_not_se
     await asyncio.sleep(0)
     sizes = {(f.width, f.height) for f in recorder.frames}
     assert sizes == {(78, 169)}
+    await pump.stop()
+
+
+async def test_a_still_page_whose_captures_keep_failing_is_captured_again_until_one_lands() -> None:
+    """A viewer attached to a page that paints nothing more: once `KEY_FRAME_TRIES` captures in
+    a row failed, no paint would ever start the next try and the viewer never got a key frame
+    (seen on a loaded machine: no key frame within 30 s of attaching). The promised key frame
+    is tried again every `retry_s` until one lands, then no more."""
+    clock = ManualClock()
+    recorder = Recorder()
+    failing = KEY_FRAME_TRIES + 2
+    captures: list[int] = []
+
+    async def capture() -> bytes:
+        captures.append(1)
+        if len(captures) <= failing:
+            raise RuntimeError("Unable to capture screenshot")
+        return picture((0, 0, 255), "WEBP")
+
+    pump = FramePump(
+        profile_id=1, tab=1, clock=clock, sink=recorder.frame, capture_key=capture,
+        settings=PumpSettings(quiet_s=0.3, retry_s=5.0),
+    )  # fmt: skip
+    pump.start()
+    pump.ask_key_frame()
+    await run_until(clock, lambda: len(captures) == KEY_FRAME_TRIES, most_s=2.0)  # a quiet apart
+    waited = await run_until(clock, lambda: len(captures) == KEY_FRAME_TRIES + 1, most_s=6.0)
+    assert 4.9 <= waited <= 5.1  # no paint comes: the retry's time does
+    await run_until(clock, lambda: any(f.key for f in recorder.frames), most_s=11.0)
+    (key,) = [f for f in recorder.frames if f.key]
+    assert key.pixel(5, 5)[2] > 200
+    assert len(captures) == failing + 1
+    await run_until(clock, lambda: False, most_s=60.0, fail=False)  # delivered: no more tries
+    assert len(captures) == failing + 1
     await pump.stop()
