@@ -1602,8 +1602,9 @@ def census_growth(log: Path, top: int = 15) -> dict[str, Any]:
 def heap_slopes(log: Path, warm: float) -> dict[str, Any]:
     """What the supervisor's heap held over the run (its `heap` records, one a minute), as slopes
     after warm-up: MB/hour of bytes in use and of free bytes kept, Python's blocks/hour, and the
-    seats' windows (encoded bytes; each fills to its bound of 1024 frames or 8 MiB). A resident
-    size that grows with `in_use` is objects living on; with `free`, fragmentation."""
+    seats' windows (encoded bytes; each fills to its bound of 1024 frames or 8 MiB), and the
+    longest `malloc_trim` of the run. A resident size that grows with `in_use` is objects living
+    on; with `free`, fragmentation."""
     records = []
     for path in sorted(log.parent.glob(log.name + "*")):
         with contextlib.suppress(OSError), path.open("rb") as lines:
@@ -1635,6 +1636,11 @@ def heap_slopes(log: Path, warm: float) -> dict[str, Any]:
                 "window_mb_per_hour": slope("window_bytes", 1e6),
             }
             if "window_bytes" in last
+            else {}
+        ),
+        **(
+            {"longest_trim_ms": max(r["longest_trim_ms"] for _, r in at)}
+            if "longest_trim_ms" in last
             else {}
         ),
     }

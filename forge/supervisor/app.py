@@ -15,6 +15,7 @@ import gc
 import itertools
 import signal
 import sys
+import time
 from collections import Counter
 from collections.abc import AsyncIterator
 
@@ -116,7 +117,10 @@ async def _refresh_service_status(supervisor: Supervisor) -> None:
         supervisor.publish_keyless("service_status_changed", {"status": status})
 
 
-COLLECT_EVERY = 10
+REPORT_EVERY = 6
+"""The heap's figures go to the log every this many trims (a minute)."""
+
+COLLECT_EVERY = 60
 """A full garbage collection every this many trims (ten minutes), just before the trim. Cycles
 (an exception, its traceback, the frames that hold it) otherwise wait for CPython's full
 collection, which ~60,000 long-lived objects make rare, and what they hold stays resident. In
@@ -127,13 +131,19 @@ About 30 ms of CPU for ~47,000 objects (an interpreter with the supervisor's mod
 
 async def _give_back_freed(supervisor: Supervisor) -> None:
     """The heap's freed pages back to the system now and then (`forge.allocator`), and its
-    figures in the log: a resident size that grows is read against them (objects that live on,
-    free space the heap keeps, or the seats' windows filling to their bound)."""
+    figures in the log once a minute: a resident size that grows is read against them (objects
+    that live on, free space the heap keeps, or the seats' windows filling to their bound),
+    and the longest trim of the minute against the loop's latency."""
+    longest_trim_s = 0.0
     for turn in itertools.count(1):
         await supervisor.clock.sleep(allocator.TRIM_EVERY_S)
         if turn % COLLECT_EVERY == 0:
             gc.collect()
+        started = time.perf_counter()
         allocator.give_back_freed()
+        longest_trim_s = max(longest_trim_s, time.perf_counter() - started)
+        if turn % REPORT_EVERY:
+            continue
         figures = allocator.heap()
         if figures is not None:
             held = [state.window.held for state in supervisor.seats]
@@ -145,7 +155,9 @@ async def _give_back_freed(supervisor: Supervisor) -> None:
                 python_blocks=sys.getallocatedblocks(),
                 window_frames=sum(frames for frames, _ in held),
                 window_bytes=sum(size for _, size in held),
+                longest_trim_ms=round(longest_trim_s * 1000, 2),
             )
+        longest_trim_s = 0.0
 
 
 CENSUS_TOP = 30

@@ -133,21 +133,23 @@ class _Cycle:
 
 
 async def test_the_heap_loop_collects_cycles_every_ten_minutes() -> None:
-    """Cycles wait for CPython's rare full collection; the supervisor runs one every ten trims."""
+    """Cycles wait for CPython's rare full collection; the supervisor runs one every
+    `COLLECT_EVERY` trims."""
     clock = ManualClock()
     supervisor = cast(Supervisor, SimpleNamespace(clock=clock, seats=[]))
     gc.disable()  # only the loop's own collection may free the cycle
     loop = asyncio.create_task(_give_back_freed(supervisor))
     try:
         cycle = weakref.ref(_Cycle())
-        for minute in range(1, COLLECT_EVERY + 1):
+        for trim in range(1, COLLECT_EVERY + 1):
             await asyncio.sleep(0)  # one turn: the loop's body runs up to its next sleep
             assert clock.sleepers == 1
-            assert cycle() is not None, f"collected after {minute - 1} minutes"
+            assert cycle() is not None, f"collected after {trim - 1} trims"
             clock.advance(TRIM_EVERY_S)
         await asyncio.sleep(0)
         assert clock.sleepers == 1
         assert cycle() is None
+        assert COLLECT_EVERY * TRIM_EVERY_S == 600.0  # ten minutes
     finally:
         gc.enable()
         loop.cancel()
