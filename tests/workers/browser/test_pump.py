@@ -278,9 +278,8 @@ async def test_a_paint_or_capture_of_the_old_layout_under_the_new_size_is_not_se
 
 async def test_a_still_page_whose_captures_keep_failing_is_captured_again_until_one_lands() -> None:
     """A viewer attached to a page that paints nothing more: once `KEY_FRAME_TRIES` captures in
-    a row failed, no paint would ever start the next try and the viewer never got a key frame
-    (seen on a loaded machine: no key frame within 30 s of attaching). The promised key frame
-    is tried again every `retry_s` until one lands, then no more."""
+    a row failed, no paint would ever start the next try and the viewer never got a key frame.
+    The promised key frame is tried again every `retry_s` until one lands, then no more."""
     clock = ManualClock()
     recorder = Recorder()
     failing = KEY_FRAME_TRIES + 2
