@@ -19,7 +19,9 @@ fast bins count as live (their in-use bit stays set); `malloc_trim` empties the 
 from __future__ import annotations
 
 import argparse
+import ctypes
 import json
+import mmap
 import re
 import struct
 import sys
@@ -31,6 +33,8 @@ from typing import BinaryIO
 PAGE = 4096
 SIZE_BITS = ~0x7
 PREV_INUSE = 0x1
+FRAME_BITS = (1 << 55) - 1
+"""A pagemap entry's page frame number (bits 0-54; zero unless root)."""
 MIN_CHUNK = 32
 SPARSE = 0.25
 """A resident page whose live chunks cover less than this share of it counts as sparse."""
@@ -67,17 +71,64 @@ def heap_mapping(pid: int) -> Mapping:
     raise SystemExit(f"process {pid} has no [heap] mapping")
 
 
-def read_heap(mem: BinaryIO, heap: Mapping) -> bytes:
-    mem.seek(heap.start)
-    return mem.read(heap.end - heap.start)
+def read_heap(mem: BinaryIO, heap: Mapping, resident: list[bool]) -> bytes:
+    """The heap's bytes, read page run by page run where resident, zeros elsewhere: reading a
+    page given back (`MADV_DONTNEED`) would map the zero page there and show it present."""
+    data = bytearray(heap.end - heap.start)
+    page = 0
+    while page < len(resident):
+        if not resident[page]:
+            page += 1
+            continue
+        run = page
+        while run < len(resident) and resident[run]:
+            run += 1
+        mem.seek(heap.start + page * PAGE)
+        data[page * PAGE : run * PAGE] = mem.read((run - page) * PAGE)
+        page = run
+    return bytes(data)
+
+
+def zero_page_frame() -> int | None:
+    """The frame number of the kernel's shared zero page (what a read of a never-written or
+    given-back anonymous page maps), found by reading one such page of our own; None when
+    frame numbers are hidden (not root)."""
+    probe = mmap.mmap(-1, PAGE)
+    try:
+        address = ctypes.addressof(ctypes.c_char.from_buffer(probe))
+        _ = probe[0]  # a read fault: the zero page is mapped here
+        with open("/proc/self/pagemap", "rb") as pagemap:
+            pagemap.seek(address // PAGE * 8)
+            (entry,) = struct.unpack("<Q", pagemap.read(8))
+        frame = entry & FRAME_BITS
+        return frame or None
+    finally:
+        probe.close()
 
 
 def resident_pages(pid: int, heap: Mapping) -> list[bool]:
+    """Which of the heap's pages hold memory of their own: present, and not the zero page (an
+    earlier read of a given-back page maps it, counting nothing in the process's RSS)."""
     pages = (heap.end - heap.start) // PAGE
     with open(f"/proc/{pid}/pagemap", "rb") as pagemap:
         pagemap.seek(heap.start // PAGE * 8)
         raw = pagemap.read(pages * 8)
-    return [bool(entry >> 63 & 1) for (entry,) in struct.iter_unpack("<Q", raw)]
+    zero = zero_page_frame()
+    return [
+        bool(entry >> 63 & 1) and (zero is None or entry & FRAME_BITS != zero)
+        for (entry,) in struct.iter_unpack("<Q", raw)
+    ]
+
+
+def kernel_resident_kb(pid: int) -> int | None:
+    """The kernel's own count of the heap's resident memory (`Rss` in smaps), to check ours."""
+    lines = Path(f"/proc/{pid}/smaps").read_text().splitlines()
+    for index, line in enumerate(lines):
+        if line.endswith("[heap]"):
+            for field_line in lines[index + 1 :]:
+                if field_line.startswith("Rss:"):
+                    return int(field_line.split()[1])
+    return None
 
 
 def walk(data: bytes) -> Walk:
@@ -175,10 +226,14 @@ def _totals(chunks: list[tuple[int, int]]) -> Counter[str]:
 
 def report(pid: int) -> dict[str, object]:
     heap = heap_mapping(pid)
+    resident = resident_pages(pid, heap)
     with open(f"/proc/{pid}/mem", "rb") as mem:
-        data = read_heap(mem, heap)
-        resident = resident_pages(pid, heap)
-        return _report(pid, heap, data, resident, Types(mem, data))
+        data = read_heap(mem, heap, resident)
+        found = _report(pid, heap, data, resident, Types(mem, data))
+    found["kernel_resident_mb"] = (
+        None if (kb := kernel_resident_kb(pid)) is None else round(kb * 1024 / 1e6, 2)
+    )
+    return found
 
 
 def _report(

@@ -69,4 +69,5 @@ def test_a_live_processs_heap_shows_the_objects_it_holds(holder: subprocess.Pope
     assert found["live_by_type_mb"]["bytes"] >= 6.0
     assert found["live_by_size_mb"]["<=4096"] >= 6.0
     assert found["resident_mb"] >= found["live"]["mb"] >= 6.0
+    assert found["kernel_resident_mb"] >= 6.0
     json.dumps(found)  # the report is JSON as printed
