@@ -36,9 +36,8 @@ MMAP_THRESHOLD_BYTES = 128 * 1024
 ARENA_MAX = 2
 
 TRIM_EVERY_S = 10.0
-"""How often the supervisor gives the heap's freed pages back. Freed pages that allocations
-touch again between trims count as resident until the next one: every minute left a chaos
-hour's heap swinging 13-20 MB resident; a trim costs about a millisecond when little is free."""
+"""How often the supervisor gives the heap's freed pages back. Pages freed since the last trim
+count as resident until the next one; a trim costs about a millisecond when little is free."""
 
 
 class _MallInfo2(ctypes.Structure):
