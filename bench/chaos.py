@@ -90,6 +90,7 @@ handshake that failed): start over, as the web page does."""
 
 
 checks = load("chaos_checks")
+heapmap = load("heapmap")
 HOSTILE = ROOT / "bench" / "hostile.py"
 hostile = load("hostile")
 
@@ -1269,12 +1270,38 @@ def resident_by_kind(process: psutil.Process) -> dict[str, float]:
     return kinds
 
 
+HEAP_MAP_EVERY = 60
+"""A map of the supervisor's heap (`bench/heapmap.py`) every this many samples (5 minutes)."""
+
+
+async def map_heap(run: Run, pid: int, out: Path, number: int) -> None:
+    """The supervisor's heap, walked from outside, to `out/heap-NN.json`; its live and resident
+    megabytes into the series. Skipped where the process's memory cannot be read (not root
+    and ptrace forbids it)."""
+    try:
+        found = await asyncio.to_thread(heapmap.report, pid)
+    except (OSError, SystemExit) as error:
+        run.event(f"heap map {number} not taken: {error}")
+        return
+    (out / f"heap-{number:02d}.json").write_text(json.dumps(found, indent=1))
+    run.figures.setdefault("heap_maps", []).append(
+        {
+            "at_s": round(run.now(), 1),
+            "live_mb": found["live"]["mb"],
+            "resident_mb": found["resident_mb"],
+            "span_mb": found["span_mb"],
+        }
+    )
+
+
 async def sample(
-    run: Run, process: psutil.Process, series: dict[str, list[tuple[float, float]]]
+    run: Run, process: psutil.Process, series: dict[str, list[tuple[float, float]]], out: Path
 ) -> None:
     for turn in itertools.count():
         if run.stopping:
             return
+        if turn % HEAP_MAP_EVERY == 0:
+            await map_heap(run, process.pid, out, turn // HEAP_MAP_EVERY)
         with contextlib.suppress(psutil.Error):
             series["rss_mb"].append((run.now(), process.memory_info().rss / 1e6))
             series["fds"].append((run.now(), float(process.num_fds())))
@@ -1399,7 +1426,7 @@ async def chaos(
         asyncio.create_task(
             pingers(run, {"forge": url, "bare": f"ws://127.0.0.1:{echo_port}/"}, samples)
         ),
-        asyncio.create_task(sample(run, supervisor, series)),
+        asyncio.create_task(sample(run, supervisor, series, out)),
         asyncio.create_task(monitor.hold_seats()),
         *(asyncio.create_task(actor.run_forever()) for actor in actors),
         *(asyncio.create_task(actor.run_forever()) for actor in browsers),
@@ -1520,6 +1547,7 @@ async def chaos(
             "last": series["rss_mb"][-1][1] if series["rss_mb"] else None,
             "max": max((v for _, v in series["rss_mb"]), default=None),
             "slope_after_warmup_mb_per_hour": rss_slope,
+            "slope_95_interval": checks.slope_interval(after["rss_mb"], seed=seed),
             "by_mapping": {
                 kind: {
                     "last": points[-1][1],

@@ -8,6 +8,7 @@ or a socket: `tests/bench/test_chaos_checks.py` tests every rule on hand-made ev
 from __future__ import annotations
 
 import math
+import random
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -151,6 +152,41 @@ def slope_per_hour(samples: Sequence[tuple[float, float]]) -> float:
         return 0.0
     cov = sum((t - mean_t) * (v - mean_v) for t, v in samples)
     return cov / var * 3600
+
+
+def slope_interval(
+    samples: Sequence[tuple[float, float]],
+    *,
+    block_s: float = 300.0,
+    draws: int = 2000,
+    seed: int = 0,
+) -> tuple[float, float]:
+    """A 95 % interval for `slope_per_hour` of samples whose noise is not independent (memory
+    held by a phone asleep for two minutes lifts a run of samples together): a moving-block
+    bootstrap of the fit's residuals in blocks of `block_s`, refitted `draws` times."""
+    n = len(samples)
+    if n < 3:
+        slope = slope_per_hour(samples)
+        return slope, slope
+    slope = slope_per_hour(samples) / 3600
+    mean_t = sum(t for t, _ in samples) / n
+    mean_v = sum(v for _, v in samples) / n
+    residuals = [v - (mean_v + slope * (t - mean_t)) for t, v in samples]
+    step = (samples[-1][0] - samples[0][0]) / (n - 1) or 1.0
+    block = max(1, min(n - 1, round(block_s / step)))
+    rng = random.Random(seed)
+    slopes = []
+    for _ in range(draws):
+        drawn: list[float] = []
+        while len(drawn) < n:
+            start = rng.randrange(n - block + 1)
+            drawn.extend(residuals[start : start + block])
+        refit = [
+            (t, mean_v + slope * (t - mean_t) + e)
+            for (t, _), e in zip(samples, drawn[:n], strict=True)
+        ]
+        slopes.append(slope_per_hour(refit))
+    return percentile(slopes, 2.5), percentile(slopes, 97.5)
 
 
 def percentile(values: Sequence[float], p: float) -> float:

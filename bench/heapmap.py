@@ -43,6 +43,8 @@ TOP_LIVE = 40
 NAME = re.compile(r"[A-Za-z_][\w.]{1,79}")
 """What a type's name looks like: a pointer that only happened to point at text is no type."""
 TOP_TYPES = 25
+TOP_LARGEST = 12
+"""The largest live chunks listed, with their first bytes."""
 """Types listed by the bytes their live chunks hold."""
 
 
@@ -192,6 +194,10 @@ class Types:
         self._names[type_address] = name
         return name
 
+    def hex(self, offset: int) -> str:
+        """The chunk's first 32 bytes of memory, for a raw buffer whose type cannot be read."""
+        return self._data[offset + 16 : offset + 48].hex()
+
     def of(self, offset: int) -> str:
         """The chunk's object's type: a plain object's header at the chunk's memory, a
         collected one's after the 16-byte GC header (and an object with a managed dict's after
@@ -287,6 +293,10 @@ def _report(
             "sizes": dict(Counter(size_class(s) for _, s in on_sparse).most_common(12)),
             "types": dict(Counter(types.of(o) for o, _ in on_sparse).most_common(20)),
         },
+        "largest_live": [
+            {"offset_mb": round(o / 1e6, 2), "size": s, "type": types.of(o), "starts": types.hex(o)}
+            for o, s in sorted(result.live, key=lambda chunk: -chunk[1])[:TOP_LARGEST]
+        ],
         "highest_live": [
             {"offset_mb": round(o / 1e6, 2), "size": s, "type": types.of(o)}
             for o, s in result.live[-TOP_LIVE:]

@@ -4,6 +4,7 @@ no socket. A checker that passes everything would make an hour of chaos prove no
 from __future__ import annotations
 
 import math
+import random
 from typing import Any
 
 import pytest
@@ -161,3 +162,26 @@ def test_lab_verdicts_ignore_timings_and_order() -> None:
     assert checks.verdicts(first) == checks.verdicts(later)
     later["attempts"][1]["correct"] = True  # t1 b, which was not correct
     assert checks.verdicts(first) != checks.verdicts(later)
+
+
+def test_the_slopes_interval_is_wide_when_runs_of_samples_move_together_and_narrow_when_not() -> (
+    None
+):
+    """A resident size lifted for minutes at a time (a phone asleep holding its backlog) says
+    less about growth than the same number of independent samples: the interval widens."""
+    rng = random.Random(3)
+    times = [5.0 * i for i in range(720)]  # an hour, a sample each 5 s
+    flat = [(t, 60.0 + rng.gauss(0, 0.5)) for t in times]
+    lifted = [
+        (t, 60.0 + (3.0 if int(t // 240) % 3 == 0 else 0.0) + rng.gauss(0, 0.5)) for t in times
+    ]
+    for samples in (flat, lifted):
+        low, high = checks.slope_interval(samples, seed=1)
+        assert low <= checks.slope_per_hour(samples) <= high
+        assert low < 0 < high  # nothing grows
+    (flat_low, flat_high), (lifted_low, lifted_high) = (
+        checks.slope_interval(flat, seed=1), checks.slope_interval(lifted, seed=1),
+    )  # fmt: skip
+    assert lifted_high - lifted_low > 3 * (flat_high - flat_low)
+    growing = [(t, v + t / 3600 * 2.0) for t, v in flat]  # 2 MB an hour
+    assert checks.slope_interval(growing, seed=1)[0] > 1.5
