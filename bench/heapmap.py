@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
+import psutil
+
 PAGE = 4096
 SIZE_BITS = ~0x7
 PREV_INUSE = 0x1
@@ -122,14 +124,12 @@ def resident_pages(pid: int, heap: Mapping) -> list[bool]:
     ]
 
 
-def kernel_resident_kb(pid: int) -> int | None:
-    """The kernel's own count of the heap's resident memory (`Rss` in smaps), to check ours."""
-    lines = Path(f"/proc/{pid}/smaps").read_text().splitlines()
-    for index, line in enumerate(lines):
-        if line.endswith("[heap]"):
-            for field_line in lines[index + 1 :]:
-                if field_line.startswith("Rss:"):
-                    return int(field_line.split()[1])
+def kernel_resident_mb(pid: int) -> float | None:
+    """The kernel's own count of the heap's resident memory (smaps, through psutil as
+    `bench/chaos.py` reads mappings), to check ours."""
+    for mapping in psutil.Process(pid).memory_maps(grouped=False):
+        if mapping.path == "[heap]":
+            return round(mapping.rss / 1e6, 2)
     return None
 
 
@@ -236,9 +236,7 @@ def report(pid: int) -> dict[str, object]:
     with open(f"/proc/{pid}/mem", "rb") as mem:
         data = read_heap(mem, heap, resident)
         found = _report(pid, heap, data, resident, Types(mem, data))
-    found["kernel_resident_mb"] = (
-        None if (kb := kernel_resident_kb(pid)) is None else round(kb * 1024 / 1e6, 2)
-    )
+    found["kernel_resident_mb"] = kernel_resident_mb(pid)
     return found
 
 
