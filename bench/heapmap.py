@@ -35,6 +35,8 @@ import psutil
 PAGE = 4096
 SIZE_BITS = ~0x7
 PREV_INUSE = 0x1
+PRESENT, SWAPPED = 1 << 63, 1 << 62
+"""A pagemap entry's bits: the page is in memory; it is swapped out or being migrated."""
 FRAME_BITS = (1 << 55) - 1
 """A pagemap entry's page frame number (bits 0-54; zero unless root)."""
 MIN_CHUNK = 32
@@ -75,17 +77,18 @@ def heap_mapping(pid: int) -> Mapping:
     raise SystemExit(f"process {pid} has no [heap] mapping")
 
 
-def read_heap(mem: BinaryIO, heap: Mapping, resident: list[bool]) -> bytes:
-    """The heap's bytes, read page run by page run where resident, zeros elsewhere: reading a
-    page given back (`MADV_DONTNEED`) would map the zero page there and show it present."""
+def read_heap(mem: BinaryIO, heap: Mapping, backed: list[bool]) -> bytes:
+    """The heap's bytes, read page run by page run where the process has data, zeros
+    elsewhere: reading a page given back (`MADV_DONTNEED`) would map the zero page there and
+    show it present."""
     data = bytearray(heap.end - heap.start)
     page = 0
-    while page < len(resident):
-        if not resident[page]:
+    while page < len(backed):
+        if not backed[page]:
             page += 1
             continue
         run = page
-        while run < len(resident) and resident[run]:
+        while run < len(backed) and backed[run]:
             run += 1
         mem.seek(heap.start + page * PAGE)
         data[page * PAGE : run * PAGE] = mem.read((run - page) * PAGE)
@@ -110,18 +113,23 @@ def zero_page_frame() -> int | None:
         probe.close()
 
 
-def resident_pages(pid: int, heap: Mapping) -> list[bool]:
-    """Which of the heap's pages hold memory of their own: present, and not the zero page (an
-    earlier read of a given-back page maps it, counting nothing in the process's RSS)."""
+def resident_pages(pid: int, heap: Mapping) -> tuple[list[bool], list[bool]]:
+    """Per page of the heap: whether it holds memory of its own (present, and not the zero page
+    an earlier read of a given-back page maps, which counts nothing in the process's RSS), and
+    whether it holds the process's data at all (present, or swapped or being migrated: the
+    kernel moves pages under memory pressure, and a chunk header on such a page read as zeros
+    ended the walk)."""
     pages = (heap.end - heap.start) // PAGE
     with open(f"/proc/{pid}/pagemap", "rb") as pagemap:
         pagemap.seek(heap.start // PAGE * 8)
         raw = pagemap.read(pages * 8)
     zero = zero_page_frame()
-    return [
-        bool(entry >> 63 & 1) and (zero is None or entry & FRAME_BITS != zero)
-        for (entry,) in struct.iter_unpack("<Q", raw)
+    entries = [entry for (entry,) in struct.iter_unpack("<Q", raw)]
+    resident = [
+        bool(entry & PRESENT) and (zero is None or entry & FRAME_BITS != zero) for entry in entries
     ]
+    backed = [bool(entry & (PRESENT | SWAPPED)) for entry in entries]
+    return resident, backed
 
 
 def kernel_resident_mb(pid: int) -> float | None:
@@ -232,9 +240,9 @@ def _totals(chunks: list[tuple[int, int]]) -> Counter[str]:
 
 def report(pid: int) -> dict[str, object]:
     heap = heap_mapping(pid)
-    resident = resident_pages(pid, heap)
+    resident, backed = resident_pages(pid, heap)
     with open(f"/proc/{pid}/mem", "rb") as mem:
-        data = read_heap(mem, heap, resident)
+        data = read_heap(mem, heap, backed)
         found = _report(pid, heap, data, resident, Types(mem, data))
     found["kernel_resident_mb"] = kernel_resident_mb(pid)
     return found

@@ -15,10 +15,10 @@ from .scripts import load
 heapmap = load("heapmap")
 
 HOLDER = """
-import sys
+import os
 held = [bytes([n % 256]) * 3000 for n in range(2000)]  # 6 MB of 3000-byte bytes objects
 print("ready", flush=True)
-sys.stdin.readline()
+os.read(0, 1)  # waits allocating nothing on the heap (readline's buffer moved its top mid-read)
 """
 
 
