@@ -8,6 +8,7 @@ as a `memoryview` of that frame, so the supervisor never decodes or copies it.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from enum import StrEnum
 from typing import Any, NamedTuple
@@ -58,9 +59,46 @@ class Envelope(NamedTuple):
     version: int = PROTOCOL_VERSION
 
 
+PACK_BUFFER_BYTES = 512
+"""A thread's packer starts with this much buffer: most headers fit, and a buffer this small
+comes from the interpreter's small-object pools rather than the C heap."""
+
+PACK_BUFFER_KEEP_BYTES = 64 * 1024
+"""A packer that had to grow past this for one header is replaced, so the buffer goes back."""
+
+
+class _ThreadPacker(threading.local):
+    """Each thread's msgpack packer, reused for every header it packs.
+
+    `msgpack.packb` builds a packer per call, and a packer's buffer is 256 KiB by default: a block
+    taken and given back for every message, from a hole in the supervisor's heap when one fits
+    it (pinning the heap's pages while held) or else mapped and unmapped, ten times a reused
+    packer's time for a small header (`bench/ipc.py`). A packer is not safe to share between
+    threads, hence one each.
+    """
+
+    def __init__(self) -> None:
+        self.packer = _new_packer()
+
+
+def _new_packer() -> msgpack.Packer:
+    return msgpack.Packer(use_bin_type=True, buf_size=PACK_BUFFER_BYTES)
+
+
+_PACKERS = _ThreadPacker()
+
+
+def _pack(header: list[Any]) -> bytes:
+    """`header` packed by this thread's packer (which resets itself after a packing error too)."""
+    packed: bytes = _PACKERS.packer.pack(header)
+    if len(packed) > PACK_BUFFER_KEEP_BYTES:
+        _PACKERS.packer = _new_packer()
+    return packed
+
+
 def encode(envelope: Envelope) -> list[Payload]:
     """The frames to send: the packed header, then each payload as it is (no copy here)."""
-    header = msgpack.packb(
+    header = _pack(
         [
             envelope.version,
             envelope.type.value,
@@ -68,8 +106,7 @@ def encode(envelope: Envelope) -> list[Payload]:
             envelope.stream_id,
             envelope.seq,
             envelope.body,
-        ],
-        use_bin_type=True,
+        ]
     )
     return [header, *envelope.payloads]
 
@@ -103,18 +140,7 @@ def decode(frames: Sequence[Payload]) -> Envelope:
     return Envelope(message_type, request_id, stream_id, seq, body, tuple(frames[1:]), version)
 
 
-class DataHeaders:
-    """The headers of `data` frames, packed with a reused msgpack packer.
-
-    Equal to `encode(Envelope(DATA, None, stream_id, seq, meta, ...))[0]`, at a fraction of the
-    cost: a bulk sender builds one per frame (a flood's output, a keystroke's input).
-    """
-
-    def __init__(self) -> None:
-        self._packer = msgpack.Packer(use_bin_type=True)
-
-    def pack(self, stream_id: str, seq: int, meta: Any = None) -> bytes:
-        header: bytes = self._packer.pack(
-            [PROTOCOL_VERSION, MessageType.DATA.value, None, stream_id, seq, meta]
-        )
-        return header
+def data_header(stream_id: str, seq: int, meta: Any = None) -> bytes:
+    """The header of a `data` frame: `encode(Envelope(DATA, None, stream_id, seq, meta, ...))[0]`
+    without the intermediate `Envelope`, for a bulk sender's one header per frame."""
+    return _pack([PROTOCOL_VERSION, MessageType.DATA.value, None, stream_id, seq, meta])

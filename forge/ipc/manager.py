@@ -34,10 +34,10 @@ from forge.clock import SYSTEM_CLOCK, Clock
 from forge.ipc import channel, lending
 from forge.ipc.envelope import (
     PROTOCOL_VERSION,
-    DataHeaders,
     Envelope,
     MessageType,
     Payload,
+    data_header,
     decode,
 )
 from forge.ipc.errors import (
@@ -156,7 +156,6 @@ class WorkerHandle:
         self._pending = PendingRequests(spec.name, self._clock)
         self._streams = StreamRegistry()
         self._bulk_seq: dict[str, int] = {}
-        self._headers = DataHeaders()
         self._event_listeners: list[OnEvent] = []
         self._waiters: list[tuple[Callable[[WorkerRow], bool], asyncio.Future[WorkerRow]]] = []
         self._stop_requested = asyncio.get_running_loop().create_future()
@@ -260,7 +259,7 @@ class WorkerHandle:
         self._bulk_seq[stream_id] = seq
         if self._identity is None:
             return False
-        header = self._headers.pack(stream_id, seq, meta)
+        header = data_header(stream_id, seq, meta)
         frames = [self._identity, header, channel.outgoing(payload)]
         return channel.offer_now(self._bulk_in_now, frames)
 

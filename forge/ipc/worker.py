@@ -29,10 +29,10 @@ from forge.clock import SYSTEM_CLOCK, Clock
 from forge.ipc import channel, lending
 from forge.ipc.envelope import (
     PROTOCOL_VERSION,
-    DataHeaders,
     Envelope,
     MessageType,
     Payload,
+    data_header,
     decode,
 )
 from forge.ipc.errors import ProtocolViolation, RequestFailed, WorkerConfigError
@@ -155,7 +155,6 @@ class BulkStream:
     def __init__(self, socket: zmq.asyncio.Socket, now: zmq.Socket[Any], stream_id: str) -> None:
         self._socket = socket
         self._now = now
-        self._headers = DataHeaders()
         self.stream_id = stream_id
         self.seq = 0
         """Frames offered so far; the receiver sees a gap where frames were dropped."""
@@ -187,7 +186,7 @@ class BulkStream:
 
     def _next_frames(self, payload: Payload, meta: Any) -> list[Payload | zmq.Frame]:
         """The frames of the stream's next data message (`seq + 1`)."""
-        return [self._headers.pack(self.stream_id, self.seq + 1, meta), channel.outgoing(payload)]
+        return [data_header(self.stream_id, self.seq + 1, meta), channel.outgoing(payload)]
 
     async def end(self, reason: str = "ended") -> None:
         """Tell the supervisor this stream is over; its subscribers get their end callback."""

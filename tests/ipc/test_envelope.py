@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import threading
+import tracemalloc
+from collections.abc import Iterator
+
 import msgpack
 import pytest
 from hypothesis import given
@@ -9,9 +13,10 @@ from hypothesis import strategies as st
 
 from forge.ipc.envelope import (
     PROTOCOL_VERSION,
-    DataHeaders,
+    PACK_BUFFER_KEEP_BYTES,
     Envelope,
     MessageType,
+    data_header,
     decode,
     encode,
 )
@@ -90,7 +95,62 @@ def test_another_version_still_decodes_so_the_handshake_can_refuse_it() -> None:
     meta=st.none() | st.integers(-(2**63), 2**63) | st.text(),
 )
 def test_the_bulk_fast_path_packs_the_same_header_as_encode(seq: int, meta: object) -> None:
-    headers = DataHeaders()
     for stream in ("pty", "input", "pty"):  # one packer serves every stream
         expected = encode(Envelope(MessageType.DATA, None, stream, seq, meta, (b"x",)))[0]
-        assert headers.pack(stream, seq, meta) == expected
+        assert data_header(stream, seq, meta) == expected
+
+
+@pytest.fixture
+def traced() -> Iterator[None]:
+    tracemalloc.start()
+    try:
+        yield
+    finally:
+        tracemalloc.stop()
+
+
+def test_packing_a_small_header_takes_no_large_buffer(traced: None) -> None:
+    encode(Envelope(MessageType.REQUEST, 1, None, 0, {"kind": "warm"}))  # this thread's packer
+    tracemalloc.reset_peak()
+    for seq in range(100):
+        encode(Envelope(MessageType.REQUEST, seq, None, 0, {"kind": "open", "cols": 80}))
+        data_header("pty", seq, {"rows": 24})
+    _now, peak = tracemalloc.get_traced_memory()
+    assert peak - _now < 16 * 1024  # msgpack.packb took a 256 KiB buffer for each
+
+
+def test_a_huge_header_leaves_no_huge_buffer_behind(traced: None) -> None:
+    encode(Envelope(MessageType.REQUEST, 1, None, 0, {"kind": "warm"}))
+    before, _peak = tracemalloc.get_traced_memory()
+    header = encode(Envelope(MessageType.REPLY, 1, None, 0, "x" * (4 * PACK_BUFFER_KEEP_BYTES)))[0]
+    assert decode([header]).body == "x" * (4 * PACK_BUFFER_KEEP_BYTES)
+    del header
+    after, _peak = tracemalloc.get_traced_memory()
+    assert after - before < 16 * 1024
+
+
+def test_a_body_that_cannot_be_packed_is_refused_and_the_next_header_is_whole() -> None:
+    with pytest.raises(TypeError):
+        encode(Envelope(MessageType.REPLY, 1, None, 0, {"half": "packed", "then": object()}))
+    header = encode(Envelope(MessageType.REPLY, 2, None, 0, {"n": 1}))[0]
+    assert msgpack.unpackb(header) == [PROTOCOL_VERSION, "reply", 2, None, 0, {"n": 1}]
+
+
+def test_threads_packing_at_once_each_get_their_own_headers() -> None:
+    wrong: list[object] = []
+    start = threading.Barrier(4)
+
+    def pack_many(who: int) -> None:
+        start.wait()
+        for seq in range(2_000):
+            body = {"who": who, "seq": seq, "pad": "y" * (seq % 700)}
+            header = encode(Envelope(MessageType.EVENT, None, f"s{who}", seq, body))[0]
+            if decode([header]).body != body:
+                wrong.append(body)
+
+    threads = [threading.Thread(target=pack_many, args=(who,)) for who in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert wrong == []
