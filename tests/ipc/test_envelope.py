@@ -12,8 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from forge.ipc.envelope import (
-    PROTOCOL_VERSION,
     PACK_BUFFER_KEEP_BYTES,
+    PROTOCOL_VERSION,
     Envelope,
     MessageType,
     data_header,
