@@ -168,6 +168,7 @@ def preview(prepared: Prepared, runs: str) -> str:
         hidden=prepared.hidden,
         origin=prepared.source.origin,
         binds=prepared.settings.sandbox_binds,
+        search_path=prepared.env.get("PATH", os.defpath),
     )
     return review_text(
         prepared.cohort,

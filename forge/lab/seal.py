@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -69,8 +70,10 @@ def review_lines(
     hidden: Sequence[str],
     origin: str | None,
     binds: Sequence[str] = (),
+    search_path: str = os.defpath,
 ) -> list[str]:
-    """The seal as the preview states it, with a warning for each command path it hides."""
+    """The seal as the preview states it, with a warning for each command path it hides (a
+    program named bare is looked up on `search_path`, the caller's PATH, as the attempt will)."""
     lines = [
         "Seal: each attempt works in a private 0700 directory outside --out (removed afterwards "
         "unless --keep-workspaces); its source holds only the base commit, origin "
@@ -93,12 +96,15 @@ def review_lines(
         for variant in cohort.variants:
             for mount in variant.formula.coding.mounts:
                 lines.append(f"  variant {variant.spec.name} mounts {mount} read-only")
-        lines += _hidden_commands(cohort, [*hidden, *sandbox.PRIVATE_TMP], binds)
+        lines += _hidden_commands(cohort, [*hidden, *sandbox.PRIVATE_TMP], binds, search_path)
     return lines
 
 
-def _hidden_commands(cohort: Cohort, hidden: Sequence[str], binds: Sequence[str]) -> list[str]:
-    """Absolute paths in the commands that the sandbox will not show (unless a mount does)."""
+def _hidden_commands(
+    cohort: Cohort, hidden: Sequence[str], binds: Sequence[str], search_path: str
+) -> list[str]:
+    """Paths in the commands that the sandbox will not show (unless a mount does): absolute
+    arguments, and the program itself where PATH finds it in a hidden folder."""
     warnings = []
     for variant in cohort.variants:
         mounts = [os.path.realpath(m) for m in [*variant.formula.coding.mounts, *binds]]
@@ -108,17 +114,44 @@ def _hidden_commands(cohort: Cohort, hidden: Sequence[str], binds: Sequence[str]
             commands += [(f"{task.spec.name} check {c.id}", c.argv) for c in task.plan.checks]
             commands += [(f"{task.spec.name} setup {c.id}", c.argv) for c in task.plan.setup]
         for what, argv in commands:
+            whose = f"  warning: variant {variant.spec.name}'s {what}"
             for arg in argv:
                 value = arg.split("=", 1)[1] if "=" in arg else arg
-                if not value.startswith("/"):
-                    continue
                 real = os.path.realpath(value)
-                if any(_inside(real, h) for h in hidden) and not any(
-                    _inside(real, m) for m in mounts
-                ):
+                if value.startswith("/") and not _shown(real, hidden, mounts):
                     warnings.append(
-                        f"  warning: variant {variant.spec.name}'s {what} names {value}, which "
-                        "the sandbox hides; add its folder to the atom's mounts "
-                        f"({json.dumps(os.path.dirname(real))}) or move it"
+                        f"{whose} names {value}, which the sandbox hides; add its folder to the "
+                        f"atom's mounts ({json.dumps(_mount_for(real))}) or move it"
+                    )
+            program = _program(argv)
+            found = shutil.which(program, path=search_path) if program else None
+            if program and found:
+                real = os.path.join(os.path.realpath(os.path.dirname(found)), program)
+                if not _shown(real, hidden, mounts):
+                    warnings.append(
+                        f"{whose} runs {program} from {os.path.dirname(real)} (on PATH), which "
+                        f"the sandbox hides; add {json.dumps(_mount_for(real))} to the atom's "
+                        "mounts or move it"
                     )
     return sorted(set(warnings))
+
+
+def _shown(real: str, hidden: Sequence[str], mounts: Sequence[str]) -> bool:
+    return not any(_inside(real, h) for h in hidden) or any(_inside(real, m) for m in mounts)
+
+
+def _program(argv: Sequence[str]) -> str | None:
+    """The program named bare (found on PATH) that `argv` runs, through an `env` in front."""
+    rest = list(argv)
+    if rest and os.path.basename(rest[0]) == "env":
+        rest = [arg for arg in rest[1:] if "=" not in arg and not arg.startswith("-")]
+    if rest and "/" not in rest[0]:
+        return rest[0]
+    return None
+
+
+def _mount_for(path: str) -> str:
+    """The folder to mount for `path`: its installation's prefix when it sits in a `bin` (a
+    virtualenv's or an interpreter's programs need their `lib` beside them)."""
+    folder = os.path.dirname(path)
+    return os.path.dirname(folder) if os.path.basename(folder) == "bin" else folder

@@ -22,22 +22,24 @@ from typing import Any
 
 import psutil
 
+from forge.attempt.sandbox import PRIVATE_TMP
+
 HERE = Path(__file__).resolve().parent
 FAKE_HARNESS = HERE / "fake_harness.py"
 PYTHON = sys.executable
 ORIGIN = "https://github.com/owner/repo.git"
 PYTEST = ["/usr/bin/env", "PYTEST_DISABLE_PLUGIN_AUTOLOAD=1", PYTHON, "-m", "pytest"]
 """Without the dev plugins a fixture pytest run starts in 0.3 s instead of 2 s."""
-_UNDER_HOME = sorted(
+_HIDDEN_BY_SANDBOX = sorted(
     {
         path
         for path in (sys.base_prefix, sys.prefix, str(HERE.parents[1]))
-        if path.startswith(str(Path.home()) + "/")
+        if any(path.startswith(f"{root}/") for root in (str(Path.home()), *PRIVATE_TMP))
     }
 )
-INTERPRETER_MOUNTS: dict[str, Any] = {"mounts": _UNDER_HOME} if _UNDER_HOME else {}
-"""The sandbox hides the home directory: an interpreter installed there (pyenv), the venv and
-this checkout (the fake harness) are mounted back when they live in it."""
+INTERPRETER_MOUNTS: dict[str, Any] = {"mounts": _HIDDEN_BY_SANDBOX} if _HIDDEN_BY_SANDBOX else {}
+"""The sandbox hides the home directory and keeps /tmp private: an interpreter installed there
+(pyenv), the venv and this checkout (the fake harness) are mounted back when they live there."""
 NO_USERNS_BWRAP = HERE / "no_userns_bwrap.sh"
 """A bubblewrap that fails as it does on a kernel without unprivileged user namespaces."""
 ACCEPTANCE = "#!/bin/sh\ngrep -q 'return a + b' calc.py\n"

@@ -9,6 +9,7 @@ acceptance as their reason, in the bubblewrap sandbox and with the layout seal a
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -202,3 +203,27 @@ def test_a_mount_may_not_expose_the_run(kit: Kit) -> None:
     assert refused.returncode == 1
     assert "a.yaml: atoms[0].mounts[0]" in refused.stderr
     assert f"would expose {kit.out}" in refused.stderr
+
+
+def test_the_preview_warns_of_a_program_path_finds_where_the_sandbox_hides_it(kit: Kit) -> None:
+    tools = kit.root / "tools"
+    (tools / "bin").mkdir(parents=True)
+    agent = tools / "bin" / "agent"
+    agent.write_text("#!/bin/sh\nexit 0\n")
+    agent.chmod(0o755)
+    kit.cohort(
+        a=kit.formula("a", atom={"command": ["/usr/bin/env", "MODE=fast", "agent", "--go"]}),
+        b=kit.formula("b", model="m2"),
+        tasks={"t1": kit.plan("t1")},
+    )
+    preview = kit.cli(env={"PATH": f"{tools / 'bin'}:{os.environ['PATH']}"})
+    assert preview.returncode == 0, preview.stderr
+    real = os.path.realpath(tools)
+    assert (
+        f"warning: variant a's coding command runs agent from {real}/bin (on PATH), which the "
+        f'sandbox hides; add "{real}" to the atom\'s mounts or move it'
+    ) in preview.stdout
+    assert "variant b's coding command runs" not in preview.stdout
+    kit.formula("a", atom={"command": ["agent", "--go"], "mounts": [str(tools)]})
+    mounted = kit.cli(env={"PATH": f"{tools / 'bin'}:{os.environ['PATH']}"})
+    assert "runs agent" not in mounted.stdout
