@@ -213,7 +213,7 @@ def test_the_preview_warns_of_a_program_path_finds_where_the_sandbox_hides_it(ki
     agent.chmod(0o755)
     kit.cohort(
         a=kit.formula("a", atom={"command": ["/usr/bin/env", "MODE=fast", "agent", "--go"]}),
-        b=kit.formula("b", model="m2"),
+        b=kit.formula("b", model="m2", atom={"command": [str(agent), "--go"]}),
         tasks={"t1": kit.plan("t1")},
     )
     preview = kit.cli(env={"PATH": f"{tools / 'bin'}:{os.environ['PATH']}"})
@@ -222,6 +222,10 @@ def test_the_preview_warns_of_a_program_path_finds_where_the_sandbox_hides_it(ki
     assert (
         f"warning: variant a's coding command runs agent from {real}/bin (on PATH), which the "
         f'sandbox hides; add "{real}" to the atom\'s mounts or move it'
+    ) in preview.stdout
+    assert (
+        f"warning: variant b's coding command names {agent}, which the sandbox hides; add its "
+        f'folder to the atom\'s mounts ("{real}") or move it'
     ) in preview.stdout
     assert "variant b's coding command runs" not in preview.stdout
     kit.formula("a", atom={"command": ["agent", "--go"], "mounts": [str(tools)]})
