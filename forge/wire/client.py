@@ -459,6 +459,8 @@ class ClientDecoder:
             shape = _probe.decode(text)
         except msgspec.DecodeError as malformed:  # a typed decode stops at the first wrong type
             return f"the message is not valid JSON ({malformed})"
+        except RecursionError:  # one call deeper than `decode`: the limit may fall in between
+            return TOO_DEEP
         if not isinstance(shape, dict):
             return "a message must be a JSON object tagged with `kind`"
         kind = shape.get("kind")

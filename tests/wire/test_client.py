@@ -8,6 +8,7 @@ import pytest
 
 from forge.wire.client import (
     KINDS,
+    TOO_DEEP,
     BrowserInput,
     Command,
     Ping,
@@ -132,3 +133,16 @@ def test_every_kind_in_the_contract_is_known() -> None:
         "dictate_bench",
     }  # fmt: skip
     assert contract == KINDS
+
+
+@pytest.mark.parametrize("kind", ["more", "no_such_kind"])
+def test_a_wrong_message_nested_near_the_decoders_limit_is_refused_at_every_depth(
+    kind: str,
+) -> None:
+    # A wrong message is decoded a second time to name what was wrong, one call deeper: at a
+    # depth the first decode follows and the second does not, RecursionError escaped and the
+    # supervisor closed the connection. Every depth around the limit, wherever it falls.
+    for depth in range(1, 1200):
+        text = '{"_nesting":' + "[" * depth + "]" * depth + f',"kind":"{kind}"}}'
+        why = refusal(text).why
+        assert why == TOO_DEEP or why.startswith(("more: ", "unknown kind")), (depth, why)
