@@ -680,6 +680,25 @@ PING_EVERY_S = 0.2
 one-minute run's p99 is its third-worst pair, not its single worst."""
 
 
+async def reach_stack_high_water(url: str) -> None:
+    """Warm-up: the deepest wrong messages the supervisor's decoder follows, each refused.
+
+    Decoding one recurses once per level of nesting, up to Python's recursion limit: the main
+    stack's high-water mark is bounded (~0.34 MB measured) but reached only when a hostile
+    client first draws a depth near the limit, a step inside the slope's window. Reached here,
+    in the warm-up, a step after it would be growth."""
+    async with connect(url, subprotocols=subprotocols()) as ws:
+        await ws.recv()
+        await ws.recv()
+        for depth in range(hostile.NEAR_LIMIT - 100, hostile.NEAR_LIMIT + 1):
+            nesting = "[" * depth + "]" * depth
+            await ws.send(f'{{"{hostile.NESTING}":{nesting},"kind":"more"}}')
+            async with asyncio.timeout(ASK_BOUND_S):
+                answer = json.loads(await ws.recv())
+            if answer.get("kind") != "error":
+                raise SystemExit(f"a wrong message {depth} deep was answered {answer}")
+
+
 async def pingers(run: Run, urls: dict[str, str], samples: dict[str, list[float]]) -> None:
     """Ping forge and the bare echo server at the same instant, every `PING_EVERY_S`: the two
     round trips of a pair meet the same moment of the machine's load, so the p99 rule compares
@@ -1400,6 +1419,7 @@ async def chaos(
     FLOOD = FLOOD.replace("RATE", rate)
     monitor = Monitor(run, url, [p.seat for p in plans])
     await monitor.start()
+    await reach_stack_high_water(url)
     samples: dict[str, list[float]] = {"forge": [], "bare": []}
     series: dict[str, list[tuple[float, float]]] = {
         "rss_mb": [],

@@ -47,6 +47,10 @@ TEXT_FRAMES = 60
 DEEPEST = 3000
 """How deep a "nested deep" message's arrays go: past the ~990 levels where msgspec's recursion
 ends, which forge's `ClientDecoder` must refuse like any other wrong message."""
+NEAR_LIMIT = sys.getrecursionlimit()
+"""Depths just under this are drawn as often as the rest: the decoder reads a wrong message twice,
+the second time one call deeper, and a depth that only the first read follows once closed the
+connection instead of being refused."""
 PADDING_MAX = 256 * 1024
 """The longest unknown string a "padded" message carries (the 16 MiB bound has its own fault)."""
 PADDING, NESTING = "_padding", "_nesting"
@@ -258,6 +262,11 @@ def _nested(depth: int) -> msgspec.Raw:
     return msgspec.Raw(b"[" * depth + b"]" * depth)
 
 
+def depths() -> st.SearchStrategy[int]:
+    """How deep a "nested deep" message goes: anywhere up to `DEEPEST`, or just under the limit."""
+    return st.integers(1, DEEPEST) | st.integers(NEAR_LIMIT - 100, NEAR_LIMIT)
+
+
 def about_a_struct(info: mi.StructType) -> st.SearchStrategy[Hostile]:
     """Frames built from one struct: half wrong in one place (`flaws`), half the same behind a
     long unknown string or deeply nested arrays, or a valid message cut short or wrapped so it
@@ -285,7 +294,7 @@ def about_a_struct(info: mi.StructType) -> st.SearchStrategy[Hostile]:
     in_one_place = flawed.map(lambda p: Hostile(_encode(p[1]), tag, p[0]))
     other_ways = st.one_of(
         bulky("padded", PADDING, st.integers(1, PADDING_MAX).map(lambda n: "x" * n)),
-        bulky("nested deep", NESTING, st.integers(1, DEEPEST).map(_nested)),
+        bulky("nested deep", NESTING, depths().map(_nested)),
         cut,
         wrapped,
     )
