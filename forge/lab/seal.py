@@ -117,8 +117,10 @@ def _hidden_commands(
             whose = f"  warning: variant {variant.spec.name}'s {what}"
             for arg in argv:
                 value = arg.split("=", 1)[1] if "=" in arg else arg
+                if not value.startswith("/"):
+                    continue
                 real = os.path.realpath(value)
-                if value.startswith("/") and not _shown(real, hidden, mounts):
+                if not _shown(real, hidden, mounts):
                     warnings.append(
                         f"{whose} names {value}, which the sandbox hides; add its folder to the "
                         f"atom's mounts ({json.dumps(_mount_for(real))}) or move it"
