@@ -680,7 +680,7 @@ PING_EVERY_S = 0.2
 one-minute run's p99 is its third-worst pair, not its single worst."""
 
 
-async def reach_stack_high_water(url: str) -> None:
+async def reach_stack_high_water(run: Run, url: str) -> None:
     """Warm-up: the deepest wrong messages the supervisor's decoder follows, each refused.
 
     Decoding one recurses once per level of nesting, up to Python's recursion limit: the main
@@ -692,11 +692,15 @@ async def reach_stack_high_water(url: str) -> None:
         await ws.recv()
         for depth in range(hostile.NEAR_LIMIT - 100, hostile.NEAR_LIMIT + 1):
             nesting = "[" * depth + "]" * depth
-            await ws.send(f'{{"{hostile.NESTING}":{nesting},"kind":"more"}}')
-            async with asyncio.timeout(ASK_BOUND_S):
-                answer = json.loads(await ws.recv())
+            try:
+                await ws.send(f'{{"{hostile.NESTING}":{nesting},"kind":"more"}}')
+                async with asyncio.timeout(ASK_BOUND_S):
+                    answer = json.loads(await ws.recv())
+            except ConnectionClosed as closed:
+                run.violate("hostile", f"a wrong message {depth} deep closed with {closed}")
+                return
             if answer.get("kind") != "error":
-                raise SystemExit(f"a wrong message {depth} deep was answered {answer}")
+                run.violate("hostile", f"a wrong message {depth} deep was answered {answer}")
 
 
 async def pingers(run: Run, urls: dict[str, str], samples: dict[str, list[float]]) -> None:
@@ -1419,7 +1423,7 @@ async def chaos(
     FLOOD = FLOOD.replace("RATE", rate)
     monitor = Monitor(run, url, [p.seat for p in plans])
     await monitor.start()
-    await reach_stack_high_water(url)
+    await reach_stack_high_water(run, url)
     samples: dict[str, list[float]] = {"forge": [], "bare": []}
     series: dict[str, list[tuple[float, float]]] = {
         "rss_mb": [],

@@ -72,8 +72,8 @@ class _ThreadPacker(threading.local):
 
     `msgpack.packb` builds a packer per call, and a packer's buffer is 256 KiB by default: a block
     taken and given back for every message, from a hole in the supervisor's heap when one fits
-    it (pinning the heap's pages while held) or else mapped and unmapped, ten times a reused
-    packer's time for a small header (`bench/ipc.py`). A packer is not safe to share between
+    it (pinning the heap's pages while held) or else mapped and unmapped: ten times this
+    module's time for a small header (`bench/ipc.py`). A packer is not safe to share between
     threads, hence one each.
     """
 

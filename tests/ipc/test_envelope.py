@@ -115,8 +115,8 @@ def test_packing_a_small_header_takes_no_large_buffer(traced: None) -> None:
     for seq in range(100):
         encode(Envelope(MessageType.REQUEST, seq, None, 0, {"kind": "open", "cols": 80}))
         data_header("pty", seq, {"rows": 24})
-    _now, peak = tracemalloc.get_traced_memory()
-    assert peak - _now < 16 * 1024  # msgpack.packb took a 256 KiB buffer for each
+    now, peak = tracemalloc.get_traced_memory()
+    assert peak - now < 16 * 1024  # msgpack.packb took a 256 KiB buffer for each
 
 
 def test_a_huge_header_leaves_no_huge_buffer_behind(traced: None) -> None:
