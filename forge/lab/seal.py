@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -142,14 +143,40 @@ def _shown(real: str, hidden: Sequence[str], mounts: Sequence[str]) -> bool:
     return not any(_inside(real, h) for h in hidden) or any(_inside(real, m) for m in mounts)
 
 
+_ENV_OPTIONS_WITH_VALUE = frozenset({"-u", "--unset", "-C", "--chdir", "-P"})
+"""`env`'s options whose value is the next word (GNU's and the BSDs'), so not the program."""
+
+
 def _program(argv: Sequence[str]) -> str | None:
     """The program named bare (found on PATH) that `argv` runs, through an `env` in front."""
     rest = list(argv)
     if rest and os.path.basename(rest[0]) == "env":
-        rest = [arg for arg in rest[1:] if "=" not in arg and not arg.startswith("-")]
+        rest = _after_env(rest[1:])
     if rest and "/" not in rest[0]:
         return rest[0]
     return None
+
+
+def _after_env(args: Sequence[str]) -> list[str]:
+    """The words from the program `env args...` runs on: past its options, their values and the
+    NAME=value assignments (`-S`'s string is split and read on like the words after it)."""
+    rest = list(args)
+    options = True
+    while rest:
+        word = rest.pop(0)
+        if options and word == "--":
+            options = False
+        elif options and word in _ENV_OPTIONS_WITH_VALUE:
+            rest = rest[1:]
+        elif options and word in ("-S", "--split-string") and rest:
+            rest = shlex.split(rest[0]) + rest[1:]
+        elif options and word.startswith("--split-string="):
+            rest = shlex.split(word.split("=", 1)[1]) + rest
+        elif options and word.startswith("-S") and len(word) > 2:
+            rest = shlex.split(word[2:]) + rest
+        elif not (options and word.startswith("-")) and "=" not in word:
+            return [word, *rest]
+    return []
 
 
 def _mount_for(path: str) -> str:

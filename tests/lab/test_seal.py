@@ -211,23 +211,38 @@ def test_the_preview_warns_of_a_program_path_finds_where_the_sandbox_hides_it(ki
     agent = tools / "bin" / "agent"
     agent.write_text("#!/bin/sh\nexit 0\n")
     agent.chmod(0o755)
+    path = {"PATH": f"{tools / 'bin'}:{os.environ['PATH']}"}
+    through_env = ["/usr/bin/env", "-u", "LANG", "MODE=fast", "agent", "--go"]
     kit.cohort(
-        a=kit.formula("a", atom={"command": ["/usr/bin/env", "MODE=fast", "agent", "--go"]}),
+        a=kit.formula("a", atom={"command": through_env}),
         b=kit.formula("b", model="m2", atom={"command": [str(agent), "--go"]}),
         tasks={"t1": kit.plan("t1")},
     )
-    preview = kit.cli(env={"PATH": f"{tools / 'bin'}:{os.environ['PATH']}"})
+    preview = kit.cli(env=path)
     assert preview.returncode == 0, preview.stderr
     real = os.path.realpath(tools)
+    runs_agent = f"warning: variant a's coding command runs agent from {real}/bin (on PATH)"
     assert (
-        f"warning: variant a's coding command runs agent from {real}/bin (on PATH), which the "
-        f'sandbox hides; add "{real}" to the atom\'s mounts or move it'
+        f'{runs_agent}, which the sandbox hides; add "{real}" to the atom\'s mounts or move it'
     ) in preview.stdout
     assert (
         f"warning: variant b's coding command names {agent}, which the sandbox hides; add its "
         f'folder to the atom\'s mounts ("{real}") or move it'
     ) in preview.stdout
     assert "variant b's coding command runs" not in preview.stdout
-    kit.formula("a", atom={"command": ["agent", "--go"], "mounts": [str(tools)]})
-    mounted = kit.cli(env={"PATH": f"{tools / 'bin'}:{os.environ['PATH']}"})
+    kit.cohort(
+        a=kit.formula("a", atom={"command": ["agent", "--go"], "mounts": [str(tools)]}),
+        b="b.yaml",
+        tasks={"t1": kit.plan("t1")},
+    )
+    mounted = kit.cli(env=path)
+    assert mounted.returncode == 0, mounted.stderr
     assert "runs agent" not in mounted.stdout
+    kit.cohort(
+        a=kit.formula("a", atom={"command": ["env", "-S", "MODE=fast agent --go"]}),
+        b="b.yaml",
+        tasks={"t1": kit.plan("t1")},
+    )
+    split = kit.cli(env=path)
+    assert split.returncode == 0, split.stderr
+    assert runs_agent in split.stdout
