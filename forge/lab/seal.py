@@ -159,21 +159,25 @@ def _program(argv: Sequence[str]) -> str | None:
 
 def _after_env(args: Sequence[str]) -> list[str]:
     """The words from the program `env args...` runs on: past its options, their values and the
-    NAME=value assignments (`-S`'s string is split and read on like the words after it)."""
+    NAME=value assignments (`-S`'s string is split and read on like the words after it). Nothing
+    when `-S`'s string is not shell words: `env` refuses it, so it runs nothing."""
     rest = list(args)
     options = True
     while rest:
         word = rest.pop(0)
+        if options and word in ("-S", "--split-string") and rest:
+            word = "-S" + rest.pop(0)
+        elif options and word.startswith("--split-string="):
+            word = "-S" + word.split("=", 1)[1]
         if options and word == "--":
             options = False
         elif options and word in _ENV_OPTIONS_WITH_VALUE:
             rest = rest[1:]
-        elif options and word in ("-S", "--split-string") and rest:
-            rest = shlex.split(rest[0]) + rest[1:]
-        elif options and word.startswith("--split-string="):
-            rest = shlex.split(word.split("=", 1)[1]) + rest
         elif options and word.startswith("-S") and len(word) > 2:
-            rest = shlex.split(word[2:]) + rest
+            try:
+                rest = shlex.split(word[2:]) + rest
+            except ValueError:  # an unclosed quote
+                return []
         elif not (options and word.startswith("-")) and "=" not in word:
             return [word, *rest]
     return []

@@ -7,8 +7,8 @@ one minute's p99 on a shared two-core machine is as much its neighbours' as the 
 8 runs at load average 12-30 on 2026-12-02, one failed that rule alone, forge 199.5 ms against
 the bare echo server's 86.9 ms, while the supervisor's loop stood with 1 % of its time on the CPU:
 the process was not scheduled). The hour-long run judges it. 20 of 20 runs passed two at a time
-at load average 17-27, and 20 of 20 again on uvloop at 36-44 (2026-12-02); docs/benchmarks.md,
-"Chaos".
+at load average 17-27, 20 of 20 again on uvloop at 36-44 (2026-12-02), and 20 of 20 one after
+another beside the full suite at 10-19 (2026-12-06); docs/benchmarks.md, "Chaos".
 """
 
 from __future__ import annotations

@@ -14,6 +14,10 @@ def kit(tmp_path: Path, forge_dirs: dict[str, Path]) -> Iterator[Kit]:
     del forge_dirs
     kit = Kit(tmp_path)
     yield kit
+    for process in kit.started:  # a test that failed before its CLI ended must not leak it
+        if process.poll() is None:
+            process.kill()
+        process.communicate()
     leftovers = marker_processes(str(kit.ctl))
     kill_all(leftovers)
     assert leftovers == [], "a test left processes of its attempts running"

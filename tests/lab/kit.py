@@ -94,6 +94,8 @@ class Kit:
     ctl: Path = field(init=False)
     base: str = field(init=False)
     later: str = field(init=False)
+    started: list[subprocess.Popen[str]] = field(init=False, default_factory=list)
+    """Every `forge evaluate` `start` ran, for the fixture to stop when a test failed early."""
 
     def __post_init__(self) -> None:
         self.repo = self.root / "fx"
@@ -269,13 +271,15 @@ class Kit:
 
     def start(self, *extra: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
         """`forge evaluate` in the background, for tests that signal or kill it mid-run."""
-        return subprocess.Popen(
+        process = subprocess.Popen(
             self.argv(*extra),
             env=self.env(env),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
         )
+        self.started.append(process)
+        return process
 
     def env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
         """The caller's environment; the control folder is mounted writable in the sandbox."""

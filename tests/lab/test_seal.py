@@ -246,3 +246,11 @@ def test_the_preview_warns_of_a_program_path_finds_where_the_sandbox_hides_it(ki
     split = kit.cli(env=path)
     assert split.returncode == 0, split.stderr
     assert runs_agent in split.stdout
+    kit.cohort(
+        a=kit.formula("a", atom={"command": ["env", "-S", "MODE='fast agent --go"]}),
+        b="b.yaml",
+        tasks={"t1": kit.plan("t1")},
+    )
+    unclosed = kit.cli(env=path)
+    assert unclosed.returncode == 0, unclosed.stderr
+    assert "runs agent" not in unclosed.stdout
