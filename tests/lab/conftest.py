@@ -17,7 +17,10 @@ def kit(tmp_path: Path, forge_dirs: dict[str, Path]) -> Iterator[Kit]:
     for process in kit.started:  # a test that failed before its CLI ended must not leak it
         if process.poll() is None:
             process.kill()
-        process.communicate()
+        process.wait()  # not `communicate`: its orphaned children may hold the pipes open
+        for pipe in (process.stdout, process.stderr):
+            if pipe is not None:
+                pipe.close()
     leftovers = marker_processes(str(kit.ctl))
     kill_all(leftovers)
     assert leftovers == [], "a test left processes of its attempts running"

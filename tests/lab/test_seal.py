@@ -230,27 +230,15 @@ def test_the_preview_warns_of_a_program_path_finds_where_the_sandbox_hides_it(ki
         f'folder to the atom\'s mounts ("{real}") or move it'
     ) in preview.stdout
     assert "variant b's coding command runs" not in preview.stdout
-    kit.cohort(
-        a=kit.formula("a", atom={"command": ["agent", "--go"], "mounts": [str(tools)]}),
-        b="b.yaml",
-        tasks={"t1": kit.plan("t1")},
-    )
-    mounted = kit.cli(env=path)
-    assert mounted.returncode == 0, mounted.stderr
-    assert "runs agent" not in mounted.stdout
-    kit.cohort(
-        a=kit.formula("a", atom={"command": ["env", "-S", "MODE=fast agent --go"]}),
-        b="b.yaml",
-        tasks={"t1": kit.plan("t1")},
-    )
-    split = kit.cli(env=path)
-    assert split.returncode == 0, split.stderr
-    assert runs_agent in split.stdout
-    kit.cohort(
-        a=kit.formula("a", atom={"command": ["env", "-S", "MODE='fast agent --go"]}),
-        b="b.yaml",
-        tasks={"t1": kit.plan("t1")},
-    )
-    unclosed = kit.cli(env=path)
-    assert unclosed.returncode == 0, unclosed.stderr
-    assert "runs agent" not in unclosed.stdout
+
+    def preview_a(**atom: Any) -> str:
+        """Variant a's atom changed, the cohort locked again (else the run is refused), and the
+        preview's text."""
+        kit.cohort(a=kit.formula("a", atom=atom), b="b.yaml", tasks={"t1": kit.plan("t1")})
+        shown = kit.cli(env=path)
+        assert shown.returncode == 0, shown.stderr
+        return shown.stdout
+
+    assert "runs agent" not in preview_a(command=["agent", "--go"], mounts=[str(tools)])
+    assert runs_agent in preview_a(command=["env", "-S", "MODE=fast agent --go"])
+    assert "runs agent" not in preview_a(command=["env", "-S", "MODE='fast agent --go"])
