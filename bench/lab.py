@@ -36,7 +36,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from forge.attempt.git import add_worktree, capture_tree, make_attempt_source, unified_diff
+from forge.attempt.git import (
+    capture_tree,
+    make_attempt_source,
+    make_workspace,
+    save_index,
+    unified_diff,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # the Lab's test kit: the benchmark runs what the tests run
@@ -62,10 +68,11 @@ async def forge_attempt(repo: Path, base: str, where: Path) -> float:
     started = time.perf_counter()
     await asyncio.to_thread(where.mkdir)
     source, workspace = where / "source", where / "workspace"
-    await make_attempt_source(repo, None, base, source)
-    await add_worktree(source, workspace, base)
+    await make_attempt_source(repo, base, source)
+    await make_workspace(source, base, workspace, None)
+    await save_index(workspace, where / "stat-index")
     (workspace / "pkg0" / "mod_0.py").write_text("VALUE = -1\n")
-    capture = await capture_tree(workspace, base, where / "index")
+    capture = await capture_tree(source, workspace, base, where / "index", where / "stat-index")
     await unified_diff(source, base, capture.commit)
     shutil.rmtree(where)
     return time.perf_counter() - started

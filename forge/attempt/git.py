@@ -1,9 +1,14 @@
-"""Git for attempts: a throwaway source per attempt, worktrees in it, and a pinned-bytes capture.
+"""Git for attempts: forge's own source per attempt, the recipe's workspace, views, a capture.
 
-Every git call runs with the caller's git configuration switched off (no system or global config,
-`LC_ALL=C`, hooks disabled), so the captured diff depends only on the pinned bytes. `--source` is
-only ever read: fetched from, never written. An attempt source names neither `--source` nor a
-local origin: its `origin` is a network URL or absent, and no FETCH_HEAD records the fetch.
+Every git call runs under forge's hardened profile (`forge.git`), and never on a git folder a
+recipe could have written: the attempt source (`<work>/source`) is forge's and no sandbox ever
+mounts it writable; the recipe's workspace is a separate clone of it that the recipe owns, and
+forge reads the workspace's files only through the source's git folder and an index of its own
+(`--git-dir`/`--work-tree`), so whatever the recipe writes into the workspace's `.git`
+(`config`, hooks, `info/`, objects, alternates) is never read outside the sandbox. The captured
+diff depends only on the pinned bytes. `--source` is only ever read: fetched from, never written.
+An attempt source names neither `--source` nor a local origin: its `origin` is a network URL or
+absent, and no FETCH_HEAD records the fetch.
 """
 
 from __future__ import annotations
@@ -15,8 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
+from forge import git as forge_git
 from forge.attempt.errors import LabRefusal
-from forge.errors import InternalError
+from forge.git import GitError
+
+__all__ = ["GitError"]
 
 NO_FETCH_REFSPEC = "+refs/forge-none/*:refs/forge-none/*"
 """A refspec that matches nothing, so a stray bare `git fetch origin` fetches nothing."""
@@ -31,49 +39,16 @@ _FIXED_IDENTITY = {
 }
 
 
-class GitError(InternalError):
-    """A git command failed; the message holds its argv and stderr (where the input is at fault,
-    the Lab refuses it as a `LabRefusal` instead)."""
-
-
-def git_env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "LC_ALL": "C",
-        "GIT_CONFIG_NOSYSTEM": "1",
-        "GIT_CONFIG_GLOBAL": "/dev/null",
-        "GIT_TERMINAL_PROMPT": "0",
-        "HOME": "/nonexistent",
-        **_FIXED_IDENTITY,
-    }
-    env.update(extra or {})
-    return env
-
-
 async def git(
     cwd: Path, *args: str, env: dict[str, str] | None = None, stdin: bytes | None = None
 ) -> bytes:
-    proc = await asyncio.create_subprocess_exec(
-        "git",
-        "-c",
-        "core.hooksPath=/dev/null",
-        *args,
-        cwd=cwd,
-        env=env or git_env(),
-        stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    try:
-        out, err = await proc.communicate(stdin)
-    except asyncio.CancelledError:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
-        raise
-    if proc.returncode != 0:
-        raise GitError(f"git {' '.join(args)}: {err.decode(errors='replace').strip()}")
-    return out
+    """git under the profile with the Lab's fixed identity (commits are reproducible)."""
+    return await forge_git.run(cwd, *args, env={**_FIXED_IDENTITY, **(env or {})}, stdin=stdin)
+
+
+def _on(git_dir: Path, work_tree: Path) -> tuple[str, ...]:
+    """Options that point git at forge's git folder and a tree, whatever the tree holds."""
+    return (f"--git-dir={git_dir}", f"--work-tree={work_tree}")
 
 
 @dataclass(frozen=True)
@@ -148,9 +123,10 @@ async def has_commit(source: Path, commit: str) -> bool:
     return True
 
 
-async def make_attempt_source(source: Path, origin: str | None, commit: str, dest: Path) -> None:
-    """A fresh non-bare repository at `dest` holding only `commit` (shallow, detached, no refs)."""
-    await git(dest.parent, "init", "-q", str(dest))
+async def make_attempt_source(source: Path, commit: str, dest: Path) -> None:
+    """A fresh non-bare repository at `dest` holding only `commit` (shallow, detached, no refs,
+    no remote): forge's own, never mounted writable in a sandbox."""
+    await git(dest.parent, "init", "-q", "--template=", str(dest))
     await git(
         dest,
         "-c",
@@ -163,25 +139,42 @@ async def make_attempt_source(source: Path, origin: str | None, commit: str, des
         f"file://{source}",
         commit,
     )
-    # HEAD and the config are written directly: four git processes fewer per attempt.
-    await asyncio.to_thread(_detach_and_configure, dest / ".git", commit, origin)
+    # HEAD is written directly: a git process fewer per attempt.
+    await asyncio.to_thread((dest / ".git" / "HEAD").write_text, commit + "\n")
 
 
-def _detach_and_configure(git_dir: Path, commit: str, origin: str | None) -> None:
-    """A detached HEAD at `commit`, hooks off, and `origin` with the fetch refspec that matches
-    nothing (values quoted as git-config(1) reads them)."""
-    (git_dir / "HEAD").write_text(commit + "\n")
-    lines = ["[core]", "\thooksPath = /dev/null"]
+async def make_workspace(source: Path, commit: str, dest: Path, origin: str | None) -> None:
+    """The recipe's tree at `dest`: a clone of the attempt source with a `.git` of its own
+    (objects copied, never hard-linked, so nothing the recipe writes reaches the source), checked
+    out detached at `commit`, with `origin` (a network URL, fetching nothing) or no remote."""
+    await git(
+        dest.parent, "-c", "protocol.file.allow=always", "clone", "-q", "--no-hardlinks",
+        "--no-checkout", "--template=", str(source), str(dest),
+    )  # fmt: skip
+    await asyncio.to_thread(_configure_workspace, dest / ".git", origin)
+    await git(dest, "checkout", "-q", "--detach", commit)
+
+
+def _configure_workspace(git_dir: Path, origin: str | None) -> None:
+    """The clone's config rewritten whole: hooks off, and `origin` with the fetch refspec that
+    matches nothing, or no remote (values quoted as git-config(1) reads them)."""
+    lines = ["[core]", "\trepositoryformatversion = 0", "\tbare = false", "\thooksPath = /dev/null"]
     if origin is not None:
         if "\n" in origin:
-            raise GitError(f"an origin URL holds a newline: {origin!r}")
+            raise GitError(["config"], f"an origin URL holds a newline: {origin!r}")
         lines += [
             '[remote "origin"]',
             f"\turl = {_quoted(origin)}",
             f"\tfetch = {NO_FETCH_REFSPEC}",
         ]
-    with open(git_dir / "config", "a", encoding="utf-8") as config:
-        config.write("\n".join(lines) + "\n")
+    (git_dir / "config").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    for leftover in ("packed-refs", "logs"):
+        path = git_dir / leftover
+        if path.is_dir():
+            shutil.rmtree(path)
+        else:
+            path.unlink(missing_ok=True)
+    shutil.rmtree(git_dir / "refs" / "remotes", ignore_errors=True)
 
 
 def _quoted(value: str) -> str:
@@ -201,36 +194,45 @@ class Capture:
 
 
 async def content_tree(
-    tree: Path, start: str, index_file: Path, *, untracked: bool, stat_index: Path | None
+    repo: Path,
+    tree: Path,
+    start: str,
+    index_file: Path,
+    *,
+    untracked: bool,
+    stat_index: Path | None,
 ) -> str:
     """The tree of `tree`'s files on disk, tracked as in `start` (untracked files added too when
-    `untracked`), through a private index, so the tree's own index is irrelevant.
+    `untracked`), read through `repo`'s git folder and a private index: neither a `.git` in
+    `tree` nor its index is ever read.
 
-    With `stat_index` (forge's copy of the tree's index, taken when forge made the tree, so no
-    command run since could have changed it) the private index starts from it and `read-tree -m`
-    resets it to `start` keeping the stat data of entries whose content matches: `add` then
-    hashes only the files whose stat changed, not the whole tree."""
-    env = git_env({"GIT_INDEX_FILE": str(index_file)})
+    With `stat_index` (a copy of the tree's index taken when forge made the tree, so no command
+    run since could have changed it) the private index starts from it and `read-tree -m` resets
+    it to `start` keeping the stat data of entries whose content matches: `add` then hashes only
+    the files whose stat changed, not the whole tree."""
+    env = {"GIT_INDEX_FILE": str(index_file)}
+    on = _on(repo / ".git", tree)
     try:
         if stat_index is None:
             raise FileNotFoundError("no stat index")
         await asyncio.to_thread(shutil.copy2, stat_index, index_file)
-        await git(tree, "read-tree", "-m", start, env=env)
+        await git(repo, *on, "read-tree", "-m", start, env=env)
     except (OSError, GitError):
-        await git(tree, "read-tree", start, env=env)
+        await git(repo, *on, "read-tree", start, env=env)
     scope = ("-A", "--", ".") if untracked else ("-u", "--", ".")
-    await git(tree, "-c", "core.excludesFile=/dev/null", "add", *scope, env=env)
-    return (await git(tree, "write-tree", env=env)).decode().strip()
+    await git(repo, *on, "-c", "core.excludesFile=/dev/null", "add", *scope, env=env)
+    return (await git(repo, *on, "write-tree", env=env)).decode().strip()
 
 
 async def save_index(tree: Path, dest: Path) -> None:
     """Keep a copy of a tree's own index as forge wrote it (its mtime too, by which git tells
-    racily clean entries: a same-size change in the second the index was written is hashed)."""
+    racily clean entries: a same-size change in the second the index was written is hashed).
+    Called only before any command has run in the tree."""
     await asyncio.to_thread(shutil.copy2, _own_index(tree), dest)
 
 
 def _own_index(tree: Path) -> Path:
-    """A worktree's index: `<gitdir>/index`, its `.git` file naming the gitdir."""
+    """A tree's index: `<gitdir>/index`, a linked worktree's `.git` file naming the gitdir."""
     dot_git = tree / ".git"
     if dot_git.is_file():
         gitdir = dot_git.read_text().removeprefix("gitdir:").strip()
@@ -239,21 +241,52 @@ def _own_index(tree: Path) -> Path:
 
 
 async def capture_tree(
-    workspace: Path, base: str, index_file: Path, stat_index: Path | None = None
+    source: Path, workspace: Path, base: str, index_file: Path, stat_index: Path | None = None
 ) -> Capture:
-    """Snapshot the workspace's content (a private index, so the harness's index is irrelevant)."""
-    tree = await content_tree(workspace, base, index_file, untracked=True, stat_index=stat_index)
+    """Snapshot the workspace's content into the attempt source (forge's), as a commit on
+    `base`: the recipe's own git folder and index are irrelevant."""
+    tree = await content_tree(
+        source, workspace, base, index_file, untracked=True, stat_index=stat_index
+    )
     commit = (
-        (await git(workspace, "commit-tree", tree, "-p", base, "-m", "forge capture"))
-        .decode()
-        .strip()
+        (await git(source, "commit-tree", tree, "-p", base, "-m", "forge capture")).decode().strip()
     )
-    raw = await git(workspace, "diff", "--name-status", "--no-renames", "-z", base, commit)
+    return Capture(commit=commit, changes=await _changes(source, base, commit))
+
+
+async def _changes(repo: Path, base: str, commit: str) -> tuple[tuple[str, str], ...]:
+    raw = await git(repo, "diff", "--name-status", "--no-renames", "-z", base, commit)
     fields = raw.decode("utf-8", errors="surrogateescape").split("\0")
-    changes = sorted(
-        ((fields[i], fields[i + 1]) for i in range(0, len(fields) - 1, 2)), key=lambda c: c[1]
+    return tuple(
+        sorted(
+            ((fields[i], fields[i + 1]) for i in range(0, len(fields) - 1, 2)), key=lambda c: c[1]
+        )
     )
-    return Capture(commit=commit, changes=tuple(changes))
+
+
+async def scoped_commit(
+    repo: Path, base: str, capture: Capture, allowed: tuple[str, ...], index_file: Path
+) -> str:
+    """The captured commit with every change outside `allowed` undone: what verification runs,
+    so nothing the recipe wrote outside its allowed files reaches a verifying process."""
+    permitted = set(allowed)
+    if all(path in permitted for _, path in capture.changes):
+        return capture.commit
+    env = {"GIT_INDEX_FILE": str(index_file)}
+    try:
+        await git(repo, "read-tree", base, env=env)
+        kept = [path for status, path in capture.changes if path in permitted and status != "D"]
+        gone = [path for status, path in capture.changes if path in permitted and status == "D"]
+        if kept:
+            entries = await git(repo, "ls-tree", "-z", capture.commit, "--", *kept)
+            await git(repo, "update-index", "-z", "--index-info", env=env, stdin=entries)
+        if gone:
+            await git(repo, "update-index", "--force-remove", "--", *gone, env=env)
+        tree = (await git(repo, "write-tree", env=env)).decode().strip()
+    finally:
+        await asyncio.to_thread(index_file.unlink, missing_ok=True)
+    message = "forge capture, allowed files only"
+    return (await git(repo, "commit-tree", tree, "-p", base, "-m", message)).decode().strip()
 
 
 async def unified_diff(repo: Path, base: str, commit: str) -> bytes:

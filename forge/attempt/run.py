@@ -5,11 +5,15 @@ files (`changes.diff`, `changes.json`, `verification.json`) under the attempt di
 writes `attempt.json`, so an attempt that never returned never looks done. Cancelled at any point,
 it kills every process it started and removes its directories: a discarded attempt leaves nothing.
 
-The seal: the attempt's trees (throwaway source, workspace, views, home, task file) live in a
-private 0700 directory outside `--out` (`<attempt dir>/work` is a link to it, for a person and for
-an executor that must tell a started attempt from a fresh one), so nothing the recipe can reach
-names a path into `--out` or `--source`; the recipe and the checks run in the bubblewrap sandbox
-(`sandbox`) where the platform allows, and the record says which seal held.
+The seal: the attempt's trees (forge's source, the recipe's workspace and home, views, homes of
+the views, task file) live in a private 0700 directory outside `--out` (`<attempt dir>/work` is a
+link to it, for a person and for an executor that must tell a started attempt from a fresh one),
+so nothing the recipe can reach names a path into `--out` or `--source`; the recipe and the checks
+run in the bubblewrap sandbox (`sandbox`) where the platform allows, and the record says which
+seal held. The recipe's sandbox shows its workspace, home and task file; each verification view's
+own sandbox shows that view, a fresh home and the source's git folder (read-only), never the
+recipe's trees: verification runs on a tree forge built from the base commit and the captured
+change to the allowed files, and nothing else the recipe wrote reaches it.
 
 The same coroutine runs in-process, in an attempt-runner worker, or on a Dask worker.
 """
@@ -45,8 +49,10 @@ from forge.attempt.git import (
     capture_tree,
     list_files,
     make_attempt_source,
+    make_workspace,
     restore_from,
     save_index,
+    scoped_commit,
     unified_diff,
 )
 from forge.attempt.harness import (
@@ -82,7 +88,7 @@ from forge.attempt.regression import (
     rerun_verdict,
     unclassified_entry,
 )
-from forge.attempt.sandbox import Sandbox
+from forge.attempt.sandbox import Sandbox, Trees
 from forge.attempt.settings import LabSettings
 from forge.attempt.verify import Observation, Step, ViewResult, run_view, view_steps
 from forge.clock import SYSTEM_CLOCK, Clock
@@ -129,8 +135,8 @@ class AttemptSpec:
     keep_workspaces: bool = False
     parallel: int = 1
     hidden: tuple[str, ...] = ()
-    """Paths the sandbox never mounts: `--out`, `--source` and its local origins, the cohort's
-    folder, the caller's home, forge's own directories (realpaths)."""
+    """Paths the sandbox never shows, even inside an allowed folder: `--out`, `--source` and its
+    local origins, the cohort's folder, forge's own directories (realpaths)."""
 
 
 async def run_attempt(
@@ -196,10 +202,10 @@ class _Attempt:
         await asyncio.to_thread(self._make_work)
         record.seal = await self._seal()
         try:
-            await make_attempt_source(
-                self.spec.source, self.spec.origin, self.plan.base_commit, self.source
-            )
-            await add_worktree(self.source, self.workspace, self.plan.base_commit)
+            await make_attempt_source(self.spec.source, self.plan.base_commit, self.source)
+            # With the network, a public origin would hand the recipe the fix: no remote at all.
+            origin = None if self.atom.network else self.spec.origin
+            await make_workspace(self.source, self.plan.base_commit, self.workspace, origin)
             await save_index(self.workspace, self.stat_index)
         except (GitError, OSError) as error:
             record.outcome, record.error = "error", f"workspace preparation failed: {error}"
@@ -240,16 +246,35 @@ class _Attempt:
         probe = await asyncio.to_thread(sandbox.probe, self.spec.caller_env)
         if probe.program is None:
             return Seal(sandbox=None, reason=probe.reason, network=True)
-        # The private directories' parent too: other attempts' trees live beside this one.
-        hidden = sandbox.realpaths([*self.spec.hidden, str(self.work.parent)])
-        # Only the trees a command works in; forge's own files beside them (the indexes it
-        # captures with) stay out of reach. Views and the acceptance appear at verification.
-        work = [str(self.work / name) for name in ("source", "workspace", "home", "views")]
-        writable = sandbox.realpaths([*work, *self.spec.settings.sandbox_binds])
-        private = [str(self.work / "task"), str(self.work / "acceptance")]
-        readonly = sandbox.realpaths([*private, *self.atom.mounts])
-        self.sandbox = Sandbox(probe.program, hidden, writable, network, readonly)
+        # The private directories' parent is scratch: other attempts' trees live beside this one.
+        self.sandbox = await asyncio.to_thread(
+            Sandbox.for_attempt,
+            probe.program,
+            hidden=self.spec.hidden,
+            mounts=self.atom.mounts,
+            network=network,
+            scratch=[str(self.work.parent)],
+        )
         return Seal(sandbox=sandbox.NAME, reason=None, network=network)
+
+    def _recipe_sandbox(self) -> Sandbox | None:
+        """The recipe sees its workspace and home, and its task file; forge's source, its
+        indexes and every view stay out of reach."""
+        if self.sandbox is None:
+            return None
+        writable = [str(self.workspace), str(self.work / "home"), *self.spec.settings.sandbox_binds]
+        trees = Trees(sandbox.realpaths(writable), sandbox.realpaths([str(self.work / "task")]))
+        return self.sandbox.with_trees(trees)
+
+    def _view_sandbox(self, view: Path, home: Path) -> Sandbox | None:
+        """A verifying step sees its view and a fresh home, and reads the source's git folder
+        (the view's git metadata) and the acceptance scripts; nothing of the recipe's."""
+        if self.sandbox is None:
+            return None
+        writable = [str(view), str(home), *self.spec.settings.sandbox_binds]
+        readonly = [str(self.source / ".git"), str(self.work / "acceptance")]
+        trees = Trees(sandbox.realpaths(writable), sandbox.realpaths(readonly))
+        return self.sandbox.with_trees(trees)
 
     def discard(self) -> None:
         """A cancelled attempt leaves nothing: neither its private trees nor its directory."""
@@ -259,13 +284,13 @@ class _Attempt:
 
     # -- environment -------------------------------------------------------------------------
 
-    def _env(self, **extra: str) -> dict[str, str]:
+    def _env(self, home: Path, **extra: str) -> dict[str, str]:
         """The scrubbed environment: PATH, LANG, TMPDIR, a private HOME, forge's variables.
 
         In the sandbox TMPDIR is its private /tmp: the caller's may be hidden or read-only there.
         """
         caller = self.spec.caller_env
-        env = {"PATH": caller.get("PATH", "/usr/bin:/bin"), "HOME": str(self.work / "home")}
+        env = {"PATH": caller.get("PATH", "/usr/bin:/bin"), "HOME": str(home)}
         for name in ("LANG", "TMPDIR"):
             if name in caller:
                 env[name] = caller[name]
@@ -276,8 +301,9 @@ class _Attempt:
         env.update(extra)
         return env
 
-    def _check_env(self) -> dict[str, str]:
-        return self._env(PYTEST_ADDOPTS="-p no:cacheprovider")
+    def _check_env(self, home: Path) -> dict[str, str]:
+        """A verifying step's environment: its own fresh home, Python's user site off."""
+        return self._env(home, PYTEST_ADDOPTS="-p no:cacheprovider", PYTHONNOUSERSITE="1")
 
     def _account(self, result: CommandResult) -> None:
         self.peak_rss = max(self.peak_rss, result.peak_rss_bytes)
@@ -300,7 +326,7 @@ class _Attempt:
     # -- setup and coding --------------------------------------------------------------------
 
     async def _setup_and_code(self) -> None:
-        failure = await self._setup(self.workspace)
+        failure = await self._setup(self.workspace, self.work / "home", self._recipe_sandbox())
         if failure is not None:
             command, result = failure
             self.record.outcome, self.record.error = "setup-failed", f"setup {command.id} failed"
@@ -308,24 +334,33 @@ class _Attempt:
             return
         await self._code()
 
-    async def _setup(self, root: Path) -> tuple[Command, CommandResult] | None:
+    async def _setup(
+        self, root: Path, home: Path, box: Sandbox | None
+    ) -> tuple[Command, CommandResult] | None:
         """Run the plan's setup in `root`, each from its dir; the first failure, if any."""
         for command in self.plan.setup:
             cwd = root if command.dir == "." else root / command.dir
-            result = await self._run_check(command.argv, cwd, command.timeout_ms)
+            result = await self._run_check(command.argv, cwd, command.timeout_ms, home, box)
             if not result.ok:
                 return command, result
         return None
 
-    async def _run_check(self, argv: tuple[str, ...], cwd: Path, timeout_ms: int) -> CommandResult:
+    async def _run_check(
+        self,
+        argv: tuple[str, ...],
+        cwd: Path,
+        timeout_ms: int,
+        home: Path,
+        box: Sandbox | None,
+    ) -> CommandResult:
         result = await run_command(
             argv,
             cwd=cwd,
-            env=self._check_env(),
+            env=self._check_env(home),
             timeout_s=timeout_ms / 1000,
             clock=self.clock,
             output_cap=HARNESS_STDOUT_CAP,
-            sandbox=self.sandbox,
+            sandbox=box,
         )
         self._account(result)
         return result
@@ -415,6 +450,7 @@ class _Attempt:
         task_file = self.work / "task" / f"task-{index}.json"
         await asyncio.to_thread(_write_readonly, task_file, task_bytes)
         env = self._env(
+            self.work / "home",
             FORGE_TASK_FILE=str(task_file),
             FORGE_MODEL=self.atom.model,
             FORGE_ATTEMPT_ID=self.spec.attempt_id,
@@ -427,7 +463,7 @@ class _Attempt:
             clock=self.clock,
             output_cap=HARNESS_STDOUT_CAP,
             stdin=task_bytes,
-            sandbox=self.sandbox,
+            sandbox=self._recipe_sandbox(),
         )
         self._account(result)
         complete = not result.timed_out and not result.output_capped
@@ -455,7 +491,11 @@ class _Attempt:
     async def _wrote_out_of_scope(self) -> bool:
         try:
             capture = await capture_tree(
-                self.workspace, self.plan.base_commit, self.work / "scope-index", self.stat_index
+                self.source,
+                self.workspace,
+                self.plan.base_commit,
+                self.work / "scope-index",
+                self.stat_index,
             )
         except GitError:
             return False
@@ -493,7 +533,11 @@ class _Attempt:
         try:
             self._forced("capture")
             capture = await capture_tree(
-                self.workspace, self.plan.base_commit, self.work / "capture-index", self.stat_index
+                self.source,
+                self.workspace,
+                self.plan.base_commit,
+                self.work / "capture-index",
+                self.stat_index,
             )
             diff, truncated = cap_diff(
                 await unified_diff(self.source, self.plan.base_commit, capture.commit)
@@ -538,15 +582,22 @@ class _Attempt:
             self.spec.settings.acceptance_timeout_ms,
         )
         restore = await self._restore_paths()
-        candidate = await self._view("candidate", capture.commit, steps, [], fail_fast=True)
+        try:
+            commit = await scoped_commit(
+                self.source,
+                self.plan.base_commit,
+                capture,
+                self.plan.allowed_files,
+                self.work / "scoped-index",
+            )
+        except GitError as error:
+            record.error = f"verification could not build its tree: {error}"
+            return
+        candidate = await self._view("candidate", commit, steps, [], fail_fast=True)
         molecule = [candidate]
         if candidate.passed:
-            molecule.append(
-                await self._view("protected", capture.commit, steps, restore, fail_fast=True)
-            )
-        independent = await self._view(
-            "independent", capture.commit, steps, restore, fail_fast=False
-        )
+            molecule.append(await self._view("protected", commit, steps, restore, fail_fast=True))
+        independent = await self._view("independent", commit, steps, restore, fail_fast=False)
         molecule_pass = all(v.passed for v in molecule) and len(molecule) == 2
         for view in molecule:
             for observation in view.observations:
@@ -597,22 +648,30 @@ class _Attempt:
         fail_fast: bool,
     ) -> ViewResult:
         path = self.work / "views" / name
+        home = await self._fresh_home(name)
         await add_worktree(self.source, path, commit)
         await restore_from(path, self.plan.base_commit, restore)
         result = await run_view(
             name,
+            self.source,
             path,
             steps,
             fail_fast=fail_fast,
-            env=self._check_env(),
+            env=self._check_env(home),
             clock=self.clock,
             acceptance_script=self._acceptance_script,
-            sandbox=self.sandbox,
+            sandbox=self._view_sandbox(path, home),
         )
         for observation in result.observations:
             self._account(observation.result)
         self.views[name] = result.to_json()
         return result
+
+    async def _fresh_home(self, view: str) -> Path:
+        """An empty home for one view's steps: nothing the recipe or another view left there."""
+        home = self.work / "homes" / view
+        await asyncio.to_thread(home.mkdir, parents=True)
+        return home
 
     async def _acceptance_script(self, view: str) -> Path:
         """Verified acceptance bytes in a private 0500 file outside every view (V7)."""
@@ -657,15 +716,17 @@ class _Attempt:
         ordered = sorted(failed, key=lambda n: package_and_test(failed[n].dir, n))
         entries = [unclassified_entry(*package_and_test(failed[n].dir, n)) for n in ordered]
         base_view = self.work / "views" / "base"
+        home = await self._fresh_home("base")
+        box = self._view_sandbox(base_view, home)
         try:
             await add_worktree(self.source, base_view, self.plan.base_commit)
-            if await self._setup(base_view) is not None:
+            if await self._setup(base_view, home, box) is not None:
                 return entries
             for position, nodeid in enumerate(ordered[:MAX_RERUN_TESTS]):
                 verdicts = []
                 for _ in range(RUNS_PER_TEST):
                     argv = rerun_argv(failed[nodeid].argv, nodeid)
-                    result = await self._run_check(argv, base_view, RERUN_TIMEOUT_MS)
+                    result = await self._run_check(argv, base_view, RERUN_TIMEOUT_MS, home, box)
                     verdicts.append(
                         rerun_verdict(
                             result.stdout.decode("utf-8", errors="replace"),

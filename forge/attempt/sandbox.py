@@ -1,21 +1,23 @@
-"""The recipe's sandbox: bubblewrap with the system read-only and the answer out of reach.
+"""The recipe's sandbox: bubblewrap showing an allow-list of the machine, and nothing else.
 
-A sandboxed command sees the machine's files read-only, except what could hold the answer or
-point at it: `--out`, `--source` and its local origins, the cohort's folder, the caller's home
-and forge's own directories are not mounted at all, `/tmp` is private, and only the attempt's
-trees (throwaway source, workspace, verification views) and home are writable; its task file
-and acceptance script are read-only, and forge's own files beside them are not mounted. It runs in
-its own user, PID, IPC and UTS namespaces with every capability dropped, and in its own network
-namespace (loopback only) unless the Formula's atom asks for `network: true`.
+A sandboxed command sees, read-only, the operating system (`SYSTEM`: `/usr`, `/bin`, `/sbin`,
+`/lib*`, `/etc`), the Formula atom's `mounts`, and the trees of the step it runs: the recipe its
+workspace and home (writable) and its task file; a verifying step its own view and a fresh home
+(writable), the attempt source's git folder and its acceptance script (read-only). Nothing else of
+the host exists inside: no `/home`, `/root`, `/srv`, `/mnt`, `/opt` unless mounted, no other
+clone, no earlier `--out`. `/tmp`, `/var/tmp`, `/dev/shm` and `/run` are empty and private. It
+runs in its own user, PID, IPC and UTS namespaces with every capability dropped, and in its own
+network namespace (loopback only) unless the Formula's atom asks for `network: true`.
+
+A protected path (`--out`, `--source`, the cohort's folder, forge's own directories) that lies
+inside an allowed folder is still absent: that folder's other entries are mounted one by one,
+never something over the protected path, so not even the mount table names it; bubblewrap reads
+its arguments from a file descriptor, so its command line does not name them either.
 
 Not `--die-with-parent`: when the command exits, what it left running stays in the namespace
 until forge's sweep kills it by its marker variable and counts it, exactly as without the sandbox
 (with it, the kernel would race the sweep and the count would depend on timing). The sandbox's
 own init process is killed by that sweep too, but never counted.
-
-A hidden path is left out by mounting its ancestors' other entries one by one, never by mounting
-something over it, so not even the mount table names it; bubblewrap reads its arguments from a
-file descriptor, so its command line does not name them either.
 
 Where bubblewrap cannot run (not installed, no user namespaces), `probe` says why and the attempt
 runs with the layout seal alone (its directories outside `--out`, nothing naming it).
@@ -28,12 +30,15 @@ import shutil
 import stat
 import subprocess
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 PROGRAM_ENV = "FORGE_LAB_BWRAP"
 """Which bubblewrap to run (default `bwrap` on PATH); one that cannot run turns the sandbox off."""
 NAME = "bubblewrap"
+SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
+"""The operating system a standard toolchain needs, shown read-only where it exists (a merged
+`/usr`'s `/bin -> usr/bin` as the same link)."""
 PRIVATE_TMP = ("/tmp", "/var/tmp", "/dev/shm", "/run")
 """Shared scratch and runtime directories: empty and private inside the sandbox (`/run` holds
 other programs' sockets, which a network namespace does not cut off)."""
@@ -165,76 +170,110 @@ def _inside(path: str, folder: str) -> bool:
 
 
 def filesystem_args(
-    hidden: Iterable[str], *, network: bool, scan: Scan = scan_directory
+    hidden: Iterable[str],
+    *,
+    network: bool,
+    shown: Iterable[str] = (),
+    scratch: Iterable[str] = (),
+    scan: Scan = scan_directory,
 ) -> list[str]:
-    """bwrap mount arguments: the system read-only without `hidden`, scratch dirs private.
+    """bwrap mount arguments: `SYSTEM` and `shown` read-only without `hidden`, scratch private.
 
-    A directory holding no hidden path is bound whole; one that does is recreated and its other
+    A folder holding no hidden path is bound whole; one that does is recreated and its other
     entries are bound one by one (links recreated, unless they lead into a hidden path), so the
-    hidden path is simply absent. `/` itself is never hidden.
+    hidden path is simply absent. A top-level link of `SYSTEM` (`/bin -> usr/bin`) is recreated.
+    `scratch` (where the attempts' private directories live) is left out of a shown folder that
+    holds it, but a mount may sit inside it (a virtualenv under `/tmp`).
     """
     hide = {p for p in hidden if p != "/"}
-    excluded = sorted(hide | set(PRIVATE_TMP) | set(_VIRTUAL))
+    carved = sorted(set(scratch))
+    system_excluded = sorted(hide | set(carved) | set(PRIVATE_TMP) | set(_VIRTUAL))
     args: list[str] = []
 
-    def expose(path: str) -> None:
+    def expose(path: str, excluded: Sequence[str], bind: str) -> None:
         if any(_inside(path, h) for h in excluded):
             return
-        if not any(_inside(h, path) for h in excluded):
-            args.extend(["--ro-bind", path, path])
+        if not any(_inside(h, path) for h in [*excluded, *carved]):
+            args.extend([bind, path, path])
             return
         entries = scan(path)
         if entries is None:
             return
-        if path != "/":
-            args.extend(["--dir", path])
+        args.extend(["--dir", path])
         for entry in entries:
             child = os.path.join(path, entry.name)
             if entry.kind == "dir":
-                expose(child)
-            elif entry.kind == "file" and not any(_inside(child, h) for h in excluded):
+                expose(child, excluded, bind)
+            elif entry.kind == "file" and not any(_inside(child, h) for h in [*excluded, *carved]):
                 args.extend(["--ro-bind", child, child])
             elif entry.kind == "link" and not any(_inside(entry.resolved, h) for h in hide):
                 args.extend(["--symlink", entry.target, child])
 
-    expose("/")
+    for root in SYSTEM:
+        if os.path.islink(root):
+            args.extend(["--symlink", os.readlink(root), root])
+        elif os.path.isdir(root):
+            expose(root, system_excluded, "--ro-bind")
     args += ["--proc", "/proc", "--dev", "/dev"]
     for scratch in PRIVATE_TMP:
         args += ["--tmpfs", scratch]
     if network:
         for folder in RESOLVER_DIRS:
             args += ["--ro-bind-try", folder, folder]
+    # After the private scratch folders: a mount may live in one (a virtualenv under /tmp).
+    for path in shown:
+        expose(path, sorted(hide), "--ro-bind-try")  # a missing mount is simply not there
     return args
 
 
-@dataclass
+@dataclass(frozen=True)
+class Trees:
+    """The folders one step may touch, beside the system and the mounts."""
+
+    writable: tuple[str, ...] = ()
+    """Mounted read-write when they exist (a step's trees and home, test-hook binds)."""
+    readonly: tuple[str, ...] = ()
+    """Mounted read-only when they exist (a task file's folder, an acceptance script's)."""
+
+
+@dataclass(frozen=True)
 class Sandbox:
-    """How one attempt's recipe and checks run: bubblewrap with this layout."""
+    """How one step of an attempt runs: bubblewrap with the system, the mounts and its trees."""
 
     program: str
-    hidden: tuple[str, ...]
-    writable: tuple[str, ...]
-    """The attempt's trees and home, and any test-hook binds (mounted when they exist)."""
+    system: tuple[str, ...]
+    """`filesystem_args` of the attempt: the allow-list without the protected paths, computed
+    once per attempt (an allowed folder holding a protected path is listed once)."""
     network: bool
-    readonly: tuple[str, ...] = ()
-    """The attempt's task file and acceptance folders, and the Formula's `mounts` (hidden folders
-    it asked to see), read-only, when they exist."""
-    _layout: list[str] | None = field(default=None, repr=False)
+    trees: Trees = Trees()
 
-    def layout(self) -> list[str]:
-        """Computed once per attempt: the hidden paths' ancestors are listed once."""
-        if self._layout is None:
-            layout = filesystem_args(self.hidden, network=self.network)
-            for path in self.readonly:
-                layout += ["--ro-bind-try", path, path]
-            for path in self.writable:
-                layout += ["--bind-try", path, path]
-            self._layout = layout
-        return self._layout
+    @classmethod
+    def for_attempt(
+        cls,
+        program: str,
+        *,
+        hidden: Iterable[str],
+        mounts: Iterable[str],
+        network: bool,
+        scratch: Iterable[str] = (),
+    ) -> Sandbox:
+        layout = filesystem_args(
+            hidden, network=network, shown=realpaths(mounts), scratch=realpaths(scratch)
+        )
+        return cls(program, tuple(layout), network)
+
+    def with_trees(self, trees: Trees) -> Sandbox:
+        """The same system for a step that sees `trees`."""
+        return replace(self, trees=trees)
 
     def args_bytes(self, argv: Sequence[str], cwd: Path) -> bytes:
         """Every bubblewrap option, NUL-separated, for `--args FD`."""
-        options = [*namespace_flags(network=self.network), *self.layout(), "--chdir", str(cwd)]
+        options = [*namespace_flags(network=self.network), *self.system]
+        for path in self.trees.readonly:
+            options += ["--ro-bind-try", path, path]
+        for path in self.trees.writable:
+            options += ["--bind-try", path, path]
+        options += ["--chdir", str(cwd)]
         return b"".join(o.encode("utf-8", "surrogateescape") + b"\0" for o in options)
 
     def argv(self, argv: Sequence[str], fd: int) -> list[str]:

@@ -1,6 +1,9 @@
 """Verification views: setup, then hidden acceptance, then plan checks, then Formula checks.
 
-A view is a worktree of the attempt source. The Molecule's own verification runs the candidate
+A view is a worktree of the attempt source (forge's), built from the base commit and the captured
+change to the allowed files. Once a step has run in it, forge reads the view only through the
+source's git folder and a private index: a check that rewrites the view's `.git` changes nothing
+forge runs. The Molecule's own verification runs the candidate
 view and then the protected view, each fail-fast; the independent verification runs every step
 of a protected-content view without stopping, so a flaky regression cannot hide the acceptance
 result. A check that changes tracked content fails its view.
@@ -125,6 +128,7 @@ AcceptanceScript = Callable[[str], Awaitable[Path]]
 
 async def run_view(
     name: str,
+    repo: Path,
     view: Path,
     steps: tuple[Step, ...],
     *,
@@ -136,8 +140,8 @@ async def run_view(
 ) -> ViewResult:
     result = ViewResult(name=name, steps=steps)
     view_env = {**env, "FORGE_EVAL_WORKSPACE": str(view)}
-    # The view as checked out (its own index is exact: forge just wrote it): no file is hashed
-    # unless a setup step ran first and may have changed some.
+    # The view as checked out (its own index is exact: forge just wrote it, and no step has run
+    # in it yet): no file is hashed unless a setup step ran first and may have changed some.
     start = (await git(view, "write-tree")).decode().strip()
     stat_index = view.parent / f".{view.name}.forge-stat-index"
     await save_index(view, stat_index)
@@ -145,7 +149,7 @@ async def run_view(
     for step in steps:
         if step.phase != "setup" and before is None:
             ran_setup = bool(result.observations)
-            before = await tracked_content(view, start, stat_index) if ran_setup else start
+            before = await tracked_content(repo, view, start, stat_index) if ran_setup else start
         argv = (str(await acceptance_script(name)),) if step.phase == "acceptance" else step.argv
         cwd = view if step.dir == "." else view / step.dir
         outcome = await run_command(
@@ -161,18 +165,19 @@ async def run_view(
         result.observations.append(observation)
         if fail_fast and not observation.passed:
             break
-    changed = before is not None and await tracked_content(view, start, stat_index) != before
+    changed = before is not None and await tracked_content(repo, view, start, stat_index) != before
     await asyncio.to_thread(stat_index.unlink, missing_ok=True)
     if result.error is None and changed:
         result.error = "a check changed tracked content"
     return result
 
 
-async def tracked_content(view: Path, start: str, stat_index: Path) -> str:
-    """A tree id of the view's files tracked in `start`, as they are on disk."""
+async def tracked_content(repo: Path, view: Path, start: str, stat_index: Path) -> str:
+    """A tree id of the view's files tracked in `start`, as they are on disk (read through
+    `repo`'s git folder, whatever the view's `.git` now says)."""
     index = view.parent / f".{view.name}.forge-index"
     try:
-        return await content_tree(view, start, index, untracked=False, stat_index=stat_index)
+        return await content_tree(repo, view, start, index, untracked=False, stat_index=stat_index)
     except GitError as error:
         return f"unreadable: {error}"
     finally:

@@ -128,7 +128,7 @@ async def prepare(args: argparse.Namespace, env: Mapping[str, str]) -> Prepared:
     out = Path(out_text)
     hidden = hidden_paths(cohort_dir=cohort_path.parent, out=out, source=source, env=env)
     problems = await _readiness(cohort, source)
-    problems += check_mounts(cohort, hidden)
+    problems += check_mounts(cohort, hidden, env)
     if problems:
         raise refusal(problems)
     digest = activation_digest(cohort, source=source.toplevel, out=out_text)

@@ -211,8 +211,16 @@ def _notes(
     primary: dict[str, Any],
 ) -> list[str]:
     notes: list[str] = []
-    for reason in _seal(spec, records)["notSandboxed"]:
+    seal = _seal(spec, records)
+    for reason in seal["notSandboxed"]:
         notes.append(f"recipe not sandboxed: {reason}; the layout seal alone held.")
+    unsealed = [name for name, count in seal["network"].items() if count]
+    if unsealed:
+        notes.append(
+            f"sealed: no (network) for variant(s) {', '.join(unsealed)}: their recipes could "
+            "reach the internet, where a public fix of a task (a merged pull request, a later "
+            "release) may be found."
+        )
     if state.stop_reason:
         notes.append(f"Stopped: {state.stop_reason}.")
     if state.abort_reason:
@@ -362,7 +370,7 @@ def _attempt_lines(record: AttemptRecord) -> list[str]:
     lines = [
         f"- {record.task} {record.variant} rep-{record.repetition}: "
         f"{outcome_class(record)}; models {models}; cost {_usd(known(record.cost_usd))}; "
-        f"elapsed {known(record.elapsed_ms)} ms"
+        f"elapsed {known(record.elapsed_ms)} ms{_unsealed(record)}"
     ]
     for failure in record.failed_check_output or []:
         lines.append(
@@ -389,6 +397,11 @@ def _attempt_lines(record: AttemptRecord) -> list[str]:
         for test in record.regression_failed_tests:
             lines.append(f"    - {test}{_base_mark(by_test.get(test))}")
     return lines
+
+
+def _unsealed(record: AttemptRecord) -> str:
+    """`; sealed: no (network)` for an attempt whose recipe could reach the network."""
+    return "; sealed: no (network)" if record.seal is not UNSET and record.seal.network else ""
 
 
 def _base_mark(failure: RegressionFailure | None) -> str:

@@ -2,8 +2,9 @@
 
 Two layers: the layout seal (an attempt's trees in a private directory outside `--out`, an
 attempt source holding only the base commit and naming no local path) always holds; the
-bubblewrap sandbox (`forge.attempt.sandbox`) holds where the platform runs it. The paths the
-sandbox never mounts are decided here, once, from the run's paths and the caller's environment.
+bubblewrap sandbox (`forge.attempt.sandbox`) holds where the platform runs it, and shows a
+recipe an allow-list of the machine. The protected paths, which not even a mount may show, are
+decided here, once, from the run's paths and the caller's environment.
 """
 
 from __future__ import annotations
@@ -24,16 +25,15 @@ from forge.paths import config_file, runtime_dir, state_dir
 def hidden_paths(
     *, cohort_dir: Path, out: Path, source: SourceFacts, env: Mapping[str, str]
 ) -> tuple[str, ...]:
-    """`--out`, `--source` and its local origins, the cohort's folder (the hidden acceptance
-    lives there), the caller's home and forge's own directories (its sockets among them)."""
+    """The protected paths: `--out`, `--source` and its local origins, the cohort's folder (the
+    hidden acceptance lives there) and forge's own directories (its sockets among them). Absent
+    from the sandbox even where an allowed folder or a mount holds them."""
     return sandbox.realpaths(
         [
             str(cohort_dir),
             str(out),
             source.toplevel,
             *source.local_origins,
-            env.get("HOME"),
-            str(Path.home()),
             str(state_dir()),
             str(config_file().parent),
             str(runtime_dir()),
@@ -46,21 +46,27 @@ def _inside(path: str, folder: str) -> bool:
     return path == folder or path.startswith(folder.rstrip("/") + "/")
 
 
-def check_mounts(cohort: Cohort, hidden: Sequence[str]) -> list[str]:
+def _homes(env: Mapping[str, str]) -> list[str]:
+    return sorted({os.path.realpath(h) for h in (env.get("HOME"), str(Path.home())) if h})
+
+
+def check_mounts(
+    cohort: Cohort, hidden: Sequence[str], env: Mapping[str, str] | None = None
+) -> list[str]:
     """Problems with the Formulas' `mounts`: one may sit in the home directory (an interpreter
-    installed there), never expose or sit inside any other hidden path."""
-    home = os.path.realpath(Path.home())
-    protected = [path for path in hidden if path != home]
+    installed there), never hold the home itself, nor hold or sit inside a protected path."""
+    homes = _homes(env if env is not None else os.environ)
     problems = []
     for index, variant in enumerate(cohort.variants):
         for position, mount in enumerate(variant.formula.coding.mounts):
             real = os.path.realpath(mount)
-            for path in protected:
-                if _inside(real, path) or _inside(path, real):
-                    problems.append(
-                        f"{variant.spec.formula}: atoms[0].mounts[{position}]: {mount} would "
-                        f"expose {path} to the recipe (variants[{index}])"
-                    )
+            exposed = [p for p in hidden if _inside(real, p) or _inside(p, real)]
+            exposed += [h for h in homes if _inside(h, real)]
+            for path in exposed:
+                problems.append(
+                    f"{variant.spec.formula}: atoms[0].mounts[{position}]: {mount} would "
+                    f"expose {path} to the recipe (variants[{index}])"
+                )
     return problems
 
 
@@ -73,42 +79,69 @@ def review_lines(
     binds: Sequence[str] = (),
     search_path: str = os.defpath,
 ) -> list[str]:
-    """The seal as the preview states it, with a warning for each command path it hides (a
-    program named bare is looked up on `search_path`, the caller's PATH, as the attempt will)."""
+    """The seal as the preview states it: exactly what a sandboxed step sees, and a warning for
+    each command path it will not see (a program named bare is looked up on `search_path`, the
+    caller's PATH, as the attempt will)."""
     lines = [
         "Seal: each attempt works in a private 0700 directory outside --out (removed afterwards "
         "unless --keep-workspaces); its source holds only the base commit, origin "
         + (origin or "none")
-        + ", no FETCH_HEAD, a fetch refspec that matches nothing",
+        + " (none for a variant with network), no FETCH_HEAD, a fetch refspec that matches "
+        "nothing; git runs on the recipe's trees only through a git folder forge made and the "
+        "recipe never sees",
     ]
     if probe.program is None:
         lines.append(f"recipe not sandboxed: {probe.reason}; the layout seal alone holds")
-    else:
-        network = ", ".join(
-            f"{v.spec.name} {'on' if v.formula.coding.network else 'off'}" for v in cohort.variants
-        )
-        lines.append(
-            f"Sandbox: {sandbox.NAME} ({probe.program}) for the recipe and the checks: system "
-            "read-only, private /tmp and /run, only the attempt's trees and home writable; "
-            f"network: {network}"
-        )
-        outermost = [p for p in hidden if not any(p != h and _inside(p, h) for h in hidden)]
-        lines.append("  not mounted: " + ", ".join(outermost))
-        for variant in cohort.variants:
-            for mount in variant.formula.coding.mounts:
-                lines.append(f"  variant {variant.spec.name} mounts {mount} read-only")
-        lines += _hidden_commands(cohort, [*hidden, *sandbox.PRIVATE_TMP], binds, search_path)
+        return lines
+    system = [
+        f"{root} -> {os.readlink(root)}" if os.path.islink(root) else root
+        for root in sandbox.SYSTEM
+        if os.path.lexists(root)
+    ]
+    lines += [
+        f"Sandbox: {sandbox.NAME} ({probe.program}) for the recipe and, apart, for each "
+        "verification view. A step sees only:",
+        "  read-only: " + ", ".join(system),
+        "  the recipe: its workspace and home (writable), its task file (read-only)",
+        "  a verification view: the view and a fresh home (writable), the attempt source's git "
+        "folder and the acceptance script (read-only)",
+        "  private and empty: " + ", ".join(sandbox.PRIVATE_TMP) + "; /proc, /dev",
+    ]
+    protected = [
+        p
+        for p in hidden
+        if not any(p != h and _inside(p, h) for h in hidden)
+        and any(_inside(p, root) for root in (*sandbox.SYSTEM, *_all_mounts(cohort)))
+    ]
+    if protected:
+        lines.append("  absent although inside a shown folder: " + ", ".join(protected))
+    for variant in cohort.variants:
+        network = "network: yes (sealed: no)" if variant.formula.coding.network else "network: no"
+        lines.append(f"  variant {variant.spec.name}: {network}")
+        for mount in variant.formula.coding.mounts:
+            lines.append(f"    mounts {mount} read-only")
+        if variant.formula.coding.network:
+            lines.append(
+                "    warning: with the network, a public fix of the task (a merged pull "
+                "request, a later release) is reachable on the internet"
+            )
+    shown = (*sandbox.SYSTEM, *binds)
+    lines += _hidden_commands(cohort, shown, hidden, search_path)
     return lines
 
 
+def _all_mounts(cohort: Cohort) -> list[str]:
+    return [os.path.realpath(m) for v in cohort.variants for m in v.formula.coding.mounts]
+
+
 def _hidden_commands(
-    cohort: Cohort, hidden: Sequence[str], binds: Sequence[str], search_path: str
+    cohort: Cohort, shown: Sequence[str], hidden: Sequence[str], search_path: str
 ) -> list[str]:
     """Paths in the commands that the sandbox will not show (unless a mount does): absolute
-    arguments, and the program itself where PATH finds it in a hidden folder."""
+    arguments, and the program itself where PATH finds it outside what is shown."""
     warnings = []
     for variant in cohort.variants:
-        mounts = [os.path.realpath(m) for m in [*variant.formula.coding.mounts, *binds]]
+        mounts = [os.path.realpath(m) for m in [*variant.formula.coding.mounts, *shown]]
         commands = [("coding command", variant.formula.coding.command)]
         commands += [(f"check {c.id}", c.argv) for c in variant.formula.checks]
         for task in cohort.tasks:
@@ -123,8 +156,8 @@ def _hidden_commands(
                 real = os.path.realpath(value)
                 if not _shown(real, hidden, mounts):
                     warnings.append(
-                        f"{whose} names {value}, which the sandbox hides; add its folder to the "
-                        f"atom's mounts ({json.dumps(_mount_for(real))}) or move it"
+                        f"{whose} names {value}, which the sandbox does not show; add "
+                        f"{_advice(real)} to the atom's mounts or move it"
                     )
             program = _program(argv)
             found = shutil.which(program, path=search_path) if program else None
@@ -133,14 +166,14 @@ def _hidden_commands(
                 if not _shown(real, hidden, mounts):
                     warnings.append(
                         f"{whose} runs {program} from {os.path.dirname(real)} (on PATH), which "
-                        f"the sandbox hides; add {json.dumps(_mount_for(real))} to the atom's "
-                        "mounts or move it"
+                        f"the sandbox does not show; add {_advice(real)} to the atom's mounts "
+                        "or move it"
                     )
     return sorted(set(warnings))
 
 
 def _shown(real: str, hidden: Sequence[str], mounts: Sequence[str]) -> bool:
-    return not any(_inside(real, h) for h in hidden) or any(_inside(real, m) for m in mounts)
+    return any(_inside(real, m) for m in mounts) and not any(_inside(real, h) for h in hidden)
 
 
 _ENV_OPTIONS_WITH_VALUE = frozenset({"-u", "--unset", "-C", "--chdir", "-P"})
@@ -183,8 +216,32 @@ def _after_env(args: Sequence[str]) -> list[str]:
     return []
 
 
-def _mount_for(path: str) -> str:
-    """The folder to mount for `path`: its installation's prefix when it sits in a `bin` (a
-    virtualenv's or an interpreter's programs need their `lib` beside them)."""
+def _advice(path: str) -> str:
+    """The mounts to add for `path`, as JSON strings: its installation's prefix when it sits in
+    a `bin` (a virtualenv's or an interpreter's programs need their `lib` beside them), and for
+    a virtualenv the prefix of the interpreter it links to as well (`pyvenv.cfg`'s `home`)."""
     folder = os.path.dirname(path)
-    return os.path.dirname(folder) if os.path.basename(folder) == "bin" else folder
+    if os.path.basename(folder) != "bin":
+        return json.dumps(folder)
+    prefix = os.path.dirname(folder)
+    mounts = [prefix]
+    home = _venv_home(prefix)
+    if home is not None:
+        base = os.path.realpath(home)
+        base = os.path.dirname(base) if os.path.basename(base) == "bin" else base
+        if not _inside(base, prefix) and not any(_inside(base, r) for r in sandbox.SYSTEM):
+            mounts.append(base)
+    return " and ".join(json.dumps(m) for m in mounts)
+
+
+def _venv_home(prefix: str) -> str | None:
+    """The `home` a virtualenv's `pyvenv.cfg` names (its interpreter's folder), if any."""
+    try:
+        with open(os.path.join(prefix, "pyvenv.cfg"), encoding="utf-8") as config:
+            for line in config:
+                key, _, value = line.partition("=")
+                if key.strip() == "home":
+                    return value.strip()
+    except OSError:
+        return None
+    return None

@@ -22,7 +22,7 @@ from typing import Any
 
 import psutil
 
-from forge.attempt.sandbox import PRIVATE_TMP
+from forge.attempt.sandbox import SYSTEM
 
 HERE = Path(__file__).resolve().parent
 FAKE_HARNESS = HERE / "fake_harness.py"
@@ -32,14 +32,14 @@ PYTEST = ["/usr/bin/env", "PYTEST_DISABLE_PLUGIN_AUTOLOAD=1", PYTHON, "-m", "pyt
 """Without the dev plugins a fixture pytest run starts in 0.3 s instead of 2 s."""
 _HIDDEN_BY_SANDBOX = sorted(
     {
-        path
+        os.path.realpath(path)
         for path in (sys.base_prefix, sys.prefix, str(HERE.parents[1]))
-        if any(path.startswith(f"{root}/") for root in (str(Path.home()), *PRIVATE_TMP))
+        if not any(os.path.realpath(path).startswith(f"{root}/") for root in SYSTEM)
     }
 )
 INTERPRETER_MOUNTS: dict[str, Any] = {"mounts": _HIDDEN_BY_SANDBOX} if _HIDDEN_BY_SANDBOX else {}
-"""The sandbox hides the home directory and keeps /tmp private: an interpreter installed there
-(pyenv), the venv and this checkout (the fake harness) are mounted back when they live there."""
+"""The sandbox shows only the system folders: an interpreter installed elsewhere (pyenv), the
+venv and this checkout (the fake harness) are mounted when they live outside them."""
 NO_USERNS_BWRAP = HERE / "no_userns_bwrap.sh"
 """A bubblewrap that fails as it does on a kernel without unprivileged user namespaces."""
 ACCEPTANCE = "#!/bin/sh\ngrep -q 'return a + b' calc.py\n"

@@ -118,7 +118,7 @@ async def test_diff_ignores_the_callers_git_configuration(
     git(kit.repo, "worktree", "add", "-q", "--detach", str(work), kit.base)
     (work / "calc.py").write_text("changed\n")
     (work / "new file.txt").write_text("x\n")
-    capture = await capture_tree(work, kit.base, tmp_path / "index")
+    capture = await capture_tree(kit.repo, work, kit.base, tmp_path / "index")
     plain = await unified_diff(kit.repo, kit.base, capture.commit)
     hostile = tmp_path / "home"
     hostile.mkdir()

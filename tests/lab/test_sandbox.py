@@ -1,4 +1,5 @@
-"""The sandbox's mount layout and the attempt source's origin (pure, and one real bwrap run)."""
+"""The sandbox's mount layout (an allow-list) and the attempt's git trees (pure, and real bwrap
+runs)."""
 
 from __future__ import annotations
 
@@ -10,29 +11,27 @@ from pathlib import Path
 
 import pytest
 
-from forge.attempt.git import local_path, make_attempt_source, public_origin
-from forge.attempt.sandbox import Entry, Sandbox, args_fd, filesystem_args, probe
+from forge.attempt.git import local_path, make_attempt_source, make_workspace, public_origin
+from forge.attempt.sandbox import (
+    SYSTEM,
+    Entry,
+    Sandbox,
+    Trees,
+    args_fd,
+    filesystem_args,
+    probe,
+)
 
 from .kit import NO_USERNS_BWRAP, git
 
 TREE = {
-    "/": [
-        Entry("bin", "link", "usr/bin", "/usr/bin"),
-        Entry("usr", "dir"),
-        Entry("home", "dir"),
-        Entry("tmp", "dir"),
-        Entry("proc", "dir"),
-        Entry("dev", "dir"),
-        Entry("run", "dir"),
-        Entry("data", "dir"),
-        Entry("swapfile", "file"),
-    ],
-    "/home": [Entry("me", "dir"), Entry("you", "dir")],
+    "/usr": [Entry("bin", "dir"), Entry("local", "dir"), Entry("lib", "dir")],
+    "/usr/local": [Entry("out", "dir"), Entry("tools", "dir"), Entry("socket", "other")],
     "/data": [
         Entry("out", "dir"),
         Entry("tools", "dir"),
         Entry("latest", "link", "out/attempts", "/data/out/attempts"),
-        Entry("socket", "other"),
+        Entry("notes", "file"),
     ],
 }
 
@@ -41,18 +40,22 @@ def scan(path: str) -> list[Entry] | None:
     return TREE.get(path)
 
 
-def test_hidden_paths_are_absent_not_covered() -> None:
-    args = filesystem_args(["/home/me", "/data/out"], network=False, scan=scan)
+def test_only_the_allow_list_is_shown() -> None:
+    """The system folders and the mounts; nothing else of the host is named at all."""
+    args = filesystem_args([], network=False, shown=["/data"], scan=scan)
     text = "\0".join(args)
-    assert "/home/me" not in text
-    assert "/data/out" not in text
-    assert args[args.index("/usr") - 1 : args.index("/usr") + 2] == ["--ro-bind", "/usr", "/usr"]
-    assert "--symlink\0usr/bin\0/bin" in text
-    assert "--ro-bind\0/home/you\0/home/you" in text
-    assert "--ro-bind\0/data/tools\0/data/tools" in text
-    assert "--dir\0/data" in text
-    assert "/data/socket" not in text
-    assert "--ro-bind\0/swapfile\0/swapfile" in text
+    for root in SYSTEM:
+        if os.path.islink(root):
+            assert f"--symlink\0{os.readlink(root)}\0{root}" in text
+        elif os.path.isdir(root):
+            assert f"--ro-bind\0{root}\0{root}" in text
+    assert "--ro-bind-try\0/data\0/data" in text
+    shown = {
+        args[i + 2] for i, a in enumerate(args) if a in ("--ro-bind", "--ro-bind-try", "--symlink")
+    }
+    assert shown <= {*SYSTEM, "/data"}
+    for absent in ("/home", "/root", "/srv", "/mnt", "/opt", "/var/lib"):
+        assert absent not in args
     for scratch in ("/tmp", "/run", "/var/tmp", "/dev/shm"):
         assert f"--tmpfs\0{scratch}" in text
     assert "--proc\0/proc" in text
@@ -61,8 +64,23 @@ def test_hidden_paths_are_absent_not_covered() -> None:
     assert "resolve" in "\0".join(filesystem_args([], network=True, scan=scan))
 
 
-def test_an_unlistable_parent_is_hidden_whole() -> None:
-    args = filesystem_args(["/srv/secret"], network=False, scan=scan)
+def test_a_protected_path_inside_a_shown_folder_is_absent_not_covered() -> None:
+    args = filesystem_args(
+        ["/usr/local/out", "/data/out"], network=False, shown=["/data"], scan=scan
+    )
+    text = "\0".join(args)
+    assert "/usr/local/out" not in text
+    assert "/data/out\0" not in text
+    assert "--dir\0/usr/local" in text
+    assert "--ro-bind\0/usr/local/tools\0/usr/local/tools" in text
+    assert "--ro-bind\0/usr/bin\0/usr/bin" in text
+    assert "/usr/local/socket" not in text
+    assert "--ro-bind\0/data/notes\0/data/notes" in text
+    assert "/data/latest" not in text  # a link into the protected path is not recreated
+
+
+def test_an_unlistable_shown_folder_is_hidden_whole() -> None:
+    args = filesystem_args(["/srv/secret"], network=False, shown=["/srv"], scan=scan)
     assert not any(a.startswith("/srv") for a in args)
 
 
@@ -111,36 +129,14 @@ def test_a_bwrap_that_cannot_create_namespaces_says_why() -> None:
     assert missing.reason == "FORGE_LAB_BWRAP=/nonexistent/bwrap is not an executable"
 
 
-@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
-def test_a_real_sandbox_hides_and_protects(tmp_path: Path) -> None:
-    """This machine's bwrap: the hidden folder is absent, the system read-only, /tmp private."""
-    found = probe(os.environ)
-    if found.program is None:  # e.g. a container without user namespaces: the layout seal's tests
-        pytest.skip(f"bubblewrap cannot run here: {found.reason}")
-    hidden = tmp_path / "hidden"
-    hidden.mkdir()
-    (hidden / "answer").write_text("42")
-    work = tmp_path / "work"
-    work.mkdir()
-    shared = Path("/tmp") / f"forge-sandbox-test-{uuid.uuid4().hex}"
-    shared.write_text("outside")
-    box = Sandbox(found.program, (str(hidden),), (str(work),), network=False)
-    script = (
-        'test ! -e "$HIDDEN/answer" && ! touch /usr/forge-probe 2>/dev/null && '
-        'test ! -e "$SHARED" && touch "$WORK/written" && cat /proc/1/cmdline /proc/self/mountinfo'
-    )
-    env = {
-        "PATH": os.environ["PATH"],
-        "HIDDEN": str(hidden),
-        "SHARED": str(shared),
-        "WORK": str(work),
-    }
-    fd = args_fd(box.args_bytes(["sh", "-c", script], work))
+def _sandboxed(box: Sandbox, script: str, cwd: Path, env: dict[str, str]) -> str:
+    """Run `sh -c script` in `box`; its stdout (the test fails on a non-zero exit)."""
+    fd = args_fd(box.args_bytes(["sh", "-c", script], cwd))
     try:
         done = subprocess.run(
             box.argv(["sh", "-c", script], fd),
             pass_fds=(fd,),
-            env=env,
+            env={"PATH": os.environ["PATH"], **env},
             capture_output=True,
             text=True,
             timeout=60,
@@ -148,14 +144,63 @@ def test_a_real_sandbox_hides_and_protects(tmp_path: Path) -> None:
         )
     finally:
         os.close(fd)
+    assert done.returncode == 0, done.stderr + done.stdout
+    return done.stdout
+
+
+def _real_probe() -> str:
+    if shutil.which("bwrap") is None:
+        pytest.skip("bubblewrap is not installed")
+    found = probe(os.environ)
+    if found.program is None:  # e.g. a container without user namespaces: the layout seal's tests
+        pytest.skip(f"bubblewrap cannot run here: {found.reason}")
+    return found.program
+
+
+def test_a_real_sandbox_shows_only_its_trees(tmp_path: Path) -> None:
+    """This machine's bwrap: the host's other folders do not exist inside (an earlier `--out`
+    and another clone next to the attempt, the home, /srv), a protected folder is absent, the
+    system is read-only, /tmp private, the step's tree writable."""
+    program = _real_probe()
+    hidden = tmp_path / "hidden"
+    hidden.mkdir()
+    (hidden / "answer").write_text("42")
+    elsewhere = Path("/srv") / f"forge-sandbox-test-{uuid.uuid4().hex}"
+    elsewhere.mkdir(parents=True)
+    (elsewhere / "earlier-out.diff").write_text("the fix")
+    work = tmp_path / "work"
+    work.mkdir()
+    shared = Path("/tmp") / f"forge-sandbox-test-{uuid.uuid4().hex}"
+    shared.write_text("outside")
+    box = Sandbox.for_attempt(program, hidden=[str(hidden)], mounts=[], network=False)
+    box = box.with_trees(Trees(writable=(str(work),)))
+    script = (
+        'test ! -e "$HIDDEN/answer" && ! touch /usr/forge-probe 2>/dev/null && '
+        'test ! -e "$SHARED" && test ! -e "$ELSEWHERE" && test ! -e "$HOME_DIR" && '
+        'test ! -e /srv/. || test -z "$(ls -A /srv)"; '
+        'touch "$WORK/written" && cat /proc/1/cmdline /proc/self/mountinfo'
+    )
+    env = {
+        "HIDDEN": str(hidden),
+        "SHARED": str(shared),
+        "ELSEWHERE": str(elsewhere),
+        "HOME_DIR": str(Path.home()),
+        "WORK": str(work),
+    }
+    try:
+        out = _sandboxed(box, script, work, env)
+    finally:
         shared.unlink()
-    assert done.returncode == 0, done.stderr
+        shutil.rmtree(elsewhere)
     assert (work / "written").exists()
-    assert done.stdout.startswith(f"{found.program}\0--args\0")
-    assert str(hidden) not in done.stdout
+    assert out.startswith(f"{program}\0--args\0")
+    assert str(hidden) not in out
+    assert str(elsewhere) not in out
 
 
-async def test_an_attempt_source_reads_back_its_origin_refspec_and_head(tmp_path: Path) -> None:
+async def test_the_workspace_is_a_clone_the_source_never_shares(tmp_path: Path) -> None:
+    """The recipe's workspace has its own git folder (objects copied, not linked): what it writes
+    there never reaches forge's source, and the source holds no remote at all."""
     repo = tmp_path / "repo"
     repo.mkdir()
     git(repo, "init", "-q")
@@ -163,15 +208,59 @@ async def test_an_attempt_source_reads_back_its_origin_refspec_and_head(tmp_path
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "base")
     base = git(repo, "rev-parse", "HEAD")
-    dest = tmp_path / "attempt-source"
+    source = tmp_path / "attempt-source"
+    await make_attempt_source(repo, base, source)
+    workspace = tmp_path / "workspace"
+    await make_workspace(source, base, workspace, None)
+    assert git(source, "remote") == ""
+    assert git(workspace, "remote") == ""
+    assert git(workspace, "rev-parse", "HEAD") == base
+    assert (workspace / ".git").is_dir()
+    assert not (workspace / ".git" / "objects" / "info" / "alternates").exists()
+    source_files = {p.stat().st_ino for p in (source / ".git").rglob("*") if p.is_file()}
+    workspace_files = {p.stat().st_ino for p in (workspace / ".git").rglob("*") if p.is_file()}
+    assert not source_files & workspace_files
+    assert str(source) not in "".join(
+        p.read_bytes().decode("latin-1") for p in (workspace / ".git").rglob("*") if p.is_file()
+    )
+
+
+async def test_a_workspace_reads_back_its_origin_refspec_and_head(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    (repo / "f").write_text("x")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "base")
+    base = git(repo, "rev-parse", "HEAD")
+    source = tmp_path / "attempt-source"
+    await make_attempt_source(repo, base, source)
+    dest = tmp_path / "workspace"
     url = 'https://example.com/a "quoted" \\ repo.git'
-    await make_attempt_source(repo, url, base, dest)
+    await make_workspace(source, base, dest, url)
     assert git(dest, "remote", "get-url", "origin") == url
     assert git(dest, "config", "remote.origin.fetch") == "+refs/forge-none/*:refs/forge-none/*"
     assert git(dest, "config", "core.hooksPath") == "/dev/null"
     assert git(dest, "rev-parse", "HEAD") == base
     assert git(dest, "rev-list", "--all") == base
     assert not (dest / ".git" / "FETCH_HEAD").exists()
-    assert str(repo) not in "".join(
-        p.read_bytes().decode("latin-1") for p in (dest / ".git").rglob("*") if p.is_file()
+    for where in (source, dest):
+        assert str(repo) not in "".join(
+            p.read_bytes().decode("latin-1") for p in (where / ".git").rglob("*") if p.is_file()
+        )
+
+
+def test_a_mount_may_sit_in_scratch_whose_other_entries_stay_out() -> None:
+    """A virtualenv under /tmp (where the attempts' private folders live) is mounted; a mount
+    that holds the scratch folder leaves it out."""
+    tree = {"/data": [Entry("scratch", "dir"), Entry("venv", "dir")]}
+    inside = filesystem_args(
+        [], network=False, shown=["/data/scratch/venv"], scratch=["/data/scratch"], scan=tree.get
     )
+    assert "--ro-bind-try\0/data/scratch/venv\0/data/scratch/venv" in "\0".join(inside)
+    holding = filesystem_args(
+        [], network=False, shown=["/data"], scratch=["/data/scratch"], scan=tree.get
+    )
+    text = "\0".join(holding)
+    assert "--ro-bind-try\0/data/venv\0/data/venv" in text
+    assert "/data/scratch" not in text

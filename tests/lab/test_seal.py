@@ -138,7 +138,7 @@ def test_the_sandbox_refuses_both_dishonest_recipes(kit: Kit) -> None:
     try:
         assert kept.is_symlink()
         assert not kept.resolve().is_relative_to(kit.out)
-        for path in (kept / "source" / ".git").rglob("*"):
+        for path in [*(kept / "source" / ".git").rglob("*"), *(kept / "workspace").rglob("*")]:
             if path.is_file():
                 text = path.read_bytes().decode("latin-1")
                 assert not any(secret in text for secret in secrets(kit)), path
@@ -184,13 +184,20 @@ def test_network_is_off_unless_the_atom_asks(kit: Kit, network: bool) -> None:
     )
     preview = kit.cli()
     assert f"network: {'true' if network else 'false'}" in preview.stdout
-    assert f"network: a {'on' if network else 'off'}, b off" in preview.stdout
+    shown = "network: yes (sealed: no)" if network else "network: no"
+    assert f"variant a: {shown}" in preview.stdout
+    assert "variant b: network: no" in preview.stdout
+    assert ("a public fix of the task" in preview.stdout) is network
     assert kit.approve().returncode == 0
     assert kit.record("t1", "a")["seal"]["network"] is network
     assert kit.record("t1", "b")["seal"]["network"] is False
-    interfaces = kit.probes()[0]["interfaces"]
-    assert (interfaces != ["lo"]) is network
+    probe = next(p for p in kit.probes() if p["coordinate"].startswith("t1/a"))
+    assert (probe["interfaces"] != ["lo"]) is network
+    assert probe["origin"] == ("<exit 2>" if network else "https://github.com/owner/repo.git")
     assert kit.report()["seal"]["network"] == {"a": 1 if network else 0, "b": 0}
+    report = (kit.out / "report.md").read_text()
+    assert "t1 a rep-1" in report
+    assert ("sealed: no (network)" in report) is network
 
 
 def test_a_mount_may_not_expose_the_run(kit: Kit) -> None:
@@ -223,11 +230,12 @@ def test_the_preview_warns_of_a_program_path_finds_where_the_sandbox_hides_it(ki
     real = os.path.realpath(tools)
     runs_agent = f"warning: variant a's coding command runs agent from {real}/bin (on PATH)"
     assert (
-        f'{runs_agent}, which the sandbox hides; add "{real}" to the atom\'s mounts or move it'
+        f'{runs_agent}, which the sandbox does not show; add "{real}" to the atom\'s mounts '
+        "or move it"
     ) in preview.stdout
     assert (
-        f"warning: variant b's coding command names {agent}, which the sandbox hides; add its "
-        f'folder to the atom\'s mounts ("{real}") or move it'
+        f"warning: variant b's coding command names {agent}, which the sandbox does not show; "
+        f'add "{real}" to the atom\'s mounts or move it'
     ) in preview.stdout
     assert "variant b's coding command runs" not in preview.stdout
 
