@@ -250,3 +250,30 @@ def test_the_preview_warns_of_a_program_path_finds_where_the_sandbox_hides_it(ki
     assert "runs agent" not in preview_a(command=["agent", "--go"], mounts=[str(tools)])
     assert runs_agent in preview_a(command=["env", "-S", "MODE=fast agent --go"])
     assert "runs agent" not in preview_a(command=["env", "-S", "MODE='fast agent --go"])
+
+
+def test_the_preview_names_a_virtualenv_and_the_interpreter_it_links_to(kit: Kit) -> None:
+    """A recipe run by a virtualenv's python needs the venv and the interpreter it was made
+    from: the warning names both mounts."""
+    base = kit.root / "interpreters" / "3.11"
+    (base / "bin").mkdir(parents=True)
+    venv = kit.root / "proj" / ".venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "pyvenv.cfg").write_text(
+        f"home = {base / 'bin'}\ninclude-system-site-packages = false\n"
+    )
+    python = venv / "bin" / "python"
+    python.write_text("#!/bin/sh\nexit 0\n")
+    python.chmod(0o755)
+    kit.cohort(
+        a=kit.formula("a", atom={"command": [str(python), "agent.py"]}),
+        b=kit.formula("b", model="m2"),
+        tasks={"t1": kit.plan("t1")},
+    )
+    preview = kit.cli()
+    assert preview.returncode == 0, preview.stderr
+    venv_real, base_real = os.path.realpath(venv), os.path.realpath(base)
+    assert (
+        f'names {python}, which the sandbox does not show; add "{venv_real}" and '
+        f'"{base_real}" to the atom\'s mounts or move it'
+    ) in preview.stdout
