@@ -58,6 +58,9 @@ class SourceFacts:
     """The URL an attempt source's `origin` gets: never a local path (see `public_origin`)."""
     local_origins: tuple[str, ...] = ()
     """Local repositories on the way to `origin`: the sandbox hides them."""
+    stores: tuple[str, ...] = ()
+    """Where `--source`'s history also lives: the main repository of a linked worktree, and the
+    object stores its alternates borrow from (the sandbox hides them too)."""
 
 
 MAX_ORIGIN_HOPS = 8
@@ -112,7 +115,32 @@ async def inspect_source(source: Path) -> SourceFacts:
         origin = None
     # git prints the top level with symbolic links resolved, so the digest sees one spelling.
     public, local = await public_origin(Path(toplevel), origin)
-    return SourceFacts(toplevel=toplevel, origin=public, local_origins=local)
+    return SourceFacts(
+        toplevel=toplevel, origin=public, local_origins=local, stores=await _stores(source)
+    )
+
+
+async def _stores(source: Path) -> tuple[str, ...]:
+    """The common git folder's repository when it lies outside the checkout (a linked
+    worktree's main repository), and every alternate object store, as realpaths."""
+    common = Path(
+        (await git(source, "rev-parse", "--path-format=absolute", "--git-common-dir"))
+        .decode()
+        .strip()
+    )
+    return await asyncio.to_thread(_store_paths, common)
+
+
+def _store_paths(common: Path) -> tuple[str, ...]:
+    found = [common.parent if common.name == ".git" else common]
+    try:
+        lines = (common / "objects" / "info" / "alternates").read_text("utf-8").splitlines()
+    except OSError:
+        lines = []
+    found += [common / "objects" / line.strip() for line in lines if line.strip()]
+    return tuple(
+        sorted({os.path.realpath(path) for path in found if not str(path).startswith("#")})
+    )
 
 
 async def has_commit(source: Path, commit: str) -> bool:

@@ -25,15 +25,17 @@ from forge.paths import config_file, runtime_dir, state_dir
 def hidden_paths(
     *, cohort_dir: Path, out: Path, source: SourceFacts, env: Mapping[str, str]
 ) -> tuple[str, ...]:
-    """The protected paths: `--out`, `--source` and its local origins, the cohort's folder (the
-    hidden acceptance lives there) and forge's own directories (its sockets among them). Absent
-    from the sandbox even where an allowed folder or a mount holds them."""
+    """The protected paths: `--out`, `--source` with its local origins, its main repository (for
+    a linked worktree) and its alternates, the cohort's folder (the hidden acceptance lives
+    there) and forge's own directories (its sockets among them). Absent from the sandbox even
+    where an allowed folder or a mount holds them."""
     return sandbox.realpaths(
         [
             str(cohort_dir),
             str(out),
             source.toplevel,
             *source.local_origins,
+            *source.stores,
             str(state_dir()),
             str(config_file().parent),
             str(runtime_dir()),

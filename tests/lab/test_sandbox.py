@@ -11,7 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from forge.attempt.git import local_path, make_attempt_source, make_workspace, public_origin
+from forge.attempt.git import (
+    inspect_source,
+    local_path,
+    make_attempt_source,
+    make_workspace,
+    public_origin,
+)
 from forge.attempt.sandbox import (
     SYSTEM,
     Entry,
@@ -21,6 +27,7 @@ from forge.attempt.sandbox import (
     filesystem_args,
     probe,
 )
+from forge.lab.seal import hidden_paths
 
 from .kit import NO_USERNS_BWRAP, git
 
@@ -264,3 +271,26 @@ def test_a_mount_may_sit_in_scratch_whose_other_entries_stay_out() -> None:
     text = "\0".join(holding)
     assert "--ro-bind-try\0/data/venv\0/data/venv" in text
     assert "/data/scratch" not in text
+
+
+async def test_a_linked_worktree_source_protects_its_main_repository(tmp_path: Path) -> None:
+    """The main repository of a `--source` that is a linked worktree holds the whole history,
+    and so does a store its alternates borrow from: both are protected paths."""
+    main = tmp_path / "main"
+    main.mkdir()
+    git(main, "init", "-q")
+    (main / "f").write_text("x")
+    git(main, "add", "-A")
+    git(main, "commit", "-qm", "base")
+    linked = tmp_path / "linked"
+    git(main, "worktree", "add", "-q", "--detach", str(linked))
+    borrowed = tmp_path / "borrowed.git"
+    git(tmp_path, "init", "-q", "--bare", str(borrowed))
+    (main / ".git" / "objects" / "info" / "alternates").write_text(f"{borrowed}/objects\n")
+    facts = await inspect_source(linked)
+    assert facts.toplevel == str(linked)
+    assert set(facts.stores) == {str(main), str(borrowed / "objects")}
+    protected = hidden_paths(
+        cohort_dir=tmp_path / "cohort", out=tmp_path / "out", source=facts, env={}
+    )
+    assert {str(main), str(borrowed / "objects")} <= set(protected)
