@@ -140,7 +140,7 @@ class ProjectQueue:
     def of(cls, state_dir: Path, project: Path) -> ProjectQueue:
         return cls(state_dir, project.resolve())
 
-    @property
+    @cached_property
     def directory(self) -> Path:
         digest = hashlib.sha256(os.fsencode(self.project)).hexdigest()[:16]
         name = re.sub(r"[^A-Za-z0-9._-]", "_", self.project.name)[:40] or "root"
@@ -218,13 +218,8 @@ def write_body(queue: ProjectQueue, seq: int, body: bytes) -> Path:
     """The body's sidecar, private; written before its entry, so a crash leaves a crashed slot."""
     path = body_path(queue, seq)
     path.parent.mkdir(mode=PRIVATE_DIR, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE)
-    try:
-        view = memoryview(body)
-        while view:
-            view = view[os.write(fd, view) :]
-    finally:
-        os.close(fd)
+    with open(path, "wb", opener=lambda name, flags: os.open(name, flags, PRIVATE)) as handle:
+        handle.write(body)
     return path
 
 

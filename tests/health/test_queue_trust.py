@@ -123,6 +123,9 @@ def test_a_a_committed_queue_entry_never_runs_after_a_clone(forge_env: ForgeEnv)
     assert "moved aside" in status.stdout
     summary = json.loads(forge_env.forge("queue", "--json", cwd=project).stdout)
     assert [u["file"] for u in summary["untrusted_entries"]] == [str(aside)]
+    health = forge_env.forge("health", "--no-probe", cwd=project).stdout
+    assert "0 pending, 0 set aside, 0 corrupt, 1 untrusted" in health
+    assert f"untrusted q000001 ({aside}): found in the project" in health
     assert forge_env.gh("issue", "list", cwd=project).returncode == 0
     assert leaked_anything(forge_env) == []
 
