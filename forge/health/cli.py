@@ -2,7 +2,7 @@
 
 `forge-health` and `forge-queue` are the same parsers as console scripts; their exit codes are
 the answer a script reads (0 operational, 3 degraded, 4 unreachable, 5 unknown; 0 nothing
-undelivered, 3 something pending or set aside).
+undelivered, 3 something pending, set aside, corrupt or untrusted).
 """
 
 from __future__ import annotations
@@ -11,10 +11,13 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from forge.errors import UserError
 from forge.health.settings import SettingError, Settings, clock_from_env, non_negative_int
+
+if TYPE_CHECKING:
+    from forge.health.spool import ProjectQueue
 
 UNDELIVERED_EXIT = 3
 
@@ -123,8 +126,15 @@ def _project() -> Path | None:
 def _require_project() -> Path:
     root = _project()
     if root is None:
-        raise UserError("not inside a git project: the cache and queue live in <project>/.forge")
+        raise UserError("not inside a git project: the cache and the queue are per project")
     return root
+
+
+def _project_queue() -> ProjectQueue:
+    """This project's queue, in forge's state directory (never in the project)."""
+    from forge.health.spool import ProjectQueue
+
+    return ProjectQueue.of(_settings().state_dir, _require_project())
 
 
 def _print_json(data: Any) -> None:
@@ -157,10 +167,10 @@ def _health_status(args: argparse.Namespace) -> int:
                 f"{cache['stale_refused']} stale copies refused"
             )
         queue = result["queue"]
-        if queue["pending"] or queue["set_aside"] or queue["corrupt"]:
+        if queue["pending"] or queue["set_aside"] or queue["corrupt"] or queue["untrusted"]:
             print(
                 f"forge queue: {queue['pending']} pending, {queue['set_aside']} set aside, "
-                f"{queue['corrupt']} corrupt"
+                f"{queue['corrupt']} corrupt, {queue['untrusted']} untrusted"
             )
         for project in queue["projects"]:
             for item in project["set_aside_entries"]:
@@ -168,8 +178,9 @@ def _health_status(args: argparse.Namespace) -> int:
                     f"  set aside {item['entry']} ({item['kind']}) in {project['project']}: "
                     f"{item['reason']}"
                 )
-            for item in project["corrupt_entries"]:
-                print(f"  corrupt {item['entry']} ({item['file']}): {item['problem']}")
+            for verdict in ("corrupt", "untrusted"):
+                for item in project[f"{verdict}_entries"]:
+                    print(f"  {verdict} {item['entry']} ({item['file']}): {item['problem']}")
     return engine.exit_code(result)
 
 
@@ -248,8 +259,7 @@ def _queue_status(args: argparse.Namespace) -> int:
     from forge.clock import epoch_ms
     from forge.health import queue_summary
 
-    root = _require_project()
-    summary = queue_summary.project_summary(root, epoch_ms(clock_from_env()))
+    summary = queue_summary.project_summary(_project_queue(), epoch_ms(clock_from_env()))
     if getattr(args, "json", False):
         _print_json(summary)
     else:
@@ -261,14 +271,17 @@ def _queue_list(args: argparse.Namespace) -> int:
     from forge.health import spool
     from forge.health.replay_plan import select
 
-    root = _require_project()
-    entries, corrupt = spool.scan(root)
+    queue = _project_queue()
+    entries, refused = spool.scan(queue)
     lines = []
     for entry in select(entries, 0):
         target = f" {entry.target}" if entry.target else ""
         text = f"{entry.name} {entry.kind}{target} {entry.repo or ''} (attempts {entry.attempts})"
         lines.append((entry.seq, text))
-    lines += [(c.seq, f"{c.name} corrupt ({c.path}): {c.problem}") for c in corrupt]
+    lines += [
+        (r.seq, f"{r.name} {r.verdict} ({r.path}): {r.problem}")
+        for r in [*refused, *spool.in_project_entries(queue)]
+    ]
     print("\n".join(line for _, line in sorted(lines)))
     return 0
 
@@ -278,16 +291,16 @@ def _queue_show(args: argparse.Namespace) -> int:
 
     from forge.health import spool
 
-    root = _require_project()
-    entry = spool.load_entry(root, args.seq)
+    queue = _project_queue()
+    entry = spool.load_entry(queue, args.seq)
     if entry is None:
-        raise UserError(f"no queue entry {args.seq} in {spool.queue_dir(root)}")
-    body = spool.body_path(root, entry.seq)
-    if isinstance(entry, spool.CorruptEntry):
-        # What survives, for a person to recover the write by hand.
+        raise UserError(f"no queue entry {args.seq} in {queue.directory}")
+    body = spool.body_path(queue, entry.seq)
+    if isinstance(entry, spool.RefusedEntry):
+        # What survives, for a person to recover the write by hand; never run from here.
         data: dict[str, Any] = {
             "entry": entry.name,
-            "corrupt": True,
+            entry.verdict: True,
             "file": str(entry.path),
             "problem": entry.problem,
             "content": entry.path.read_bytes().decode("utf-8", "replace"),
@@ -325,6 +338,8 @@ def _print_replay(report: Any) -> None:
     print(f"forge queue replay: {len(report.delivered)} delivered, {report.remaining} pending")
     for line in report.corrupt:
         print(f"  corrupt {line} — never replayed, kept on disk")
+    for line in report.untrusted:
+        print(f"  untrusted {line} — never replayed, kept on disk")
     for line in report.set_aside:
         print(f"  set aside {line}")
     for line in report.retrying:

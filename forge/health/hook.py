@@ -79,10 +79,10 @@ def spool_write(argv: Sequence[str], *, live: bool = True) -> int:
 
     rc, out, err = _live_outcome() if live else (1, b"", b"")
     settings, clock = Settings.from_env(), clock_from_env()
-    root = Path(os.environ["FORGE_SHIM_ROOT"])
+    project_queue = spool.ProjectQueue.of(settings.state_dir, Path(os.environ["FORGE_SHIM_ROOT"]))
     try:
         result = queue.enqueue(
-            root,
+            project_queue,
             argv,
             max_pending=settings.queue_max,
             clock=clock,
@@ -97,10 +97,10 @@ def spool_write(argv: Sequence[str], *, live: bool = True) -> int:
         note = f"[forge-queue] NOT queued \u2014 the spool cannot be written: {error}\n"
         _emit(out, err + note.encode())
         return (rc or GH_ERROR_EXIT) if live else GH_ERROR_EXIT
-    if isinstance(result, queue.Refused):
+    if isinstance(result, (queue.Refused, queue.NotReplayable)):
         _emit(out, err + (result.marker() + "\n").encode())
-        return rc if live else 1
-    spool.mark_pending(settings.state_dir, root)
+        return rc if live else GH_ERROR_EXIT
+    spool.mark_pending(settings.state_dir, project_queue.project)
     url = result.handle_url()
     _emit(b"" if url is None else (url + "\n").encode(), (result.marker() + "\n").encode())
     return 0
@@ -108,8 +108,10 @@ def spool_write(argv: Sequence[str], *, live: bool = True) -> int:
 
 def handles(argv: Sequence[str]) -> int:
     """FORGE-Q<n> arguments: substituted when their create has landed, else spooled behind it."""
-    root = Path(os.environ["FORGE_SHIM_ROOT"])
-    known = spool.load_handles(root)
+    project_queue = spool.ProjectQueue.of(
+        Settings.from_env().state_dir, Path(os.environ["FORGE_SHIM_ROOT"])
+    )
+    known = spool.load_handles(project_queue)
     names = gh_args.handles_in(argv)
     if all(name in known for name in names):
         shim = os.environ["FORGE_SHIM_SELF"]
@@ -119,14 +121,14 @@ def handles(argv: Sequence[str]) -> int:
         # Not a write the queue owns: the real gh refuses the handle, honestly.
         real = os.environ["FORGE_SHIM_REAL_GH"]
         os.execv(real, [real, *argv])
-    entries, corrupt = spool.scan(root)
-    queued = {e.handle for e in entries if e.handle} | {c.handle for c in corrupt}
+    entries, refused = spool.scan(project_queue)
+    queued = {e.handle for e in entries if e.handle} | {r.handle for r in refused}
     unknown = [name for name in names if name not in known and name not in queued]
     if unknown:
         # A mistyped handle would otherwise wait forever for a create that does not exist.
         print(
             f"[forge-queue] {', '.join(unknown)}: no such handle in this project's queue "
-            f"({spool.queue_dir(root)}); no spooled create was given that name, so this write "
+            f"({project_queue.directory}); no spooled create was given that name, so this write "
             "was neither sent nor spooled",
             file=sys.stderr,
         )
@@ -155,9 +157,6 @@ def replay_auto() -> int:
         os.setsid()
     settings, clock = Settings.from_env(), clock_from_env()
     for root in spool.breadcrumb_roots(settings.state_dir):
-        if not spool.queue_dir(root).is_dir():
-            spool.clear_pending(settings.state_dir, root)
-            continue
         replay.replay(root, settings, clock, apply=True, batch=settings.queue_batch)
     return 0
 

@@ -1,7 +1,10 @@
-"""Spooling one undeliverable write: materialise its body, claim a slot, write the entry.
+"""Spooling one undeliverable write: check its shape, materialise its body, claim a slot, write
+the sealed entry.
 
 Bounded by decision: at FORGE_QUEUE_MAX pending entries enqueue refuses and the caller sees the
-real failure. Set-aside entries wait for a person, not for the forge, so they do not count.
+real failure. Set-aside entries wait for a person, not for the forge, so they do not count. A
+write outside the shapes replay accepts (`write_shapes`) is refused the same way, before a slot
+is taken, so everything spooled replays.
 """
 
 from __future__ import annotations
@@ -14,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from forge.clock import Clock, epoch_ms
-from forge.health import gh_args, spool
-from forge.health.spool import QueueEntry
+from forge.health import gh_args, spool, write_shapes
+from forge.health.spool import ProjectQueue, QueueEntry
 
 DEFAULT_HOST = "github.com"
 """Left implicit in `-R`, as gh does; any other host is passed as HOST/OWNER/REPO."""
@@ -56,10 +59,27 @@ class Refused:
         )
 
 
-def pending_count(root: Path, now_ms: int) -> int:
+@dataclass(frozen=True)
+class NotReplayable:
+    """A write whose shape replay would refuse: passed through as it failed, never spooled."""
+
+    reason: str
+
+    def marker(self) -> str:
+        return (
+            f"[forge-queue] NOT queued — {self.reason}, so replay would refuse it; "
+            "this write was not delivered"
+        )
+
+
+BODY_PLACEHOLDER = "<sidecar>"
+"""Stands for the body's sidecar while the shape is checked, before a slot (and so a path)."""
+
+
+def pending_count(queue: ProjectQueue, now_ms: int) -> int:
     """Pending entries plus slots still being written (they will be pending in a moment)."""
-    pending = sum(1 for entry in spool.entries(root) if entry.status == "pending")
-    return pending + len(spool.orphan_slots(root, now_ms)[0])
+    pending = sum(1 for entry in spool.entries(queue) if entry.status == "pending")
+    return pending + len(spool.orphan_slots(queue, now_ms)[0])
 
 
 def resolve_repo(
@@ -109,7 +129,7 @@ def read_body(parsed: gh_args.ParsedWrite, read_stdin: Callable[[], bytes]) -> b
 
 
 def enqueue(
-    root: Path,
+    queue: ProjectQueue,
     argv: Sequence[str],
     *,
     max_pending: int,
@@ -118,21 +138,25 @@ def enqueue(
     live_signal: str | None,
     live_stderr: str,
     read_stdin: Callable[[], bytes],
-) -> Spooled | Refused:
-    pending = pending_count(root, epoch_ms(clock))
+) -> Spooled | Refused | NotReplayable:
+    parsed = gh_args.parse_write(argv)
+    host, repo = resolve_repo(parsed, env, queue.project)
+    body = read_body(parsed, read_stdin)
+    refusal = write_shapes.refusal(
+        kind=parsed.kind,
+        argv=gh_args.replayable_argv(parsed, None if body is None else BODY_PLACEHOLDER),
+        repo=repo,
+        host=host,
+        body_file=None if body is None else BODY_PLACEHOLDER,
+    )
+    if refusal is not None:
+        return NotReplayable(refusal)
+    pending = pending_count(queue, epoch_ms(clock))
     if pending >= max_pending:
         return Refused(pending)
-    parsed = gh_args.parse_write(argv)
-    host, repo = resolve_repo(parsed, env, root)
-    body = read_body(parsed, read_stdin)
     title = parsed.value(gh_args.TITLE_FLAGS)
-    seq = spool.allocate(root)
-    body_file = None
-    if body is not None:
-        path = spool.body_path(root, seq)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(body)
-        body_file = str(path)
+    seq = spool.allocate(queue)
+    body_file = None if body is None else str(spool.write_body(queue, seq, body))
     digest = hashlib.sha256()
     for part in (parsed.kind, repo or "", parsed.target or "", title or ""):
         digest.update(part.encode() + b"\0")
@@ -151,9 +175,10 @@ def enqueue(
         title=title,
         has_body=body is not None,
         enqueued_at=epoch_ms(clock),
-        project=str(root),
+        project=str(queue.project),
         live_signal=live_signal,
         live_stderr=live_stderr,
+        body_sha256=None if body is None else hashlib.sha256(body).hexdigest(),
     )
-    spool.write_entry(root, entry)
+    spool.write_entry(queue, entry)
     return Spooled(entry, pending + 1)

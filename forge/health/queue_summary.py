@@ -2,8 +2,9 @@
 
 Pending entries replay on the next successful gh call and need nobody; set-aside ones will not
 arrive on their own and need a person, and so do corrupt ones (entry files that no longer read
-back: never replayed, kept on disk). They are counted apart everywhere, and a set-aside or corrupt
-entry always carries its reason.
+back) and untrusted ones (entry files forge cannot vouch for: no valid seal, a shape outside the
+allow-list, or found in the project's own `.forge/queue`), which are never replayed and kept on
+disk. They are counted apart everywhere, and each carries its reason.
 """
 
 from __future__ import annotations
@@ -13,23 +14,33 @@ from pathlib import Path
 from typing import Any, Final
 
 from forge.health import gh_args, spool
+from forge.health.spool import ProjectQueue, RefusedEntry
 
 
-def project_summary(root: Path, now_ms: int) -> dict[str, Any]:
-    entries, corrupt = spool.scan(root)
+def _refused_json(items: list[RefusedEntry]) -> list[dict[str, Any]]:
+    return [
+        {"entry": r.name, "file": str(r.path), "problem": r.problem, "moved_aside": r.moved_aside}
+        for r in items
+    ]
+
+
+def project_summary(queue: ProjectQueue, now_ms: int) -> dict[str, Any]:
+    entries, refused = spool.scan(queue)
+    untrusted = [r for r in refused if r.verdict == "untrusted"]
+    untrusted += spool.in_project_entries(queue)
     pending = [e for e in entries if e.status == "pending"]
     aside = [e for e in entries if e.status == "set_aside"]
-    handles = spool.load_handles(root)
+    handles = spool.load_handles(queue)
     unresolved = sorted(
         {h for e in pending for h in [*e.depends_on, *([e.handle] if e.handle else [])]}
         - set(handles),
         key=gh_args.handle_seq,
     )
-    crashed = [f"q{spool.seq_name(seq)}" for seq in spool.orphan_slots(root, now_ms)[1]]
-    last = spool.replay_log(root)
+    crashed = [f"q{spool.seq_name(seq)}" for seq in spool.orphan_slots(queue, now_ms)[1]]
+    last = spool.replay_log(queue)
     oldest = min((e.enqueued_at for e in pending), default=None)
     return {
-        "project": str(root),
+        "project": str(queue.project),
         "pending": len(pending),
         "set_aside": len(aside),
         "oldest_age_s": None if oldest is None else max(0, (now_ms - oldest) // 1000),
@@ -37,9 +48,8 @@ def project_summary(root: Path, now_ms: int) -> dict[str, Any]:
         "pending_by_kind": dict(Counter(e.kind for e in pending)),
         "unresolved_handles": unresolved,
         "set_aside_entries": [{"entry": e.name, "kind": e.kind, "reason": e.reason} for e in aside],
-        "corrupt_entries": [
-            {"entry": c.name, "file": str(c.path), "problem": c.problem} for c in corrupt
-        ],
+        "corrupt_entries": _refused_json([r for r in refused if r.verdict == "corrupt"]),
+        "untrusted_entries": _refused_json(untrusted),
         "crashed_slots": crashed,
         "last_replay": (
             None
@@ -65,9 +75,10 @@ def block(state_dir: Path, project: Path | None, now_ms: int) -> dict[str, Any]:
     )
     projects = []
     for root in roots:
-        if not spool.queue_dir(root).is_dir():
+        queue = ProjectQueue.of(state_dir, root)
+        if not queue.directory.is_dir() and not spool.in_project_entries(queue):
             continue
-        summary = project_summary(root, now_ms)
+        summary = project_summary(queue, now_ms)
         if needs_attention(summary):
             projects.append(
                 {
@@ -76,6 +87,8 @@ def block(state_dir: Path, project: Path | None, now_ms: int) -> dict[str, Any]:
                     "set_aside": summary["set_aside"],
                     "corrupt": len(summary["corrupt_entries"]),
                     "corrupt_entries": summary["corrupt_entries"],
+                    "untrusted": len(summary["untrusted_entries"]),
+                    "untrusted_entries": summary["untrusted_entries"],
                     "oldest_enqueued_ms": summary["oldest_enqueued_ms"],
                     "unresolved_handles": summary["unresolved_handles"],
                     "set_aside_entries": summary["set_aside_entries"],
@@ -85,13 +98,20 @@ def block(state_dir: Path, project: Path | None, now_ms: int) -> dict[str, Any]:
         "pending": sum(p["pending"] for p in projects),
         "set_aside": sum(p["set_aside"] for p in projects),
         "corrupt": sum(p["corrupt"] for p in projects),
+        "untrusted": sum(p["untrusted"] for p in projects),
         "projects": projects,
     }
 
 
 def needs_attention(summary: dict[str, Any]) -> bool:
-    """Something undelivered: pending, set aside or corrupt (`forge queue` exits 3)."""
-    return bool(summary["pending"] or summary["set_aside"] or summary["corrupt_entries"])
+    """Something undelivered or refused: pending, set aside, corrupt or untrusted (`forge queue`
+    exits 3)."""
+    return bool(
+        summary["pending"]
+        or summary["set_aside"]
+        or summary["corrupt_entries"]
+        or summary["untrusted_entries"]
+    )
 
 
 YELLOW: Final = "\033[33m"
@@ -102,20 +122,21 @@ RESET: Final = "\033[0m"
 def render(summary: dict[str, Any], *, color: bool = False) -> list[str]:
     """Lines for a person; nothing to say gives one quiet line, not a permanent `queue: 0`.
 
-    On a terminal the headline is yellow while entries merely wait and red once one is set aside:
-    those will not arrive on their own and need a person.
+    On a terminal the headline is yellow while entries merely wait and red once one is set aside,
+    corrupt or untrusted: those will not arrive on their own and need a person.
     """
     if not needs_attention(summary) and not summary["crashed_slots"]:
         return [f"forge queue: nothing undelivered in {summary['project']}"]
     mix = ", ".join(f"{kind} {n}" for kind, n in sorted(summary["pending_by_kind"].items()))
-    corrupt = summary["corrupt_entries"]
+    refused = {verdict: summary[f"{verdict}_entries"] for verdict in ("corrupt", "untrusted")}
+    counts = "".join(f", {len(items)} {verdict}" for verdict, items in refused.items() if items)
     headline = (
         f"forge queue: {summary['pending']} pending ({mix or 'none'}), "
-        f"{summary['set_aside']} set aside{f', {len(corrupt)} corrupt' if corrupt else ''} "
-        f"— {summary['project']}"
+        f"{summary['set_aside']} set aside{counts} — {summary['project']}"
     )
     if color:
-        headline = f"{RED if summary['set_aside'] or corrupt else YELLOW}{headline}{RESET}"
+        alarming = summary["set_aside"] or any(refused.values())
+        headline = f"{RED if alarming else YELLOW}{headline}{RESET}"
     lines = [headline]
     if summary["oldest_age_s"] is not None:
         lines.append(f"  oldest pending entry: {summary['oldest_age_s']}s old")
@@ -126,9 +147,10 @@ def render(summary: dict[str, Any], *, color: bool = False) -> list[str]:
         for item in summary["set_aside_entries"]
     )
     lines.extend(
-        f"  corrupt {item['entry']} ({item['file']}): {item['problem']} "
-        "— never replayed, kept on disk"
-        for item in corrupt
+        f"  {verdict} {item['entry']} ({item['file']}): {item['problem']} — "
+        f"{'moved aside, ' if item.get('moved_aside') else ''}never replayed, kept on disk"
+        for verdict, items in refused.items()
+        for item in items
     )
     if summary["crashed_slots"]:
         lines.append(

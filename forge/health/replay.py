@@ -2,7 +2,9 @@
 
 Replay runs the real binary directly, never the shim, so a failure during replay can never
 re-spool; each call is still recorded through the `record` door. A non-blocking lock serialises
-drains, so two concurrent drains never deliver an entry twice.
+drains, so two concurrent drains never deliver an entry twice. Only entries that `spool` trusts
+(sealed by this forge, of an allowed shape) are ever run: every other entry file, in the queue or
+in the project's own `.forge/queue`, is moved aside and reported.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from forge.health.replay_plan import (
     select,
 )
 from forge.health.settings import Settings
-from forge.health.spool import CorruptEntry, QueueEntry
+from forge.health.spool import ProjectQueue, QueueEntry, RefusedEntry
 
 CLAIMS_NAME = "claimed.json"
 
@@ -55,6 +57,9 @@ class ReplayReport:
     remaining: int = 0
     corrupt: list[str] = field(default_factory=list)
     """Entries that do not read back: never replayed, kept on disk for a person."""
+    untrusted: list[str] = field(default_factory=list)
+    """Entries forge cannot vouch for (no valid seal, a shape outside the allow-list, or found
+    in the project): never replayed, kept on disk for a person."""
 
     @property
     def clean(self) -> bool:
@@ -62,6 +67,7 @@ class ReplayReport:
         return not (
             self.busy
             or self.corrupt
+            or self.untrusted
             or self.set_aside
             or self.waiting
             or self.retrying
@@ -81,14 +87,15 @@ class ReplayReport:
             "plan": self.plan,
             "remaining": self.remaining,
             "corrupt": self.corrupt,
+            "untrusted": self.untrusted,
             "clean": self.clean,
         }
 
 
 @contextlib.contextmanager
-def drain_lock(root: Path) -> Iterator[bool]:
+def drain_lock(queue: ProjectQueue) -> Iterator[bool]:
     """True when this process holds the drain; False when another drain is running."""
-    path = spool.ensure_queue_dir(root) / "drain.lock"
+    path = spool.ensure_queue_dir(queue) / "drain.lock"
     with path.open("a") as lock:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -99,8 +106,8 @@ def drain_lock(root: Path) -> Iterator[bool]:
 
 
 class _Drain:
-    def __init__(self, root: Path, settings: Settings, clock: Clock, gh: Path) -> None:
-        self.root = root
+    def __init__(self, queue: ProjectQueue, settings: Settings, clock: Clock, gh: Path) -> None:
+        self.queue = queue
         self.settings = settings
         self.clock = clock
         self.gh = gh
@@ -108,14 +115,14 @@ class _Drain:
 
     def _load_claims(self) -> list[str]:
         try:
-            data = json.loads((spool.queue_dir(self.root) / CLAIMS_NAME).read_text())
+            data = json.loads((self.queue.directory / CLAIMS_NAME).read_text())
         except (FileNotFoundError, ValueError):
             return []
         return [str(item) for item in data]
 
     def _claim(self, item: str) -> None:
         self.claims.append(item)
-        write_json(spool.queue_dir(self.root) / CLAIMS_NAME, self.claims)
+        write_json(self.queue.directory / CLAIMS_NAME, self.claims)
 
     def call(self, argv: list[str]) -> realgh.CallResult:
         # In the project, so an entry whose repo could not be resolved still meets its remote.
@@ -125,12 +132,12 @@ class _Drain:
             state_dir=self.settings.state_dir,
             clock=self.clock,
             stdin=b"",
-            cwd=self.root,
+            cwd=self.queue.project,
         )
 
     def log(self, entry: QueueEntry, outcome: str, reason: str) -> None:
         spool.append_replay_log(
-            self.root, epoch_ms(self.clock), entry.seq, entry.kind, outcome, reason
+            self.queue, epoch_ms(self.clock), entry.seq, entry.kind, outcome, reason
         )
 
     def landed(self, entry: QueueEntry, step: Deliver) -> tuple[str | None, Judgement | None]:
@@ -166,20 +173,21 @@ class _Drain:
     def _body(self, entry: QueueEntry) -> str | None:
         if not entry.has_body:
             return None
-        return spool.body_path(self.root, entry.seq).read_bytes().decode("utf-8", "surrogateescape")
+        body = spool.body_path(self.queue, entry.seq).read_bytes()
+        return body.decode("utf-8", "surrogateescape")
 
     def finish_delivered(self, entry: QueueEntry, landed_as: str | None, how: str) -> None:
         if entry.kind == "create" and entry.handle and landed_as and landed_as.startswith("issue:"):
-            spool.save_handle(self.root, entry.handle, int(landed_as.split(":", 1)[1]))
+            spool.save_handle(self.queue, entry.handle, int(landed_as.split(":", 1)[1]))
         if landed_as and landed_as != "state":
             self._claim(landed_as)
         self.log(entry, "delivered", how)
-        spool.remove_delivered(self.root, entry.seq)
+        spool.remove_delivered(self.queue, entry.seq)
 
     def set_aside(self, entry: QueueEntry, reason: str) -> None:
         entry.status = "set_aside"
         entry.reason = reason
-        spool.write_entry(self.root, entry)
+        spool.write_entry(self.queue, entry)
         self.log(entry, "set_aside", reason)
 
 
@@ -194,38 +202,49 @@ def replay(
 ) -> ReplayReport:
     """Dry run by default; with `apply`, deliver in seq order until done or the forge is down."""
     report = ReplayReport(apply=apply)
-    if not spool.queue_dir(root).is_dir():
+    queue = ProjectQueue.of(settings.state_dir, root)
+    if not queue.directory.is_dir() and not spool.in_project_entries(queue):
         if apply:
-            spool.clear_pending(settings.state_dir, root)
-        return report  # nothing was ever spooled here; creates nothing in the project
+            spool.clear_pending(settings.state_dir, queue.project)
+        return report  # nothing was ever spooled here; creates nothing
     if not apply:
-        return _dry_run(root, batch, report)
-    with drain_lock(root) as held:
+        return _dry_run(queue, batch, report)
+    with drain_lock(queue) as held:
         if not held:
             report.busy = True
             return report
-        drain = _Drain(root, settings, clock, gh or realgh.find_real_gh())
+        drain = _Drain(queue, settings, clock, gh or realgh.find_real_gh())
         _apply(drain, batch, report)
-        report.remaining = sum(1 for e in spool.entries(root) if e.status == "pending")
+        report.remaining = sum(1 for e in spool.entries(queue) if e.status == "pending")
         if report.remaining:
-            spool.mark_pending(settings.state_dir, root)
+            spool.mark_pending(settings.state_dir, queue.project)
         else:
-            spool.clear_pending(settings.state_dir, root)
+            spool.clear_pending(settings.state_dir, queue.project)
     return report
 
 
-def _blocking(corrupt: list[CorruptEntry]) -> dict[str, str]:
-    """What blocks the dependents of each corrupt slot, by the handle they name it with."""
-    return {item.handle: f"corrupt entry {item.describe()}" for item in corrupt}
+def _blocking(refused: list[RefusedEntry]) -> dict[str, str]:
+    """What blocks the dependents of each refused slot, by the handle they name it with."""
+    return {item.handle: f"{item.verdict} entry {item.describe()}" for item in refused}
 
 
-def _dry_run(root: Path, batch: int, report: ReplayReport) -> ReplayReport:
-    entries, corrupt = spool.scan(root)
-    handles = spool.load_handles(root)
+def _report_refused(
+    report: ReplayReport, refused: list[RefusedEntry], in_project: list[RefusedEntry]
+) -> None:
+    report.corrupt = [item.describe() for item in refused if item.verdict == "corrupt"]
+    report.untrusted = [
+        item.describe() for item in [*refused, *in_project] if item.verdict == "untrusted"
+    ]
+
+
+def _dry_run(queue: ProjectQueue, batch: int, report: ReplayReport) -> ReplayReport:
+    entries, refused = spool.scan(queue)
+    in_project = spool.in_project_entries(queue)
+    handles = spool.load_handles(queue)
     pending_creates = [e.handle for e in entries if e.status == "pending" and e.handle]
     plan: list[tuple[int, str]] = []
     for entry in select(entries, batch):
-        step = resolve(entry, handles, pending_creates, _blocking(corrupt))
+        step = resolve(entry, handles, pending_creates, _blocking(refused))
         if isinstance(step, Deliver):
             line = f"{entry.name} {entry.kind}: {shlex.join(['gh', *step.argv])}"
         elif isinstance(step, Wait):
@@ -234,35 +253,41 @@ def _dry_run(root: Path, batch: int, report: ReplayReport) -> ReplayReport:
             line = f"{entry.name} {entry.kind}: would be set aside ({step.reason})"
         plan.append((entry.seq, line))
     plan += [
-        (item.seq, f"{item.name} corrupt: never replayed ({item.problem})") for item in corrupt
+        (item.seq, f"{item.name} {item.verdict}: never replayed ({item.problem})")
+        for item in [*refused, *in_project]
     ]
     report.plan = [line for _, line in sorted(plan)]
-    report.corrupt = [item.describe() for item in corrupt]
+    _report_refused(report, refused, in_project)
     report.remaining = sum(1 for e in entries if e.status == "pending")
     return report
 
 
-def _set_corrupt_aside(drain: _Drain, report: ReplayReport) -> dict[str, str]:
-    """Moves each corrupt entry file aside (once, with a replay.log row) and reports it."""
-    corrupt = []
-    for item in spool.scan(drain.root)[1]:
-        moved = spool.move_aside(item)
-        if moved.path != item.path:
-            reason = f"{item.problem}; moved aside to {moved.path}"
-            now_ms = epoch_ms(drain.clock)
-            spool.append_replay_log(drain.root, now_ms, item.seq, "?", "corrupt", reason)
-        corrupt.append(moved)
-    report.corrupt = [item.describe() for item in corrupt]
-    return _blocking(corrupt)
+def _set_refused_aside(drain: _Drain, report: ReplayReport) -> dict[str, str]:
+    """Moves each refused entry file aside (once, with a replay.log row) and reports it, those
+    in the project's own `.forge/queue` too; returns what blocks their dependents."""
+    moved: list[list[RefusedEntry]] = []
+    for found in (spool.scan(drain.queue)[1], spool.in_project_entries(drain.queue)):
+        kept = []
+        for item in found:
+            aside = spool.move_aside(item)
+            if aside.path != item.path:
+                reason = f"{item.problem}; moved aside to {aside.path}"
+                now_ms = epoch_ms(drain.clock)
+                spool.append_replay_log(drain.queue, now_ms, item.seq, "?", item.verdict, reason)
+            kept.append(aside)
+        moved.append(kept)
+    refused, in_project = moved
+    _report_refused(report, refused, in_project)
+    return _blocking(refused)
 
 
 def _apply(drain: _Drain, batch: int, report: ReplayReport) -> None:
-    root = drain.root
-    blocking = _set_corrupt_aside(drain, report)
-    for entry in select(spool.entries(root), batch):
-        current = spool.entries(root)
+    queue = drain.queue
+    blocking = _set_refused_aside(drain, report)
+    for entry in select(spool.entries(queue), batch):
+        current = spool.entries(queue)
         pending_creates = [e.handle for e in current if e.status == "pending" and e.handle]
-        step = resolve(entry, spool.load_handles(root), pending_creates, blocking)
+        step = resolve(entry, spool.load_handles(queue), pending_creates, blocking)
         if isinstance(step, Wait):
             report.waiting.append(entry.name)
             drain.log(entry, "waiting", step.reason)
@@ -318,7 +343,7 @@ def _settle(
     else:
         entry.attempts = verdict.attempts
         entry.reason = verdict.reason
-        spool.write_entry(drain.root, entry)
+        spool.write_entry(drain.queue, entry)
         drain.log(entry, "failed", verdict.reason)
         report.retrying.append(f"{entry.name}: {verdict.reason}")
     return True

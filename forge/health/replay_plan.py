@@ -68,12 +68,13 @@ def resolve(
     entry: QueueEntry,
     handles: Mapping[str, int],
     pending_creates: Iterable[str],
-    corrupt: Mapping[str, str] | None = None,
+    refused: Mapping[str, str] | None = None,
 ) -> Deliver | Wait | SetAside:
     """The argv to run once every handle it names has a real number.
 
-    `corrupt` maps the handle of each corrupt slot to what is wrong with it: a dependent of a
-    corrupt entry is blocked by that, not by a create that "never landed" (it was never tried).
+    `refused` maps the handle of each corrupt or untrusted slot to what is wrong with it: a
+    dependent of such an entry is blocked by that, not by a create that "never landed" (it was
+    never tried).
     """
     waiting = set(pending_creates)
     for handle in entry.depends_on:
@@ -81,8 +82,8 @@ def resolve(
             continue
         if handle in waiting:
             return Wait(f"waits for {handle}, whose create has not landed yet")
-        if corrupt and handle in corrupt:
-            return SetAside(f"blocked: the create it depends on ({handle}) is {corrupt[handle]}")
+        if refused and handle in refused:
+            return SetAside(f"blocked: the create it depends on ({handle}) is {refused[handle]}")
         return SetAside(f"the create it depends on ({handle}) never landed")
     numbers = dict(handles)
     argv = gh_args.substitute(entry.argv, numbers) + repo_args(entry)

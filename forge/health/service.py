@@ -27,10 +27,11 @@ def service_status(
 def home_service_status(status: Mapping[str, Any]) -> Mapping[str, Any] | None:
     """Home's `service_status`: null when there is nothing to tell the
     person. A verdict is news when the forge is degraded or unreachable, or writes wait in (or
-    were set aside from, or lie corrupt in) the queue; operational and unknown (no evidence yet)
-    with an empty queue are null."""
+    were set aside from, or lie corrupt or untrusted in) the queue; operational and unknown (no
+    evidence yet) with an empty queue are null."""
     queue = status.get("queue") or {}
-    quiet_queue = not any(queue.get(key) for key in ("pending", "set_aside", "corrupt"))
+    refused = ("pending", "set_aside", "corrupt", "untrusted")
+    quiet_queue = not any(queue.get(key) for key in refused)
     if status.get("state") in ("operational", "unknown") and quiet_queue:
         return None
     return status

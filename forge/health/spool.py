@@ -1,4 +1,11 @@
-"""The write-ahead spool in `<project>/.forge/queue/`: one directory per project, a file per write.
+"""The write-ahead spool: one directory per project in forge's state directory, a file per write.
+
+The queue lives in `$FORGE_STATE/queue/<project>-<hash of its real path>/`, never inside the
+project: a repository can commit any file in its own tree, and replay runs what an entry says.
+Each entry is sealed (`queue_seal`) and its argv must have a shape the shim queues
+(`write_shapes`); one that fails either check is untrusted: reported, moved aside to
+`NNNNNN.json.untrusted`, never run. So is every entry file in the project's own `.forge/queue`
+(where the queue used to live): whoever wrote it, forge cannot vouch for it.
 
 `NNNNNN.seq` is created O_EXCL: that one syscall is the whole concurrency story, so racing gh
 processes each get a distinct slot in a stable order. `NNNNNN.json` is written temp-then-rename,
@@ -15,26 +22,37 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import json
 import os
+import re
 import shutil
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
+from functools import cached_property
 from pathlib import Path
-from typing import Final
+from typing import Final, Literal
 
 import msgspec
 
 from forge.files import write_atomic
+from forge.health import queue_seal, write_shapes
 from forge.health.atomic import write_json
-from forge.health.settings import project_store
 
 SEQ_WIDTH: Final = 6
 HANDLES_NAME: Final = "handles.json"
 REPLAY_LOG_NAME: Final = "replay.log"
 HWM_NAME: Final = "hwm"
 CRASHED_SLOT_AFTER_MS: Final = 60_000
+QUEUES_NAME: Final = "queue"
+"""In the global state dir: one queue directory per project."""
+IN_PROJECT: Final = Path(".forge") / "queue"
+"""Where the queue used to live, inside the project: entry files there are reported and moved
+aside, never read as entries."""
 CORRUPT_SUFFIX: Final = ".json.corrupt"
+UNTRUSTED_SUFFIX: Final = ".json.untrusted"
+PRIVATE: Final = 0o600
+PRIVATE_DIR: Final = 0o700
 STATUSES: Final = frozenset({"pending", "set_aside"})
 BREADCRUMB_NAME: Final = "replay-pending"
 """In the global state dir: the project roots with something pending. The shim stats it after
@@ -66,19 +84,32 @@ class QueueEntry:
     reason: str | None = None
     landed_as: str | None = None
     """The real issue number or comment id a content match claimed, so no other entry claims it."""
+    body_sha256: str | None = None
+    """The body's SHA-256, so the seal covers the body: replay refuses a body changed since."""
+    mac: str = ""
+    """The seal over every other field (`queue_seal`), renewed on every write."""
 
     @property
     def name(self) -> str:
         return entry_name(self.seq)
 
 
+Verdict = Literal["corrupt", "untrusted"]
+ASIDE_SUFFIXES: Final[dict[Verdict, str]] = {
+    "corrupt": CORRUPT_SUFFIX,
+    "untrusted": UNTRUSTED_SUFFIX,
+}
+
+
 @dataclass(frozen=True)
-class CorruptEntry:
-    """An entry file that does not read back as an entry: a write nobody can replay as it is."""
+class RefusedEntry:
+    """An entry file replay never runs: corrupt (it does not read back as an entry) or untrusted
+    (it does not prove forge wrote it, or its argv is no write the queue replays)."""
 
     seq: int
     path: Path
     problem: str
+    verdict: Verdict = "corrupt"
 
     @property
     def name(self) -> str:
@@ -89,8 +120,39 @@ class CorruptEntry:
         """The handle a create in this slot was given, whatever the slot held."""
         return f"FORGE-Q{self.seq}"
 
+    @property
+    def moved_aside(self) -> bool:
+        return self.path.name.endswith((CORRUPT_SUFFIX, UNTRUSTED_SUFFIX))
+
     def describe(self) -> str:
         return f"{self.name} ({self.path}): {self.problem}"
+
+
+@dataclass(frozen=True)
+class ProjectQueue:
+    """One project's queue: kept in forge's state directory, found by the project's real path
+    (so a shell's symlinked $PWD and Python's getcwd name the same queue)."""
+
+    state_dir: Path
+    project: Path
+
+    @classmethod
+    def of(cls, state_dir: Path, project: Path) -> ProjectQueue:
+        return cls(state_dir, project.resolve())
+
+    @cached_property
+    def directory(self) -> Path:
+        digest = hashlib.sha256(os.fsencode(self.project)).hexdigest()[:16]
+        name = re.sub(r"[^A-Za-z0-9._-]", "_", self.project.name)[:40] or "root"
+        return self.state_dir / QUEUES_NAME / f"{name}-{digest}"
+
+    @property
+    def in_project(self) -> Path:
+        return self.project / IN_PROJECT
+
+    @cached_property
+    def key(self) -> bytes:
+        return queue_seal.load_key(self.state_dir)
 
 
 def entry_name(seq: int) -> str:
@@ -112,16 +174,53 @@ def parse_entry(seq: int, data: bytes) -> QueueEntry | str:
     return entry
 
 
-def queue_dir(root: Path) -> Path:
-    return root / ".forge" / "queue"
+def trust_problem(queue: ProjectQueue, entry: QueueEntry) -> str | None:
+    """Why replay must not run this entry though it reads back, or None: it must be sealed with
+    this forge's key for this project, with its body unchanged, and have an allowed shape."""
+    if entry.project != str(queue.project):
+        return f"it was queued for {entry.project}, not this project"
+    if not entry.mac:
+        return "it carries no seal: not written by this forge"
+    if not queue_seal.verifies(queue.key, asdict(entry), entry.mac):
+        return (
+            f"its seal does not match (HMAC-SHA256 under {queue_seal.key_path(queue.state_dir)}): "
+            "not written by this forge, or changed since"
+        )
+    body = body_path(queue, entry.seq)
+    if entry.has_body != (entry.body_sha256 is not None):
+        return "its body is half declared (has_body without body_sha256, or the reverse)"
+    if entry.body_sha256 is not None:
+        try:
+            digest = hashlib.sha256(body.read_bytes()).hexdigest()
+        except FileNotFoundError:
+            return f"its body file {body} is missing"
+        if digest != entry.body_sha256:
+            return f"its body file {body} changed since it was queued"
+    shape = write_shapes.refusal(
+        kind=entry.kind,
+        argv=entry.argv,
+        repo=entry.repo,
+        host=entry.host,
+        body_file=str(body) if entry.has_body else None,
+    )
+    return None if shape is None else f"outside the allow-list: {shape}"
 
 
 def seq_name(seq: int) -> str:
     return f"{seq:0{SEQ_WIDTH}d}"
 
 
-def body_path(root: Path, seq: int) -> Path:
-    return queue_dir(root) / f"{seq_name(seq)}.d" / "body.md"
+def body_path(queue: ProjectQueue, seq: int) -> Path:
+    return queue.directory / f"{seq_name(seq)}.d" / "body.md"
+
+
+def write_body(queue: ProjectQueue, seq: int, body: bytes) -> Path:
+    """The body's sidecar, private; written before its entry, so a crash leaves a crashed slot."""
+    path = body_path(queue, seq)
+    path.parent.mkdir(mode=PRIVATE_DIR, exist_ok=True)
+    with open(path, "wb", opener=lambda name, flags: os.open(name, flags, PRIVATE)) as handle:
+        handle.write(body)
+    return path
 
 
 def _seqs(directory: Path, suffix: str) -> list[int]:
@@ -133,24 +232,24 @@ def _seqs(directory: Path, suffix: str) -> list[int]:
     return sorted(found)
 
 
-def ensure_queue_dir(root: Path) -> Path:
-    """The queue directory, created inside `.forge` with its `.gitignore` (never shows in git)."""
-    directory = queue_dir(root)
-    project_store(root)
-    directory.mkdir(exist_ok=True)
-    return directory
+def ensure_queue_dir(queue: ProjectQueue) -> Path:
+    """The queue directory, private to this user (0700), as is the directory holding it."""
+    queues = queue.state_dir / QUEUES_NAME
+    queues.mkdir(mode=PRIVATE_DIR, parents=True, exist_ok=True)
+    queue.directory.mkdir(mode=PRIVATE_DIR, exist_ok=True)
+    return queue.directory
 
 
-def allocate(root: Path) -> int:
+def allocate(queue: ProjectQueue) -> int:
     """A fresh seq: one past everything ever handed out, claimed with O_EXCL."""
-    directory = ensure_queue_dir(root)
-    candidate = max([high_water_mark(root), *_seqs(directory, ".seq")]) + 1
+    directory = ensure_queue_dir(queue)
+    candidate = max([high_water_mark(queue), *_seqs(directory, ".seq")]) + 1
     while True:
         try:
             fd = os.open(
                 directory / f"{seq_name(candidate)}.seq",
                 os.O_CREAT | os.O_EXCL | os.O_WRONLY,
-                0o644,
+                PRIVATE,
             )
         except FileExistsError:
             candidate += 1
@@ -159,48 +258,66 @@ def allocate(root: Path) -> int:
         return candidate
 
 
-def high_water_mark(root: Path) -> int:
+def high_water_mark(queue: ProjectQueue) -> int:
     try:
-        return int((queue_dir(root) / HWM_NAME).read_text().strip() or 0)
+        return int((queue.directory / HWM_NAME).read_text().strip() or 0)
     except (FileNotFoundError, ValueError):
         return 0
 
 
-def write_entry(root: Path, entry: QueueEntry) -> None:
-    write_json(queue_dir(root) / f"{seq_name(entry.seq)}.json", asdict(entry))
+def write_entry(queue: ProjectQueue, entry: QueueEntry) -> None:
+    """Sealed afresh each time: replay's own updates (attempts, status) keep it trusted."""
+    entry.mac = queue_seal.seal(queue.key, asdict(entry))
+    write_json(queue.directory / f"{seq_name(entry.seq)}.json", asdict(entry))
 
 
-def load_entry(root: Path, seq: int) -> QueueEntry | CorruptEntry | None:
-    """Slot `seq`'s entry, or why it cannot be read; None when the slot holds no entry file."""
-    directory = queue_dir(root)
+def load_entry(queue: ProjectQueue, seq: int) -> QueueEntry | RefusedEntry | None:
+    """Slot `seq`'s entry, or why replay refuses it; None when the slot holds no entry file."""
+    directory = queue.directory
     for path in (
         directory / f"{seq_name(seq)}.json",
         directory / f"{seq_name(seq)}{CORRUPT_SUFFIX}",
+        directory / f"{seq_name(seq)}{UNTRUSTED_SUFFIX}",
     ):
         try:
             data = path.read_bytes()
         except FileNotFoundError:
             continue
-        parsed = parse_entry(seq, data)
-        if path.name.endswith(CORRUPT_SUFFIX):
-            if isinstance(parsed, QueueEntry):
-                parsed = (
-                    "moved aside as corrupt, but it now reads as an entry: "
+        judged = _judge(queue, seq, data)
+        if path.name.endswith(CORRUPT_SUFFIX) or path.name.endswith(UNTRUSTED_SUFFIX):
+            verdict: Verdict = "corrupt" if path.name.endswith(CORRUPT_SUFFIX) else "untrusted"
+            if isinstance(judged, QueueEntry):
+                problem = (
+                    f"moved aside as {verdict}, but it now reads back and verifies: "
                     f"rename it to {seq_name(seq)}.json to replay it"
                 )
-            return CorruptEntry(seq, path, parsed)
-        return parsed if isinstance(parsed, QueueEntry) else CorruptEntry(seq, path, parsed)
+            else:
+                problem = judged[1]
+            return RefusedEntry(seq, path, problem, verdict)
+        if isinstance(judged, QueueEntry):
+            return judged
+        return RefusedEntry(seq, path, judged[1], judged[0])
     return None
 
 
-def scan(root: Path) -> tuple[list[QueueEntry], list[CorruptEntry]]:
-    """Every entry file in seq order: the readable entries (pending and set aside) and the
-    corrupt ones (still in place or moved aside), so no spooled write goes unmentioned."""
-    directory = queue_dir(root)
+def _judge(queue: ProjectQueue, seq: int, data: bytes) -> QueueEntry | tuple[Verdict, str]:
+    parsed = parse_entry(seq, data)
+    if isinstance(parsed, str):
+        return "corrupt", parsed
+    problem = trust_problem(queue, parsed)
+    return parsed if problem is None else ("untrusted", problem)
+
+
+def scan(queue: ProjectQueue) -> tuple[list[QueueEntry], list[RefusedEntry]]:
+    """Every entry file in seq order: the entries replay may run (pending and set aside) and the
+    refused ones (corrupt or untrusted, still in place or moved aside), so no file goes
+    unmentioned."""
+    directory = queue.directory
     good: list[QueueEntry] = []
-    bad: list[CorruptEntry] = []
-    for seq in sorted({*_seqs(directory, ".json"), *_seqs(directory, CORRUPT_SUFFIX)}):
-        found = load_entry(root, seq)
+    bad: list[RefusedEntry] = []
+    seqs = {*_seqs(directory, ".json"), *_seqs(directory, CORRUPT_SUFFIX)}
+    for seq in sorted(seqs | set(_seqs(directory, UNTRUSTED_SUFFIX))):
+        found = load_entry(queue, seq)
         if isinstance(found, QueueEntry):
             good.append(found)
         elif found is not None:
@@ -208,34 +325,55 @@ def scan(root: Path) -> tuple[list[QueueEntry], list[CorruptEntry]]:
     return good, bad
 
 
-def entries(root: Path) -> list[QueueEntry]:
-    """Every readable entry, pending and set aside, in seq order."""
-    return scan(root)[0]
+def entries(queue: ProjectQueue) -> list[QueueEntry]:
+    """Every entry replay may run, pending and set aside, in seq order."""
+    return scan(queue)[0]
 
 
-def move_aside(corrupt: CorruptEntry) -> CorruptEntry:
-    """`NNNNNN.json` becomes `NNNNNN.json.corrupt`: out of replay's way, kept for a person.
+def in_project_entries(queue: ProjectQueue) -> list[RefusedEntry]:
+    """Entry files inside the project's own `.forge/queue`: untrusted, whatever they say, since
+    a repository can commit them (and forge, which keeps its queue elsewhere, never wrote them
+    there since; older forges did, and such a write has to be redone by hand)."""
+    directory = queue.in_project
+    problem = (
+        f"found in the project ({directory}), where a repository can commit files; "
+        f"forge keeps the queue it writes in {queue.directory}"
+    )
+    found = [
+        RefusedEntry(seq, directory / f"{seq_name(seq)}{suffix}", problem, "untrusted")
+        for suffix in (".json", CORRUPT_SUFFIX, UNTRUSTED_SUFFIX)
+        for seq in _seqs(directory, suffix)
+    ]
+    return sorted(found, key=lambda item: (item.seq, item.path.name))
 
-    Linked then unlinked, so an existing `.corrupt` file is never overwritten (then it stays put).
-    """
-    if corrupt.path.name.endswith(CORRUPT_SUFFIX):
-        return corrupt
-    aside = corrupt.path.with_name(f"{seq_name(corrupt.seq)}{CORRUPT_SUFFIX}")
+
+def move_aside(refused: RefusedEntry) -> RefusedEntry:
+    """`NNNNNN.json` becomes `NNNNNN.json.corrupt` or `.json.untrusted`: out of replay's way,
+    kept for a person. Linked then unlinked, so an existing file there is never overwritten
+    (then it stays put)."""
+    if refused.moved_aside:
+        return refused
+    suffix = ASIDE_SUFFIXES[refused.verdict]
+    aside = refused.path.with_name(f"{seq_name(refused.seq)}{suffix}")
     try:
-        os.link(corrupt.path, aside)
+        os.link(refused.path, aside)
     except FileExistsError:
-        return corrupt
-    corrupt.path.unlink()
-    return CorruptEntry(corrupt.seq, aside, corrupt.problem)
+        return refused
+    refused.path.unlink()
+    return RefusedEntry(refused.seq, aside, refused.problem, refused.verdict)
 
 
-def orphan_slots(root: Path, now_ms: int) -> tuple[list[int], list[int]]:
-    """`.seq` files with no `.json`: (in flight, crashed). An allocation older than
+def orphan_slots(queue: ProjectQueue, now_ms: int) -> tuple[list[int], list[int]]:
+    """`.seq` files with no entry file: (in flight, crashed). An allocation older than
     CRASHED_SLOT_AFTER_MS will never get its entry; replay skips it either way."""
-    directory = queue_dir(root)
+    directory = queue.directory
     in_flight: list[int] = []
     crashed: list[int] = []
-    written = {*_seqs(directory, ".json"), *_seqs(directory, CORRUPT_SUFFIX)}
+    written = {
+        *_seqs(directory, ".json"),
+        *_seqs(directory, CORRUPT_SUFFIX),
+        *_seqs(directory, UNTRUSTED_SUFFIX),
+    }
     for seq in sorted(set(_seqs(directory, ".seq")) - written):
         try:
             mtime_ms = (directory / f"{seq_name(seq)}.seq").stat().st_mtime_ns // 1_000_000
@@ -245,47 +383,48 @@ def orphan_slots(root: Path, now_ms: int) -> tuple[list[int], list[int]]:
     return in_flight, crashed
 
 
-def remove_delivered(root: Path, seq: int) -> None:
+def remove_delivered(queue: ProjectQueue, seq: int) -> None:
     """A delivered entry leaves the spool; the high-water mark keeps its seq from coming back."""
-    directory = queue_dir(root)
-    if seq > high_water_mark(root):
+    directory = queue.directory
+    if seq > high_water_mark(queue):
         write_atomic(directory / HWM_NAME, f"{seq}\n".encode())
     (directory / f"{seq_name(seq)}.json").unlink(missing_ok=True)
     shutil.rmtree(directory / f"{seq_name(seq)}.d", ignore_errors=True)
     (directory / f"{seq_name(seq)}.seq").unlink(missing_ok=True)
 
 
-def load_handles(root: Path) -> dict[str, int]:
+def load_handles(queue: ProjectQueue) -> dict[str, int]:
     try:
-        data = json.loads((queue_dir(root) / HANDLES_NAME).read_text())
+        data = json.loads((queue.directory / HANDLES_NAME).read_text())
     except (FileNotFoundError, ValueError):
         return {}
     return {str(key): int(value) for key, value in data.items()}
 
 
-def save_handle(root: Path, handle: str, number: int) -> None:
-    with _locked(ensure_queue_dir(root) / ".handles.lock"):
-        handles = load_handles(root)
+def save_handle(queue: ProjectQueue, handle: str, number: int) -> None:
+    with _locked(ensure_queue_dir(queue) / ".handles.lock"):
+        handles = load_handles(queue)
         handles[handle] = number
-        write_json(queue_dir(root) / HANDLES_NAME, handles)
+        write_json(queue.directory / HANDLES_NAME, handles)
 
 
 def append_replay_log(
-    root: Path, ts_ms: int, seq: int, kind: str, outcome: str, reason: str
+    queue: ProjectQueue, ts_ms: int, seq: int, kind: str, outcome: str, reason: str
 ) -> None:
     """One TSV row `ts_ms, seq, kind, outcome, reason` per attempt."""
     clean = " ".join(reason.split())
     line = f"{ts_ms}\t{seq}\t{kind}\t{outcome}\t{clean}\n".encode()
-    fd = os.open(queue_dir(root) / REPLAY_LOG_NAME, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    path = ensure_queue_dir(queue) / REPLAY_LOG_NAME
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, PRIVATE)
     try:
         os.write(fd, line)
     finally:
         os.close(fd)
 
 
-def replay_log(root: Path) -> list[list[str]]:
+def replay_log(queue: ProjectQueue) -> list[list[str]]:
     try:
-        text = (queue_dir(root) / REPLAY_LOG_NAME).read_text(errors="replace")
+        text = (queue.directory / REPLAY_LOG_NAME).read_text(errors="replace")
     except FileNotFoundError:
         return []
     return [line.split("\t") for line in text.splitlines() if line.count("\t") == 4]
@@ -317,7 +456,7 @@ def clear_pending(state_dir: Path, root: Path) -> None:
 def _edit_breadcrumb(state_dir: Path, root: Path, *, present: bool) -> None:
     state_dir.mkdir(parents=True, exist_ok=True)
     with _locked(state_dir / f".{BREADCRUMB_NAME}.lock"):
-        roots = [r for r in breadcrumb_roots(state_dir) if r != root]
+        roots = [r for r in breadcrumb_roots(state_dir) if r.resolve() != root.resolve()]
         if present:
             roots.append(root)
         path = state_dir / BREADCRUMB_NAME

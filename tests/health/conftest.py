@@ -20,6 +20,7 @@ import pytest
 
 from forge.health.settings import Settings
 from forge.health.shim_install import install
+from forge.health.spool import ProjectQueue
 
 FAKE_DIR = Path(__file__).parent / "fake_gh"
 SHELLS = ["/usr/bin/dash", "/usr/bin/bash --posix"]
@@ -61,12 +62,24 @@ class Fake:
     def argvs(self) -> list[list[str]]:
         return [call["argv"] for call in self.calls()]
 
-    def issues(self, repo: str = "acme/widget") -> dict[str, Any]:
+    def document(self) -> dict[str, Any]:
+        """The fake forge's whole state: repos (issues, collaborators) and gists."""
         if not self.state.exists():
             return {}
         data: dict[str, Any] = json.loads(self.state.read_text())
-        issues: dict[str, Any] = data.get("repos", {}).get(repo, {}).get("issues", {})
+        return data
+
+    def issues(self, repo: str = "acme/widget") -> dict[str, Any]:
+        issues: dict[str, Any] = self.document().get("repos", {}).get(repo, {}).get("issues", {})
         return issues
+
+    def gists(self) -> list[dict[str, Any]]:
+        gists: list[dict[str, Any]] = self.document().get("gists", [])
+        return gists
+
+    def collaborators(self, repo: str = "acme/widget") -> list[str]:
+        found: list[str] = self.document().get("repos", {}).get(repo, {}).get("collaborators", [])
+        return found
 
     def seed(self, *titles: str, repo: str = "acme/widget") -> None:
         data = json.loads(self.state.read_text()) if self.state.exists() else {}
@@ -140,6 +153,10 @@ class ForgeEnv:
 
     def settings(self) -> Settings:
         return Settings.from_env(self.env)
+
+    def queue_dir(self, project: Path | None = None) -> Path:
+        """Where forge keeps a project's write queue: its state directory, not the project."""
+        return ProjectQueue.of(self.state_dir, project or self.project).directory
 
 
 TOOLS = ("head", "grep", "date", "cat", "rm", "mv", "wc", "sha256sum", "mkdir", "perl", "sed")

@@ -261,6 +261,7 @@ def test_x03_queue_headline_colours() -> None:
         "unresolved_handles": [],
         "set_aside_entries": [],
         "corrupt_entries": [],
+        "untrusted_entries": [],
         "last_replay": None,
     }
     assert render(base, color=True)[0].startswith(YELLOW)
@@ -283,6 +284,118 @@ def test_x03_queue_headline_colours() -> None:
         "forge queue: 0 pending (none), 0 set aside, 1 corrupt — /p",
         "  corrupt q000003 (/q/000003.json): x — never replayed, kept on disk",
     ]
+    untrusted = {
+        **corrupt,
+        "untrusted_entries": [
+            {"entry": "q000001", "file": "/q/000001.json.untrusted", "problem": "y",
+             "moved_aside": True}
+        ],
+    }  # fmt: skip
+    assert render(untrusted, color=True)[0].startswith(RED)
+    assert render(untrusted)[:3] == [
+        "forge queue: 0 pending (none), 0 set aside, 1 corrupt, 1 untrusted — /p",
+        "  corrupt q000003 (/q/000003.json): x — never replayed, kept on disk",
+        "  untrusted q000001 (/q/000001.json.untrusted): y — moved aside, never replayed, "
+        "kept on disk",
+    ]
+
+
+SIDECAR = "/state/queue/p-0123/000001.d/body.md"
+
+
+@pytest.mark.parametrize(
+    ("kind", "argv", "body"),
+    [
+        ("create", ["issue", "create", "--title", "t", "-l", "bug", "-a", "me", "-m", "v1",
+                    "-p", "Roadmap", "--body-file", SIDECAR], True),
+        ("create", ["issue", "create", "-t", "t"], False),
+        ("comment", ["issue", "comment", "FORGE-Q3", "--body-file", SIDECAR], True),
+        ("comment", ["issue", "comment", "https://github.com/acme/widget/issues/4",
+                     "--body-file", SIDECAR], True),
+        ("edit", ["issue", "edit", "#7", "--add-label", "x", "--remove-label", "y",
+                  "--add-assignee", "@me", "--remove-assignee", "z", "--add-project", "p",
+                  "--remove-project", "q", "--remove-milestone", "-t", "-starts-with-dash"],
+         False),
+        ("close", ["issue", "close", "7", "--reason", "not planned", "-c", "bye"], False),
+        ("reopen", ["issue", "reopen", "7", "--comment", "back"], False),
+    ],
+)  # fmt: skip
+def test_write_shapes_accept_every_shape_the_shim_queues(
+    kind: str, argv: list[str], body: bool
+) -> None:
+    from forge.health.write_shapes import refusal
+
+    found = refusal(
+        kind=kind, argv=argv, repo="acme/widget", host=None, body_file=SIDECAR if body else None
+    )
+    assert found is None
+
+
+@pytest.mark.parametrize(
+    ("kind", "argv", "body", "repo", "why"),
+    [
+        ("edit", ["gist", "create", "--public", "../.config/gh/hosts.yml"], False, None,
+         "`gh gist create` is not a write the queue replays (only gh issue create|comment|edit|"
+         "close|reopen)"),
+        ("edit", ["api", "-X", "PUT", "repos/a/b/collaborators/x"], False, None,
+         "`gh api -X` is not a write the queue replays"),
+        ("delete", ["issue", "delete", "1"], False, None,
+         "`gh issue delete` is not a write the queue replays"),
+        ("comment", ["issue", "edit", "1"], False, None, "`gh issue edit` is not a write"),
+        ("comment", ["issue", "comment", "1", "--body-file", "/home/me/.ssh/id_ed25519"], False,
+         None, "`gh issue comment` may read only its own body file (None)"),
+        ("comment", ["issue", "comment", "1", "--body-file", "/etc/passwd"], True, None,
+         f"may read only its own body file ({SIDECAR})"),
+        ("comment", ["issue", "comment", "1", "--body-file", SIDECAR, "--body-file", SIDECAR],
+         True, None, "may read only its own body file"),
+        ("comment", ["issue", "comment", "1"], True, None, "lost its body file"),
+        ("comment", ["issue", "comment", "1", "-b", "inline"], False, None,
+         "'-b' is not among the flags the queue replays for `gh issue comment`"),
+        ("comment", ["issue", "comment", "1", "-R", "evil/repo"], False, None,
+         "'-R' is not among the flags"),
+        ("create", ["issue", "create", "--title", "t", "--web"], False, None,
+         "'--web' is not among the flags"),
+        ("create", ["issue", "create", "--title", "t", "--recover", "/tmp/x"], False, None,
+         "'--recover' is not among the flags"),
+        ("create", ["issue", "create", "-l", "bug"], False, None,
+         "`gh issue create` needs --title or -t"),
+        ("create", ["issue", "create", "--title", "t", "extra"], False, None,
+         "'extra' is not among the flags"),
+        ("close", ["issue", "close"], False, None, "must name an issue"),
+        ("close", ["issue", "close", "--comment", "x"], False, None,
+         "must name an issue (a number, #N, FORGE-Q<n> or its URL), not '--comment'"),
+        ("close", ["issue", "close", "1", "--reason"], False, None, "--reason has no value"),
+        ("close", ["issue", "close", "1"], False, "acme/widget;rm", "is not OWNER/REPO"),
+    ],
+)  # fmt: skip
+def test_write_shapes_refuse_anything_else_and_say_why(
+    kind: str, argv: list[str], body: bool, repo: str | None, why: str
+) -> None:
+    from forge.health.write_shapes import refusal
+
+    found = refusal(kind=kind, argv=argv, repo=repo, host=None, body_file=SIDECAR if body else None)
+    assert found is not None
+    assert why in found
+
+
+def test_the_seal_covers_every_field_and_only_this_key(tmp_path: Path) -> None:
+    from dataclasses import asdict
+
+    from forge.health import queue_seal
+
+    key = queue_seal.load_key(tmp_path)
+    assert queue_seal.load_key(tmp_path) == key  # made once, then read
+    fields = asdict(entry(1, "comment"))
+    mac = queue_seal.seal(key, fields)
+    assert queue_seal.verifies(key, {**fields, "mac": mac}, mac)
+    for name, value in [("argv", ["api", "x"]), ("repo", "evil/x"), ("status", "set_aside"),
+                        ("body_sha256", "0" * 64), ("project", "/elsewhere")]:  # fmt: skip
+        assert not queue_seal.verifies(key, {**fields, name: value}, mac), name
+    assert not queue_seal.verifies(bytes(32), fields, mac)
+    assert not queue_seal.verifies(key, fields, "é" + mac[1:])
+    (tmp_path / "queue.key").write_bytes(b"short")
+    with pytest.raises(queue_seal.QueueKeyError, match="holds 5 bytes, not 32"):
+        queue_seal.load_key(tmp_path)
 
 
 def test_issue13_item2_every_view_of_one_issue_is_recognised() -> None:

@@ -23,7 +23,7 @@ MARKER = re.compile(
 
 
 def queue_dir(env: ForgeEnv) -> Path:
-    return env.project / ".forge" / "queue"
+    return env.queue_dir()
 
 
 def entries(env: ForgeEnv) -> list[dict[str, object]]:
@@ -275,12 +275,19 @@ def test_a_spooled_write_never_shows_in_the_projects_git_status(down: ForgeEnv) 
     assert git_status(down.project) == ""
 
 
-def test_issue13_item17_seq_slots_are_plain_files_not_executables(down: ForgeEnv) -> None:
-    """Issue 13 item 17: a `.seq` slot is created 0644 (it was 0755)."""
-    assert (
-        down.gh("issue", "comment", "1", "--body", "x", env={"FORGE_REPLAY": "0"}).returncode == 0
-    )
-    assert (queue_dir(down) / "000001.seq").stat().st_mode & 0o777 == 0o644
+def test_the_queue_is_private_to_its_user(down: ForgeEnv) -> None:
+    """Issue 13 item 17 made a `.seq` slot a plain file (it was 0755); the queue holds bodies and
+    its seal key, so it is the user's alone: directories 0700, the files forge opens 0600."""
+    result = down.gh("issue", "comment", "1", "--body", "x", env={"FORGE_REPLAY": "0"})
+    assert result.returncode == 0
+    queue = queue_dir(down)
+    assert queue.is_relative_to(down.state_dir)
+    for directory in (queue.parent, queue, queue / "000001.d"):
+        assert directory.stat().st_mode & 0o777 == 0o700, directory
+    for path in (queue / "000001.seq", queue / "000001.d" / "body.md"):
+        assert path.stat().st_mode & 0o777 == 0o600, path
+    assert (down.state_dir / "queue.key").stat().st_mode & 0o777 == 0o600
+    assert len((down.state_dir / "queue.key").read_bytes()) == 32
 
 
 def test_issue13_item3_a_handle_not_in_this_queue_is_refused(down: ForgeEnv) -> None:

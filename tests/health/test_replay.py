@@ -27,7 +27,7 @@ def spool_three(env: ForgeEnv) -> None:
 
 
 def replay_log(env: ForgeEnv) -> list[list[str]]:
-    path = env.project / ".forge" / "queue" / "replay.log"
+    path = env.queue_dir() / "replay.log"
     return [line.split("\t") for line in path.read_text().splitlines()] if path.exists() else []
 
 
@@ -90,7 +90,7 @@ def test_scenario3_r14_a_comment_on_a_handle_lands_on_the_real_issue(forge_env: 
     assert comment.returncode == 0
     assert forge_env.forge("queue", "replay", "--apply").returncode == 0
     assert [c["body"] for c in forge_env.fake.issues()["2"]["comments"]] == ["follow-up"]
-    handles = json.loads((forge_env.project / ".forge" / "queue" / "handles.json").read_text())
+    handles = json.loads((forge_env.queue_dir() / "handles.json").read_text())
     assert handles == {"FORGE-Q1": 2}
     later = forge_env.gh("issue", "comment", ref, "--body", "live now")
     assert later.returncode == 0
@@ -109,7 +109,7 @@ def test_scenario4_r09_a_deleted_target_is_set_aside_and_the_rest_continue(
     assert result.returncode == 3
     assert "set aside q000001" in result.stdout
     assert [c["body"] for c in forge_env.fake.issues()["2"]["comments"]] == ["fine"]
-    entry = json.loads((forge_env.project / ".forge" / "queue" / "000001.json").read_text())
+    entry = json.loads((forge_env.queue_dir() / "000001.json").read_text())
     assert (entry["status"], entry["reason"].startswith("not found")) == ("set_aside", True)
     status = forge_env.forge("queue")
     assert status.returncode == 3
@@ -129,10 +129,7 @@ def test_scenario5_r08_the_forge_still_down_stops_everything(forge_env: ForgeEnv
     assert result.returncode == 3
     assert "1 delivered" in result.stdout
     assert "stopped at q000002" in result.stdout
-    entries = [
-        json.loads(p.read_text())
-        for p in sorted((forge_env.project / ".forge" / "queue").glob("0*.json"))
-    ]
+    entries = [json.loads(p.read_text()) for p in sorted((forge_env.queue_dir()).glob("0*.json"))]
     assert [(e["seq"], e["attempts"], e["status"]) for e in entries] == [
         (2, 0, "pending"),
         (3, 0, "pending"),
@@ -179,7 +176,7 @@ def test_r03_r04_replay_bypasses_the_shim_and_records_each_call(forge_env: Forge
     before = len(forge_env.observations())
     result = forge_env.forge("queue", "replay", "--apply")
     assert result.returncode == 3
-    assert len(list((forge_env.project / ".forge" / "queue").glob("0*.json"))) == 1
+    assert len(list((forge_env.queue_dir()).glob("0*.json"))) == 1
     rows = forge_env.observations()[before:]
     assert [row[3:] for row in rows] == [["ok", "issue view"], ["server", "issue comment"]]
 
@@ -229,7 +226,7 @@ def test_r11_r12_automatic_replay_batch_and_switch(forge_env: ForgeEnv) -> None:
         forge_env.gh("issue", "comment", "1", "--body", f"c{n}", env=NO_AUTO)
     forge_env.gh("issue", "view", "1", env=NO_AUTO)
     assert forge_env.fake.issues()["1"]["comments"] == []
-    log = forge_env.project / ".forge" / "queue" / "replay.log"
+    log = forge_env.queue_dir() / "replay.log"
     forge_env.gh("issue", "view", "1", env={"FORGE_QUEUE_BATCH": "2"})
     wait_until(lambda: log.exists() and len(log.read_text().splitlines()) == 2)
     assert len(forge_env.fake.issues()["1"]["comments"]) == 2
@@ -271,7 +268,7 @@ def test_r17_automatic_replay_is_detached_from_the_triggering_call(forge_env: Fo
     forge_env.fake.fail("issue *", "503", times=1)
     forge_env.gh("issue", "comment", "1", "--body", "slow", env=NO_AUTO)
     forge_env.fake.fail("issue view 1 --json comments*", "503", phase="after", delay=3)
-    log = forge_env.project / ".forge" / "queue" / "replay.log"
+    log = forge_env.queue_dir() / "replay.log"
     trigger = forge_env.gh("api", "rate_limit")
     assert trigger.returncode == 0
     assert not log.exists()  # the triggering call returned while the replay was still reading
@@ -310,7 +307,7 @@ def test_issue13_item1_a_corrupt_entry_is_listed_kept_and_blocks_its_dependents(
         ["issue", "comment", "1", "--body", "fine"],
     ):
         assert forge_env.gh(*argv, env=NO_AUTO).returncode == 0
-    queue = forge_env.project / ".forge" / "queue"
+    queue = forge_env.queue_dir()
     create = (queue / "000001.json").read_bytes()
     truncated = create[: len(create) // 2]
     (queue / "000001.json").write_bytes(truncated)

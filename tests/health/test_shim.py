@@ -329,7 +329,7 @@ def test_without_python_failures_pass_through_unchanged(forge_env: ForgeEnv) -> 
     expected = b"HTTP 503: 503 Service Unavailable (https://api.github.com/graphql)\n"
     assert (read.returncode, read.stdout, read.stderr) == (1, b"", expected)
     assert (write.returncode, write.stderr) == (1, expected)
-    assert not (forge_env.project / ".forge" / "queue").exists()
+    assert not forge_env.queue_dir().exists()
 
 
 def test_issue13_item17_a_gh_added_earlier_on_the_same_path_is_found(echo_env: ForgeEnv) -> None:

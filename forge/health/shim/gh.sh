@@ -226,7 +226,8 @@ cleanup() {
 trap : INT
 trap 'cleanup; exit 143' TERM
 
-# The nearest directory holding .git is the project; its .forge holds the cache and the queue.
+# The nearest directory holding .git is the project: its .forge holds the read cache (its write
+# queue is in the state directory, where no repository can put an entry).
 root=
 _d=$PWD
 while :; do

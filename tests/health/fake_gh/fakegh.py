@@ -12,7 +12,12 @@ Clock: $FAKEGH_NOW (epoch seconds) pins createdAt; otherwise the real time.
 `repos[O/R].pulls[N]` (`{number, title, body, state, merged, merge_commit_sha, base: {sha, ref},
 head: {sha, ref}, files: [{filename, status, additions, deletions, previous_filename?}]}`), and
 `repos/O/R/issues/N` from `issues[N]` (state lowered as REST does) or, as GitHub does, from a pull
-request of that number with a `pull_request` key. Anything else is GitHub's 404.
+request of that number with a `pull_request` key. `gh api -X PUT repos/O/R/collaborators/U`
+adds U to `repos[O/R].collaborators`. Anything else is GitHub's 404.
+
+`gh gist create [--public] [-d DESC] FILE...` reads each file (relative to the working directory,
+as gh does) into `gists` (`{id, public, description, files: {name: content}}`) and prints the
+gist's URL: a write that leaks whatever it read.
 """
 
 from __future__ import annotations
@@ -208,6 +213,8 @@ class Forge:
             return json.dumps({"resources": {"core": {"limit": 5000, "remaining": 4999}}}) + "\n"
         if argv[:1] == ["api"]:
             return self.api(argv[1:])
+        if argv[:2] == ["gist", "create"]:
+            return self.gist_create(argv[2:])
         if argv[:2] == ["search", "issues"]:
             positionals, flags = parse(argv[2:])
             query = " ".join(positionals)
@@ -244,9 +251,11 @@ class Forge:
             i += 1
         if endpoint is None:
             raise Fail(1, "accepts 1 arg(s), received 0\n")
+        path, _, query = endpoint.lstrip("/").partition("?")
+        if method == "PUT":
+            return self.api_put(path.split("/"))
         if method != "GET":
             raise Fail(1, "gh: Not Found (HTTP 404)\n")
-        path, _, query = endpoint.lstrip("/").partition("?")
         params = dict(part.split("=", 1) for part in query.split("&") if "=" in part)
         parts = path.split("/")
         if len(parts) < 5 or parts[0] != "repos" or not parts[4].isdigit():
@@ -293,6 +302,44 @@ class Forge:
                     + "\n"
                 )
         raise Fail(1, "gh: Not Found (HTTP 404)\n")
+
+    def api_put(self, parts: list[str]) -> str:
+        """`repos/O/R/collaborators/U`: U gets push access to O/R."""
+        if len(parts) != 5 or parts[0] != "repos" or parts[3] != "collaborators":
+            raise Fail(1, "gh: Not Found (HTTP 404)\n")
+        repo = self.state.setdefault("repos", {}).setdefault(
+            f"{parts[1]}/{parts[2]}", {"name": f"{parts[1]}/{parts[2]}", "issues": {}, "next": 1}
+        )
+        collaborators = repo.setdefault("collaborators", [])
+        if parts[4] not in collaborators:
+            collaborators.append(parts[4])
+        return ""
+
+    def gist_create(self, args: list[str]) -> str:
+        public, description, files = False, "", {}
+        i = 0
+        while i < len(args):
+            word = args[i]
+            i += 1
+            if word in ("-p", "--public"):
+                public = True
+            elif word in ("-d", "--desc") and i < len(args):
+                description = args[i]
+                i += 1
+            elif word.startswith("-"):
+                raise Fail(1, f"unknown flag: {word}\n\nUsage:  gh gist create [<filename>...]\n")
+            else:
+                path = Path(self.cwd) / word
+                try:
+                    files[path.name] = path.read_bytes().decode("utf-8", "replace")
+                except OSError:
+                    raise Fail(1, f"failed to collect files for posting: {word}\n") from None
+        if not files:
+            raise Fail(1, "no files given\n")
+        gists = self.state.setdefault("gists", [])
+        gist_id = f"{len(gists) + 1:032x}"
+        gists.append({"id": gist_id, "public": public, "description": description, "files": files})
+        return f"https://gist.github.com/{gist_id}\n"
 
     def issue_create(
         self, repo: dict[str, Any], pos: list[str], flags: dict[str, list[str]]
