@@ -58,6 +58,9 @@ def run(args: argparse.Namespace) -> int:
     from forge.logs_rotation import Rotation
     from forge.testhooks import SUPERVISOR_DRILLS
 
+    # Made private before `--tls self-signed` writes in it; one an older forge left open is
+    # closed below, once the log can say so.
+    paths.state_dir().mkdir(mode=0o700, parents=True, exist_ok=True)
     overrides: dict[str, Any] = {}
     for flag, pattern in (
         ("bind", "server.bind"),
