@@ -59,7 +59,7 @@ def configure(
     formatter = _formatter()
     handlers: list[logging.Handler] = []
     if log_file is not None:
-        log_file.parent.mkdir(parents=True, exist_ok=True)
+        log_file.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         handlers.append(SharedRotatingFileHandler(log_file, rotation))
         os.environ[LOG_FILE_ENV] = str(log_file)
         if rotation is None:

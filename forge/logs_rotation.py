@@ -7,14 +7,20 @@ adds the two things sharing needs: before each record it reopens the path when t
 open is no longer there (another process rotated), and it rotates under an exclusive `flock` on
 the full file, checking again under the lock that nobody rotated while it waited. Every writer
 opens with O_APPEND, so its stream's end is the file's end whoever wrote last.
+
+A log says what a person did, so its files are theirs alone: created 0600 whatever the umask,
+and one an older forge left open to others (0644) is closed when it is opened.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
+import io
 import logging
 import logging.handlers
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,13 +42,24 @@ class SharedRotatingFileHandler(logging.handlers.RotatingFileHandler):
     """Appends to `path`, rotating it per `rotation`; with none, it never rotates the file but
     follows the rotations other processes make."""
 
-    def __init__(self, path: Path, rotation: Rotation | None) -> None:
+    def __init__(self, path: Path, rotation: Rotation | None, *, delay: bool = False) -> None:
         super().__init__(
             path,
             maxBytes=rotation.max_bytes if rotation else 0,
             backupCount=rotation.backups if rotation else 0,
             encoding="utf-8",
+            delay=delay,
         )
+
+    def _open(self) -> io.TextIOWrapper:
+        """The file for appending, 0600 (closed to others if an older forge made it 0644)."""
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
+        descriptor = os.open(self.baseFilename, flags, 0o600)
+        if stat.S_IMODE(os.fstat(descriptor).st_mode) & 0o077:
+            # Another user's file this process may write to is theirs to close.
+            with contextlib.suppress(PermissionError):
+                os.fchmod(descriptor, 0o600)
+        return open(descriptor, "a", encoding=self.encoding, errors=self.errors)
 
     def shouldRollover(self, record: logging.LogRecord) -> bool:
         self._follow()

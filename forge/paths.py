@@ -1,4 +1,8 @@
-"""Where forge keeps its files (XDG base directories)."""
+"""Where forge keeps its files (XDG base directories).
+
+The state and runtime folders are the person's alone (0700, `forge.filemodes`); the files below
+that hold a secret or what a person did are the ones `forge config check` looks at.
+"""
 
 from __future__ import annotations
 
@@ -19,6 +23,21 @@ def config_file() -> Path:
 def state_dir() -> Path:
     """Logs and durable state: `$XDG_STATE_HOME/forge`."""
     return _xdg("XDG_STATE_HOME", ".local/state") / "forge"
+
+
+def log_file() -> Path:
+    """forge.log: the supervisor, its workers and the client verbs append to it."""
+    return state_dir() / "forge.log"
+
+
+def token_file() -> Path:
+    """The socket's token (`forge.access.token`)."""
+    return state_dir() / "token"
+
+
+def tls_dir() -> Path:
+    """`forge supervise --tls self-signed`'s certificate and private key."""
+    return state_dir() / "tls"
 
 
 def runtime_dir() -> Path:

@@ -170,7 +170,7 @@ def trusting(cert: Path) -> ssl.SSLContext:
 
 
 def self_signed_pair() -> CertPair:
-    folder = paths.state_dir() / "tls"
+    folder = paths.tls_dir()
     return CertPair(folder / "self-signed.pem", folder / "self-signed.key")
 
 

@@ -16,13 +16,12 @@ from pathlib import Path
 from forge import paths
 from forge.errors import UserError
 
-TOKEN_FILE = "token"
 TOKEN_BYTES = 32
 """`secrets.token_urlsafe(32)`: 256 bits, 43 url-safe characters."""
 
 
 def token_path() -> Path:
-    return paths.state_dir() / TOKEN_FILE
+    return paths.token_file()
 
 
 def fingerprint(token: str) -> str:

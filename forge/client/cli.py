@@ -102,7 +102,7 @@ def _quiet_logs(process: str) -> None:
     from forge import paths
     from forge.logs import configure
 
-    configure(paths.state_dir() / "forge.log", to_stderr=False, level=logging.INFO, process=process)
+    configure(paths.log_file(), to_stderr=False, level=logging.INFO, process=process)
 
 
 def _where(args: argparse.Namespace) -> tuple[str, ssl.SSLContext | None]:

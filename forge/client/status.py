@@ -1,7 +1,8 @@
 """`forge status`: what a running supervisor says about itself, as a table or as JSON. Pure.
 
 The facts are the greeting's and the home subject's (H01, D4): the build, the boot id, the
-projects, the started seats (home `agents`) and one row per worker process. `fetch_status` is
+projects, the started seats (home `agents`), one row per worker process, and whether Chromium
+runs without its sandbox (home `browser_sandbox_off`, as root). `fetch_status` is
 the only I/O here; `render_table`, `render_json` and `exit_code` are plain functions of it.
 """
 
@@ -60,6 +61,7 @@ def render_json(status: Status) -> str:
             ),
             "boot_id": home.get("boot_id"),
             "fatal_error": home.get("fatal_error"),
+            "browser_sandbox_off": home.get("browser_sandbox_off"),
             "projects": home.get("projects") or [],
             "seats": home.get("agents") or [],
             "workers": _workers(status),
@@ -78,6 +80,9 @@ def render_table(status: Status) -> str:
     fatal = home.get("fatal_error")
     if fatal:
         lines.append(f"fatal error: {fatal.get('message')} (at {_when(fatal.get('at_ms'))})")
+    sandbox_off = home.get("browser_sandbox_off")
+    if sandbox_off:
+        lines.append(f"browser: {sandbox_off}")
     projects = home.get("projects") or []
     lines += _section(
         "projects",

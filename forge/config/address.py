@@ -9,12 +9,12 @@ which needs nothing but the address, reads it back (`recorded_url`) instead of r
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 from forge import paths
 from forge.config.model import ServerConfig
+from forge.files import write_atomic
 
 WILDCARD_TO_LOOPBACK = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}
 """A supervisor bound to every address is dialled on loopback."""
@@ -48,10 +48,7 @@ def record_listening(source: Path, url: str) -> None:
     path = paths.state_dir() / LISTENING_FILE
     recorded = _read(path)
     recorded[str(source)] = url
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}")
-    temporary.write_text(json.dumps(recorded, indent=2) + "\n", encoding="utf-8")
-    os.replace(temporary, path)
+    write_atomic(path, (json.dumps(recorded, indent=2) + "\n").encode(), mode=0o600)
 
 
 def recorded_url(source: Path) -> str | None:

@@ -1,8 +1,10 @@
 """`forge config check | show | defaults`: the loader's verdict on a file, without a server.
 
 `check` is how a person learns, before a restart, that an edit would refuse to start (exit code 2
-and the loader's message naming line and key). `show` prints the settings document a client would
-receive; `defaults` prints a starting forge.toml written from the catalogue.
+and the loader's message naming line and key), and whether forge's token, TLS key, log or state
+folder is open to other users (a warning on stderr per file, naming its mode and the chmod that
+closes it; the exit code stays 0). `show` prints the settings document a client would receive;
+`defaults` prints a starting forge.toml written from the catalogue.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import json
 import os
 import sys
 
+from forge import filemodes
 from forge.config.loader import load_config, require_config_path
 from forge.config.template import defaults_toml
 
@@ -36,6 +39,10 @@ def _check(args: argparse.Namespace) -> int:
     loaded = load_config(require_config_path(args.config, os.environ))
     state = "loads" if loaded.source.exists() else "is missing: the defaults apply"
     print(f"{loaded.source} {state} (fingerprint {loaded.fingerprint})")
+    for path in filemodes.kept_private(loaded.config.server.tls_key):
+        warning = filemodes.loose(path)
+        if warning is not None:
+            print(f"warning: {warning}", file=sys.stderr)
     return 0
 
 

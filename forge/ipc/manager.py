@@ -31,6 +31,7 @@ import zmq.asyncio
 
 from forge import logs, paths
 from forge.clock import SYSTEM_CLOCK, Clock
+from forge.filemodes import private_dir
 from forge.ipc import channel, lending
 from forge.ipc.envelope import (
     PROTOCOL_VERSION,
@@ -722,8 +723,9 @@ class WorkerManager:
 
 
 def _private_directory(runtime_dir: Path) -> Path:
-    """A fresh 0700 directory for the sockets, short enough for ipc:// paths."""
-    runtime_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    """A fresh 0700 directory for the sockets, short enough for ipc:// paths, in a runtime
+    folder of our own (`private_dir`)."""
+    private_dir(runtime_dir)
     directory = Path(tempfile.mkdtemp(prefix="ipc-", dir=runtime_dir))
     if len(str(directory)) + len("/999.bulk") > MAX_IPC_PATH:
         directory.rmdir()

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import itertools
+import os
 from collections import deque
 from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass, field
@@ -90,6 +91,7 @@ from forge.workers.browser.protocol import (
     TabsChanged,
     View,
     check_executable,
+    sandbox_off,
     stream_tab,
 )
 
@@ -155,7 +157,10 @@ class _Profile:
 class BrowserService:
     """Every browser verb, the profiles' hosts, and the fan-out of their frames and events."""
 
-    def __init__(self, supervisor: Supervisor, manager: WorkerManager) -> None:
+    def __init__(
+        self, supervisor: Supervisor, manager: WorkerManager, *, euid: int | None = None
+    ) -> None:
+        """`euid`: the user Chromium runs as (this process's, unless a test says another)."""
         self.supervisor = supervisor
         self.manager = manager
         self.clock = supervisor.clock
@@ -172,6 +177,9 @@ class BrowserService:
         self._muted: set[Hashable] = set()
         """Connections that turned the sound off (`browser_audio{on: false}`)."""
         self._tasks: set[asyncio.Task[Any]] = set()
+        self.sandbox_off = sandbox_off(os.geteuid() if euid is None else euid)
+        """Why every profile's Chromium runs unsandboxed (its rows and home say it); None when
+        it runs sandboxed."""
         self.sound = SoundService(
             manager,
             enabled=supervisor.loaded.config.browser.audio,
@@ -197,6 +205,9 @@ class BrowserService:
         for message_type, handler in verbs:
             self.supervisor.register_verb(message_type, handler)
         self.supervisor.on_disconnect(self._disconnected)
+        self.supervisor.home_fields["browser_sandbox_off"] = lambda: self.sandbox_off
+        if self.sandbox_off is not None:
+            log.warning("browser_sandbox_off", why=self.sandbox_off)
 
     # --- profiles and hosts ---------------------------------------------------------------
 
@@ -443,6 +454,7 @@ class BrowserService:
             up=profile.up,
             closing_at_ms=self._closing_at_ms(profile),
             audio_off=self._audio_off(profile),
+            sandbox_off=self.sandbox_off,
             rows=self._tab_rows(profile),
         )
 

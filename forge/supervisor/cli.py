@@ -51,13 +51,16 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def run(args: argparse.Namespace) -> int:
     """Refuse a config that does not load (ConfigError: its message, exit 2), else serve."""
-    from forge import paths
+    from forge import filemodes, paths
     from forge.allocator import tune_for_long_life
     from forge.config import load_config, require_config_path
     from forge.logs import configure, get_logger, set_level
     from forge.logs_rotation import Rotation
     from forge.testhooks import SUPERVISOR_DRILLS
 
+    # Made private before `--tls self-signed` writes in it; one an older forge left open is
+    # closed below, once the log can say so.
+    paths.state_dir().mkdir(mode=0o700, parents=True, exist_ok=True)
     overrides: dict[str, Any] = {}
     for flag, pattern in (
         ("bind", "server.bind"),
@@ -71,11 +74,12 @@ def run(args: argparse.Namespace) -> int:
 
         overrides.update(self_signed_overrides(sys.stdout))
     loaded = load_config(require_config_path(args.config, os.environ), overrides=overrides)
-    log_file = paths.state_dir() / "forge.log"
+    log_file = paths.log_file()
     log = loaded.config.log
     rotation = Rotation(max_bytes=log.max_size_mib * 1024 * 1024, backups=log.backups)
     configure(log_file, process="supervisor", rotation=rotation)
     set_level(loaded.config.log.level)
+    filemodes.private_dir(paths.state_dir())
     get_logger(__name__).info("allocator_tuned", tuned=tune_for_long_life())
     eventloop.run(serve(loaded, log_file=log_file, drills=SUPERVISOR_DRILLS.enabled()))
     return 0

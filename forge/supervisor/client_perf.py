@@ -2,7 +2,8 @@
 
 The page has no shell to write its records through, so it batches them (keystroke-to-paint,
 frame decode, reconnects) and the server appends each one as a JSON line to
-`forge-perf-web.log` in forge.log's folder, rolled once past `MAX_BYTES` (one `.1` copy kept).
+`forge-perf-web.log` in forge.log's folder (0600, as forge.log), rolled once past `MAX_BYTES`
+(one `.1` copy kept).
 Nothing answers a batch. A batch is bounded (`MAX_RECORDS`, `MAX_LINE` bytes a record) so a
 page cannot fill the disk faster than the roll lets it.
 """
@@ -10,7 +11,6 @@ page cannot fill the disk faster than the roll lets it.
 from __future__ import annotations
 
 import logging
-import logging.handlers
 import os
 from pathlib import Path
 from typing import Any
@@ -20,6 +20,7 @@ import msgspec
 from forge import paths
 from forge.clock import epoch_ms
 from forge.logs import LOG_FILE_ENV
+from forge.logs_rotation import Rotation, SharedRotatingFileHandler
 from forge.supervisor.connection import Connection
 from forge.supervisor.core import Supervisor
 from forge.wire.client import ClientPerf
@@ -44,8 +45,8 @@ class PerfLog:
 
     def __init__(self, path: Path, *, max_bytes: int = MAX_BYTES) -> None:
         self.path = path
-        self._handler = logging.handlers.RotatingFileHandler(
-            path, maxBytes=max_bytes, backupCount=1, encoding="utf-8", delay=True
+        self._handler = SharedRotatingFileHandler(
+            path, Rotation(max_bytes=max_bytes, backups=1), delay=True
         )
         self._handler.setFormatter(logging.Formatter("%(message)s"))
 

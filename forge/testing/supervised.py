@@ -133,7 +133,7 @@ class Supervisors:
         self.config.write_text(toml, encoding="utf-8")
         if log_level is not None:
             args = ("--log-level", log_level, *args)
-        log = paths.state_dir() / "forge.log"
+        log = paths.log_file()
         since = log.stat().st_size if log.exists() else 0
         env = SUPERVISOR_DRILLS.set(os.environ, "1" if drills else "0")
         process = await asyncio.create_subprocess_exec(

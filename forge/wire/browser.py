@@ -50,6 +50,9 @@ class TabsState(msgspec.Struct, frozen=True, kw_only=True):
     audio_off: str | None = None
     """Why the profile's sound does not reach its viewers now, in one line; null when it does
     (or nothing plays)."""
+    sandbox_off: str | None = None
+    """Why the profile's Chromium runs without its own sandbox (forge runs as root), in one
+    line; null when it runs sandboxed."""
     rows: list[TabRow]
 
 

@@ -107,6 +107,7 @@ CONSUMERS: dict[tuple[str, str], ReloadClass] = {
     ("access/pairing.py", "server.tls_cert"): "restart",
     ("access/cli.py", "server.auth"): "live",
     ("client/auth.py", "server.tls_cert"): "live",
+    ("config/cli.py", "server.tls_key"): "live",  # `forge config check` looks at its mode
     # Dictation: whether to take a take and its default axes are read per take; the worker is
     # started (or not) with its models and voice when the supervisor starts.
     ("supervisor/dictation.py", "dictate.enabled"): "live",

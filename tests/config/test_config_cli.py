@@ -121,3 +121,37 @@ def test_an_explicit_config_that_does_not_exist_is_refused(
             "(without --config, a missing forge.toml means the defaults)\n"
         )
     assert not missing.exists()
+
+
+def test_check_warns_of_a_secret_or_log_others_can_read(forge_dirs: dict[str, Path]) -> None:
+    state = forge_dirs["state"] / "forge"
+    (state / "tls").mkdir(mode=0o700, parents=True)
+    state.chmod(0o755)  # as forge made it before its folders were private
+    key = forge_dirs["config"] / "server.key"
+    modes = {
+        state / "token": 0o644,
+        state / "forge.log": 0o644,
+        state / "forge.log.1": 0o640,
+        state / "tls" / "self-signed.key": 0o600,
+        key: 0o604,
+    }
+    for path, mode in modes.items():
+        path.write_text("secret\n")
+        path.chmod(mode)
+    config = forge_dirs["config"] / "forge.toml"
+    config.write_text(f'[server]\ntls_cert = "{key}"\ntls_key = "{key}"\n')
+    done = forge("config", "check", "--config", str(config))
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.splitlines() == [
+        f"warning: {state} is open to every user of this machine (mode 0755): chmod 700 {state}",
+        f"warning: {state}/token is open to every user of this machine (mode 0644): "
+        f"chmod 600 {state}/token",
+        f"warning: {key} is open to every user of this machine (mode 0604): chmod 600 {key}",
+        f"warning: {state}/forge.log is open to every user of this machine (mode 0644): "
+        f"chmod 600 {state}/forge.log",
+        f"warning: {state}/forge.log.1 is open to its group (mode 0640): "
+        f"chmod 600 {state}/forge.log.1",
+    ]
+    for path in (state, *modes):
+        path.chmod(0o700 if path.is_dir() else 0o600)
+    assert forge("config", "check", "--config", str(config)).stderr == ""

@@ -7,8 +7,12 @@ import asyncio
 import base64
 import os
 import sys
+from pathlib import Path
 
 import pytest
+
+from forge.workers.dictate.audio import resample_to_rate
+from forge.workers.dictate.tts import Speaker
 
 from .harness import OTHER, SEAT, Client, Served
 
@@ -85,6 +89,43 @@ async def test_forge_say_speaks_through_the_running_supervisor(served: Served) -
     other = "/".join(OTHER.values())
     unheard = await _forge("say", "--url", served.url, other, "Nobody hears this.")
     assert unheard.returncode == 1
+    await listener.close()
+
+
+async def test_forge_say_speaks_lines_that_look_like_options_as_words(
+    served: Served, tmp_path: Path
+) -> None:
+    """The attack: `forge say SEAT -- "-f<path>"` spoke the file to every listener, and an
+    ordinary line starting with a dash failed. Each clip is the samples of the words written
+    out, and the one-line secret is not in what the dictation model hears."""
+    secret = tmp_path / "secret.txt"
+    secret.write_text("The vault code is purple elephant seven.\n", encoding="utf-8")
+    listener = await Client.open(served.url)
+    await listener.send({"kind": "voice_mode", "key": SEAT, "on": True})
+    await listeners_seen(listener, 1)
+    seat = "/".join(SEAT.values())
+    lines = {
+        f"-f{secret}": f"f {secret}",
+        "- the first item is done": "the first item is done",
+        "-5 degrees outside": "minus 5 degrees outside",
+        "--help": "help",
+    }
+    clips = {}
+    for line, words in lines.items():
+        mark = len(listener.frames)
+        said = await _forge("say", "--url", served.url, seat, "--", line)
+        assert said.returncode == 0, said.stderr
+        clip = await listener.next_of_kind("voice_audio", after=mark)
+        clips[line] = base64.b64decode(clip["pcm"])
+        assert clips[line] == (await Speaker().render(words)).pcm, line
+
+    async def heard(pcm: bytes) -> str:
+        ended = await listener.take(resample_to_rate(pcm, 22050), pace=None)
+        return str(ended["raw"]).lower()
+
+    assert "elephant" in await heard((await Speaker().render(secret.read_text())).pcm)
+    assert "elephant" not in await heard(clips[f"-f{secret}"])
+    assert "first item is done" in await heard(clips["- the first item is done"])
     await listener.close()
 
 

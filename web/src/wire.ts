@@ -127,6 +127,8 @@ export interface Tabs {
   rows: TabRow[];
   /** Why the profile's sound cannot reach its viewers (null: it can). */
   audio_off?: string | null;
+  /** Why the profile's Chromium runs without its own sandbox (null: it runs sandboxed). */
+  sandbox_off?: string | null;
 }
 
 /** How a key's control is drawn (null: read-only); `bounds` for a number key. */

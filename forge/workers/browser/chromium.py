@@ -24,14 +24,13 @@ from forge.children import ExitWatch
 from forge.clock import SYSTEM_CLOCK, Clock
 from forge.logs import get_logger
 from forge.workers.browser.errors import BrowserGone
-from forge.workers.browser.protocol import check_executable
+from forge.workers.browser.protocol import NO_SANDBOX, check_executable, sandbox_off
 from forge.workers.browser.transport import CdpConnection, EventHandler
 
 log = get_logger(__name__)
 
 CHROMIUM_FLAGS = (
     "--headless",
-    "--no-sandbox",
     "--disable-gpu",
     "--disable-quic",
     "--no-first-run",
@@ -42,7 +41,8 @@ CHROMIUM_FLAGS = (
     "--password-store=basic",
     "--remote-debugging-pipe",
 )
-"""The flags measured to work here (the browser issue), plus the debugging pipe."""
+"""The flags measured to work here (the browser issue), plus the debugging pipe; `--no-sandbox`
+only as root (`chromium_argv`)."""
 
 LAUNCH_TIMEOUT_S = 30.0
 """How long Chromium may take to answer its first command before the launch is a failure."""
@@ -61,6 +61,18 @@ class LaunchSettings:
     extra_args: tuple[str, ...] = ()
     env: Mapping[str, str] = field(default_factory=dict)
     """Set on top of the host's environment (the profile's `PULSE_SERVER`, `PULSE_SINK`)."""
+
+
+def chromium_argv(settings: LaunchSettings, euid: int) -> list[str]:
+    """The command line for `settings`, run as user `euid`: Chromium keeps its own sandbox
+    unless that is root (`sandbox_off`)."""
+    return [
+        str(settings.executable),
+        *CHROMIUM_FLAGS,
+        *([NO_SANDBOX] if sandbox_off(euid) else []),
+        f"--user-data-dir={settings.user_data_dir}",
+        *settings.extra_args,
+    ]
 
 
 def _high_fd(fd: int) -> int:
@@ -118,12 +130,7 @@ class ChromiumProcess:
         to_chromium_r, to_chromium_w = (_high_fd(fd) for fd in os.pipe())
         from_chromium_r, from_chromium_w = (_high_fd(fd) for fd in os.pipe())
         log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
-        argv = [
-            str(settings.executable),
-            *CHROMIUM_FLAGS,
-            f"--user-data-dir={settings.user_data_dir}",
-            *settings.extra_args,
-        ]
+        argv = chromium_argv(settings, os.geteuid())
         try:
             pid = _spawn(argv, settings.env, log_fd, to_chromium_r, from_chromium_w)
         finally:
@@ -132,7 +139,12 @@ class ChromiumProcess:
         connection = CdpConnection(on_event)
         await connection.open(from_chromium_r, to_chromium_w)
         process = cls(pid, connection, log_path)
-        log.info("browser_chromium_started", pid=pid, profile_dir=str(settings.user_data_dir))
+        log.info(
+            "browser_chromium_started",
+            pid=pid,
+            profile_dir=str(settings.user_data_dir),
+            sandbox=NO_SANDBOX not in argv,
+        )
         await process._until_ready(clock)
         return process
 

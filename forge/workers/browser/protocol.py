@@ -70,6 +70,18 @@ class BrowserMissing(UserError):
         self.executable = executable
 
 
+NO_SANDBOX = "--no-sandbox"
+
+
+def sandbox_off(euid: int) -> str | None:
+    """Why Chromium runs without its own sandbox, in a line a person reads; None when it runs
+    with it. Only as root: Chromium refuses to start sandboxed there, and as any other user
+    Debian's Chromium sandboxes its renderers (user namespaces and seccomp) unasked."""
+    if euid != 0:
+        return None
+    return f"forge runs as root, so Chromium runs without its sandbox ({NO_SANDBOX})"
+
+
 def check_executable(executable: Path) -> None:
     """Raise `BrowserMissing` unless `executable` can be run (before spawning a host for it)."""
     if not os.access(executable, os.X_OK):

@@ -4,12 +4,21 @@ espeak-ng is the default: deterministic, installed by `.ci/run`, first audio in 
 runs only when `[tts] engine = "piper"` names it, with the `.onnx` voice in `[tts] piper_model`
 (its `.onnx.json` gives the sample rate). Nothing is downloaded; an engine that is not on PATH is
 a sentence, not a crash.
+
+The line is data, never the engine's options or markup: it reaches espeak-ng on stdin
+(`--stdin`, without `-m`, so no SSML) and Piper on stdin, never in argv, where a line starting
+with a dash would be read as an option (`-f<path>` speaks a file) and every local user could read
+it in the process list. `speakable` turns what the engines would still read as commands into
+spaces: control characters (NUL ends espeak-ng's text, ctrl-A starts its embedded commands) and
+the `[[` that opens espeak-ng's phoneme input. A voice names an installed voice, never a path:
+espeak-ng reads `-v ../<file>` as a voice file and prints its lines in its errors.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import re
 import shutil
 import struct
 import time
@@ -21,6 +30,26 @@ from forge import eventloop
 ESPEAK = "espeak-ng"
 PIPER = "piper"
 PREVIEW_LINE = "This is how this seat will sound when it speaks to you."
+
+_COMMANDS = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]|\[(?=\[)")
+"""Control characters (C0, DEL, C1), lone surrogates, and each `[` that opens a `[[`."""
+_VOICE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_+()-]{0,63}")
+"""An engine voice id as espeak-ng lists them (en-us, en-gb-x-rp, en-us+f3): no path."""
+
+
+def speakable(text: str) -> str:
+    """`text` with what an engine would read as a command turned into spaces (the words kept):
+    a control character or lone surrogate is one space, `[[` becomes `[ [`."""
+    return _COMMANDS.sub(lambda found: "[ " if found.group() == "[" else " ", text)
+
+
+def check_voice(voice: str) -> None:
+    """Raise `SpeechFailed` unless `voice` reads as a voice id (a name, not a file's path)."""
+    if not _VOICE.fullmatch(voice):
+        raise SpeechFailed(
+            f"{voice!r} is not a voice id: letters, digits and - + _ ( ), as espeak-ng "
+            "--voices lists them (en-us, en-gb)"
+        )
 
 
 class SpeechFailed(Exception):
@@ -49,16 +78,19 @@ class Speaker:
         return Path(self.piper_model).stem if self.engine == PIPER and self.piper_model else ESPEAK
 
     async def render(self, text: str, voice: str | None = None) -> Rendered:
-        if not text.strip():
+        line = speakable(text)
+        if not line.strip():
             raise SpeechFailed("there is nothing to say")
         if self.engine == PIPER:
-            return await self._piper(text)
-        return await self._espeak(text, voice or self.voice)
+            return await self._piper(line)
+        return await self._espeak(line, voice or self.voice)
 
     async def _espeak(self, text: str, voice: str | None) -> Rendered:
-        argv = [ESPEAK, "--stdout", *(["-v", voice] if voice else []), text]
+        if voice is not None:
+            check_voice(voice)
+        argv = [ESPEAK, "--stdout", "--stdin", *(["-v", voice] if voice else [])]
         started = time.perf_counter()
-        data, first = await _run(argv, None, started)
+        data, first = await _run(argv, text.encode(), started)
         rate, pcm = _wav_body(data)
         return Rendered(rate, pcm, first, time.perf_counter() - started)
 

@@ -26,6 +26,7 @@ ROW_JSON = (
 STATE: dict[str, Any] = {"profile": "a/b", "id": 3, "up": True, "closing_at_ms": 5, "rows": [ROW]}
 STATE_JSON = (
     '"profile":"a/b","id":3,"up":true,"connected":false,"closing_at_ms":5,"audio_off":null,'
+    '"sandbox_off":null,'
     f'"rows":[{ROW_JSON}]'
 )
 
