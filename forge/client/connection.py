@@ -367,8 +367,8 @@ async def _dial(url: str, *, tls: ssl.SSLContext | None, token: str | None) -> _
         raise SupervisorUnreachable(url, "connection refused") from None
     except InvalidStatus as error:
         status = error.response.status_code
-        if status == http.HTTPStatus.UNAUTHORIZED:
-            raise TokenRefused(url, token_path() if token is None else None) from None
+        if status in (http.HTTPStatus.UNAUTHORIZED, http.HTTPStatus.TOO_MANY_REQUESTS):
+            raise TokenRefused(url, token_path() if token is None else None, status) from None
         raise SupervisorUnreachable(url, f"the server answered HTTP {status}") from None
     except (InvalidHandshake, ConnectionError) as error:
         hint = "; if the supervisor serves TLS, dial wss://" if url.startswith("ws://") else ""

@@ -3,7 +3,7 @@
 ForgeError
  ├─ UserError
  │   ├─ SupervisorUnreachable   nothing answers at the URL: start `forge supervise` (exit 3)
- │   └─ TokenRefused            the supervisor answered 401: this client's token is not its own
+ │   └─ TokenRefused            the supervisor refused this client's token (401, or 429)
  └─ PeerError
      ├─ ServerRefused           the server answered a request with `error` or `{"ok": false}`
      └─ ConnectionLost          the socket closed, or the link died (no byte after a probe)
@@ -31,14 +31,15 @@ class SupervisorUnreachable(UserError):
 
 
 class TokenRefused(UserError):
-    """The supervisor refused the upgrade (401): the token offered is missing or not its own."""
+    """The supervisor refused the upgrade (401, or 429 when more refusals from this address are
+    waiting than it holds): the token offered is missing or not its own."""
 
     exit_code = NO_SUPERVISOR_EXIT
 
-    def __init__(self, url: str, path: Path | None) -> None:
+    def __init__(self, url: str, path: Path | None, status: int) -> None:
         source = "the token given" if path is None else f"the token in {path}"
         super().__init__(
-            f"the forge supervisor at {url} refused {source} (HTTP 401): a supervisor run by "
+            f"the forge supervisor at {url} refused {source} (HTTP {status}): a supervisor run by "
             "another user or with another XDG_STATE_HOME has its own (`forge token show` there)"
         )
         self.url = url

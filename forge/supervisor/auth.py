@@ -1,10 +1,12 @@
 """The token check on every upgrade, before the handshake, and the drop of stale holders.
 
-`admit` runs inside `process_request`: a peer with recent failures first waits out its backoff
-(`forge.access.throttle`), then the offered subprotocols are judged against the token
-(`forge.wire.auth`). A missing or wrong token is **401** with a `socket_auth_refused{peer, why}`
-record, and no handshake happens. The token file is re-read at each upgrade and once a second,
-so `forge token rotate` refuses the old token at once and, within a second, closes every
+`admit` runs inside `process_request` and judges the offered subprotocols against the token
+(`forge.wire.auth`) first: the right token goes on to the handshake at once, whatever anyone else
+sent. A missing or wrong one is a strike against its peer (`forge.access.throttle`), answered
+**401** once its backoff has passed, or **429** at once when that peer already has its quota of
+refusals waiting; each refusal writes a `socket_auth_refused{peer, why, origin, strikes, answer,
+wait_s}` record, and no handshake happens. The token file is re-read at each upgrade and once a
+second, so `forge token rotate` refuses the old token at once and, within a second, closes every
 connection admitted with it (1008, "token rotated"). A deleted file is a rotation too: a new
 token is written. Records name the token only by its fingerprint.
 """
@@ -13,13 +15,14 @@ from __future__ import annotations
 
 import asyncio
 import http
+import math
 import weakref
 from pathlib import Path
 
 from websockets.asyncio.server import ServerConnection
 from websockets.http11 import Request, Response
 
-from forge.access.throttle import Throttle
+from forge.access.throttle import Hold, Shed, Throttle, peer_of
 from forge.access.token import ensure_token, fingerprint, read_token, rotate_token, token_path
 from forge.clock import Clock
 from forge.errors import UserError
@@ -32,6 +35,8 @@ WATCH_S = 1.0
 """How often the token file is re-read between upgrades (rotation drops within this)."""
 ROTATED_CODE = 1008
 ROTATED_REASON = "token rotated"
+REFUSED_BODY = "This socket needs forge's token (forge pair, forge token show).\n"
+SHED_BODY = "Too many refused tokens from this address are waiting; retry later.\n"
 
 
 def offered_subprotocols(request: Request) -> list[str]:
@@ -45,9 +50,9 @@ def offered_subprotocols(request: Request) -> list[str]:
 
 
 def peer_host(connection: ServerConnection) -> str:
-    """The peer's address without its port: what the throttle counts failures against."""
+    """Who the throttle counts a refusal against: the peer's address (an IPv6 one's /64)."""
     address = connection.remote_address
-    return str(address[0]) if address else "unknown"
+    return peer_of(str(address[0])) if address else "unknown"
 
 
 def peer_name(connection: ServerConnection) -> str:
@@ -72,48 +77,57 @@ class SocketAuth:
         log.info("socket_token", fingerprint=fingerprint(self._token), path=str(self._path))
 
     async def admit(self, connection: ServerConnection, request: Request) -> Response | None:
-        """None to go on with the handshake; else the 401 to answer with."""
-        token = await self._judge(connection, request, offered_subprotocols(request))
-        if token is None:
-            return _refusal(connection)
+        """None to go on with the handshake; else the refusal to answer with (401 or 429)."""
+        token = self.current()
+        verdict = judge(offered_subprotocols(request), token)
+        if verdict is not Verdict.ACCEPTED:
+            return await self._refusal(connection, request, verdict)
         self._holders[connection] = token
         return None
 
     async def check(self, connection: ServerConnection, request: Request) -> Response:
-        """`GET /token-check` with `Authorization: Bearer <token>`: 204 or 401.
+        """`GET /token-check` with `Authorization: Bearer <token>`: 204, or the refusal (two
+        bearer tokens are a wrong one, as two token subprotocols are).
 
         A page cannot read why a WebSocket upgrade failed (every failure is close code 1006), so
         after a dial that never opened it asks here, under the same throttle and record, and
         shows "this device is not paired" instead of redialling forever."""
-        scheme, _, bearer = request.headers.get("Authorization", "").partition(" ")
-        offered = [TOKEN_PREFIX + bearer] if scheme.lower() == "bearer" and bearer else []
-        if await self._judge(connection, request, offered) is None:
-            return _refusal(connection)
+        offered = [
+            TOKEN_PREFIX + bearer
+            for scheme, _, bearer in (
+                v.partition(" ") for v in request.headers.get_all("Authorization")
+            )
+            if scheme.lower() == "bearer" and bearer
+        ]
+        verdict = judge(offered, self.current())
+        if verdict is not Verdict.ACCEPTED:
+            return await self._refusal(connection, request, verdict)
         return connection.respond(http.HTTPStatus.NO_CONTENT, "")
 
-    async def _judge(
-        self, connection: ServerConnection, request: Request, offered: list[str]
-    ) -> str | None:
-        """The token in force when `offered` carries it, else None (slowed, counted, logged)."""
-        host = peer_host(connection)
-        wait = self.throttle.wait(host, self._clock.monotonic())
-        if wait > 0:
-            log.info("socket_auth_slowed", peer=peer_name(connection), wait_s=round(wait, 3))
-            await self._clock.sleep(wait)
-        token = self.current()
-        verdict = judge(offered, token)
-        if verdict is Verdict.ACCEPTED:
-            self.throttle.succeeded(host)
-            return token
-        self.throttle.failed(host, self._clock.monotonic())
+    async def _refusal(
+        self, connection: ServerConnection, request: Request, verdict: Verdict
+    ) -> Response:
+        """A refused token's answer: a 401 once the peer's backoff has passed, or a 429 now."""
+        decision = self.throttle.refused(peer_host(connection), self._clock.monotonic())
+        if isinstance(decision, Hold):
+            status, wait = http.HTTPStatus.UNAUTHORIZED, decision.wait_s
+        else:
+            status, wait = http.HTTPStatus.TOO_MANY_REQUESTS, 0.0
         log.warning(
             "socket_auth_refused",
             peer=peer_name(connection),
             why=verdict.value,
-            origin=request.headers.get("Origin"),
-            strikes=self.throttle.strikes(host, self._clock.monotonic()),
+            origin=", ".join(request.headers.get_all("Origin")) or None,
+            strikes=decision.strikes,
+            answer=status.value,
+            wait_s=round(wait, 3),
         )
-        return None
+        if isinstance(decision, Shed):
+            response = connection.respond(status, SHED_BODY)
+            response.headers["Retry-After"] = str(math.ceil(decision.retry_s))
+            return response
+        await self._clock.sleep(wait)
+        return connection.respond(status, REFUSED_BODY)
 
     def holds_current(self, connection: ServerConnection) -> bool:
         """The connection was admitted with the token still in force."""
@@ -150,10 +164,3 @@ class SocketAuth:
             task = asyncio.get_running_loop().create_task(ws.close(ROTATED_CODE, ROTATED_REASON))
             self._closing.add(task)
             task.add_done_callback(self._closing.discard)
-
-
-def _refusal(connection: ServerConnection) -> Response:
-    return connection.respond(
-        http.HTTPStatus.UNAUTHORIZED,
-        "This socket needs forge's token (forge pair, forge token show).\n",
-    )

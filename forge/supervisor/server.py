@@ -2,12 +2,14 @@
 
 `process_request` serves the web client's files for every path but `/socket` (`static.StaticSite`:
 the page at `/`, its hashed assets, 404 for anything else); for `/socket` it answers 403 for an
-origin the policy refuses (with the `socket_origin_refused{origin, peer}` record) and 401 for a
-missing or wrong token (`forge.supervisor.auth`) before any greeting exists; the library answers
-426 to a request without `Upgrade`. The server selects the `forge.v1` subprotocol when it is
-offered (a client offering none still connects when `[server] auth = "none"`). With `[server]
-tls_cert`/`tls_key` the same port speaks only TLS (`forge.access.tls`). permessage-deflate is off
-(O-T6) and one inbound message is bounded at 16 MiB (the library closes with 1009 past it, O-T4).
+origin the policy refuses (with the `socket_origin_refused{origin, peer}` record) and 401 or 429
+for a missing or wrong token (`forge.supervisor.auth`) before any greeting exists; the library
+answers 426 to a request without `Upgrade`. `/token-check` answers forge's own page and native
+clients, and 403 to any other page before the token is read (`same_origin_or_native`). The
+server selects the `forge.v1` subprotocol when it is offered (a client offering none still
+connects when `[server] auth = "none"`). With `[server] tls_cert`/`tls_key` the same port speaks
+only TLS (`forge.access.tls`). permessage-deflate is off (O-T6) and one inbound message is
+bounded at 16 MiB (the library closes with 1009 past it, O-T4).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from forge.supervisor.connection import Connection, Limits
 from forge.supervisor.core import Supervisor
 from forge.supervisor.static import StaticSite
 from forge.wire import auth as wire_auth
-from forge.wire.origin import is_loopback_host
+from forge.wire.origin import is_loopback_host, same_origin_or_native
 
 log = get_logger(__name__)
 
@@ -98,7 +100,7 @@ class SocketServer:
     ) -> Response | None:
         path = urlsplit(request.path).path
         if path == TOKEN_CHECK_PATH and self.auth is not None:
-            return await self.auth.check(connection, request)
+            return await self._token_check(self.auth, connection, request)
         if path != SOCKET_PATH:
             return self._page(request)
         try:
@@ -114,6 +116,25 @@ class SocketServer:
         if self.auth is not None and _is_upgrade(request):
             return await self.auth.admit(connection, request)
         return None  # the library answers a request that is no upgrade with 426
+
+    async def _token_check(
+        self, auth: SocketAuth, connection: ServerConnection, request: Request
+    ) -> Response:
+        """`/token-check` for forge's own page and native clients only (403 for any other page,
+        before the token is looked at), so no page elsewhere can use it to count strikes."""
+        headers = request.headers
+        origins, fetch_sites = headers.get_all("Origin"), headers.get_all("Sec-Fetch-Site")
+        scheme = "http" if self.tls is None else "https"
+        if not same_origin_or_native(origins, fetch_sites, headers.get_all("Host"), scheme):
+            log.warning(
+                "socket_origin_refused",
+                origin=", ".join(origins) or None,
+                fetch_site=", ".join(fetch_sites) or None,
+                peer=peer_name(connection),
+                path=TOKEN_CHECK_PATH,
+            )
+            return connection.respond(http.HTTPStatus.FORBIDDEN, "Forbidden origin\n")
+        return await auth.check(connection, request)
 
     def _page(self, request: Request) -> Response:
         """The web client's files on the socket's own origin (the page dials `/socket` back)."""

@@ -1,4 +1,4 @@
-"""Which browser origins may open the socket (T04-T10, O-T5), as one pure function.
+"""Which browser origins may open the socket (T04-T10, O-T5), and which may ask `/token-check`.
 
 An Origin is read as `scheme://host[:port]` and nothing else: no userinfo, no path, a port of
 digits only, an IPv6 host only in brackets. Scheme and host are lowercased and default ports
@@ -9,7 +9,7 @@ dropped before anything is compared, so a lookalike (`localhost.evil.com`, `[::1
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 TAURI_ORIGINS = frozenset(
@@ -18,6 +18,8 @@ TAURI_ORIGINS = frozenset(
 """T05: the desktop shell's own origins."""
 
 _WEB_SCHEMES = {"http": 80, "https": 443}
+SAME_ORIGIN_FETCH_SITES = frozenset({"same-origin", "none"})
+"""`Sec-Fetch-Site` values a browser sends for its page's own requests and for a typed URL."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,3 +124,26 @@ class OriginPolicy:
         if origin.scheme in _WEB_SCHEMES and is_loopback_host(origin.host):
             return True
         return origin == self.own or origin in self.allowed
+
+
+def same_origin_or_native(
+    origins: Sequence[str], fetch_sites: Sequence[str], hosts: Sequence[str], scheme: str
+) -> bool:
+    """Whether a plain GET comes from no page at all (a native client: neither header) or from a
+    page on the origin it was sent to (`scheme://Host`).
+
+    Browsers send `Sec-Fetch-Site` on every request (Chromium, Firefox 90, Safari 16.4) and send
+    no `Origin` on a same-origin GET, or on a cross-site one in `no-cors` mode (an `<img>`, a
+    fetch that asks for no answer): so a `Sec-Fetch-Site` other than `same-origin` or `none` is
+    refused, and so is an `Origin` other than the request's own. A header sent twice is refused.
+    """
+    if len(origins) > 1 or len(fetch_sites) > 1:
+        return False
+    if fetch_sites and fetch_sites[0].strip().lower() not in SAME_ORIGIN_FETCH_SITES:
+        return False
+    if not origins:
+        return True
+    if len(hosts) != 1:
+        return False
+    own = parse_origin(f"{scheme}://{hosts[0]}")
+    return own is not None and parse_origin(origins[0]) == own

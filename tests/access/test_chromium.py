@@ -1,9 +1,12 @@
 """A real Chromium on the TLS port: the web client in a secure context, the (fake) microphone,
-and an upgrade from the page with the token `forge pair`'s URL carried."""
+and an upgrade from the page with the token `forge pair`'s URL carried; and `/token-check`, which
+answers forge's own page but refuses a page on another site before reading any token."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
@@ -103,3 +106,63 @@ async def test_the_same_name_without_tls_has_no_microphone(
     await page.goto(f"http://{NAME}:{served.port}/")
     assert await page.evaluate("window.isSecureContext") is False
     assert await page.evaluate(MICROPHONE) == "no mediaDevices"
+
+
+TOKEN_CHECK = """
+async ([token]) => (await fetch("/token-check", {
+  headers: {Authorization: "Bearer " + token}, cache: "no-store"
+})).status
+"""
+
+FROM_ELSEWHERE = """
+async ([url]) => {
+  await fetch(url, {mode: "no-cors", cache: "no-store"}).catch(() => null);
+  await fetch(url, {headers: {Authorization: "Bearer guess"}}).catch(() => null);
+  await new Promise((done) => {
+    const image = new Image();
+    image.onload = image.onerror = done;
+    image.src = url + "?image";
+  });
+}
+"""
+
+
+@asynccontextmanager
+async def elsewhere() -> AsyncIterator[str]:
+    """Another site (`forge.test` on 127.0.0.2): one page, with nothing on it but its origin."""
+    page = b"<!doctype html><title>elsewhere</title>"
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nConnection: close\r\n"
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(head + f"Content-Length: {len(page)}\r\n\r\n".encode() + page)
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(answer, "127.0.0.2", 0)
+    port = server.sockets[0].getsockname()[1]
+    async with server:
+        yield f"http://{NAME}:{port}/"
+
+
+async def test_token_check_answers_forges_own_page_and_no_other_site(
+    serve: Serve, chromium: tuple[object, CertPair]
+) -> None:
+    browser, _ = chromium
+    served = await serve()
+    token = read_token()
+    page = await browser.new_page()  # type: ignore[attr-defined]
+    await page.goto(f"http://127.0.0.1:{served.port}/#token={token}")
+    assert await page.evaluate(TOKEN_CHECK, [token]) == 204
+    assert await page.evaluate(TOKEN_CHECK, ["guess"]) == 401
+    assert len(served.records("socket_auth_refused")) == 1
+    async with elsewhere() as url:
+        await page.goto(url)
+        await page.evaluate(FROM_ELSEWHERE, [f"http://127.0.0.1:{served.port}/token-check"])
+    refused = served.records("socket_origin_refused")
+    assert [(r["path"], r["origin"], r["fetch_site"]) for r in refused] == [
+        ("/token-check", None, "cross-site"),  # a no-cors fetch carries no Origin
+        ("/token-check", url.rstrip("/"), "cross-site"),  # the preflight of the one with a header
+        ("/token-check", None, "cross-site"),  # nor does an image
+    ]
+    assert len(served.records("socket_auth_refused")) == 1  # no strike from the other site

@@ -178,17 +178,17 @@ async def test_auth_none_on_loopback_greets_a_client_offering_nothing(serve: Ser
     assert read_token() is None
 
 
-async def test_repeated_failures_wait_out_the_backoff(serve: Serve) -> None:
+async def test_a_refusal_waits_out_the_backoff_and_the_right_token_does_not(serve: Serve) -> None:
     clock = ManualClock()
     served = await serve(clock=clock)
-    assert await refusal(served, subprotocols=subprotocols("z" * 43)) == 401
-    second = asyncio.ensure_future(connect(served.url, subprotocols=subprotocols()))
-    slowed = await served.record("socket_auth_slowed")
-    assert slowed["wait_s"] == 0.25
-    assert not second.done()
-    clock.advance(0.25)  # the first failure's backoff has passed
-    ws = await second  # the owner, right token in hand, is slowed, never locked out
-    await ws.close()
+    first = asyncio.ensure_future(refusal(served, subprotocols=subprotocols("z" * 43)))
+    held = await served.record("socket_auth_refused")
+    assert (held["answer"], held["wait_s"], held["strikes"]) == (401, 0.25, 1)
+    async with connect(served.url, subprotocols=subprotocols()) as ws:  # the clock has not moved
+        assert '"kind":"greeting"' in str(await ws.recv())
+    assert not first.done()
+    clock.advance(0.25)
+    assert await first == 401
 
 
 async def test_the_watch_alone_drops_holders_of_a_rotated_token(serve: Serve) -> None:
