@@ -71,7 +71,7 @@ class SocketAuth:
         self._holders: weakref.WeakKeyDictionary[ServerConnection, str] = (
             weakref.WeakKeyDictionary()
         )
-        self.throttle = Throttle()
+        self._throttle = Throttle()
         self._closing: set[asyncio.Task[None]] = set()
         self._unreadable: str | None = None
         log.info("socket_token", fingerprint=fingerprint(self._token), path=str(self._path))
@@ -108,7 +108,7 @@ class SocketAuth:
         self, connection: ServerConnection, request: Request, verdict: Verdict
     ) -> Response:
         """A refused token's answer: a 401 once the peer's backoff has passed, or a 429 now."""
-        decision = self.throttle.refused(peer_host(connection), self._clock.monotonic())
+        decision = self._throttle.refused(peer_host(connection), self._clock.monotonic())
         if isinstance(decision, Hold):
             status, wait = http.HTTPStatus.UNAUTHORIZED, decision.wait_s
         else:
