@@ -12,7 +12,9 @@ ForgeError
  │   └─ ControlOverflow      a client that does not read its control frames (it is closed)
  └─ InternalError    forge itself is wrong or a resource it owns failed
      ├─ WorkerError (WorkerCrashed, RequestTimeout, WorkerUnavailable), BrowserGone, RunAborted
-     └─ GitError             a git command failed (the Lab refuses bad input before it runs git)
+     └─ GitError             a git command failed (`forge/git.py`, every git forge runs: `why` is
+                             git's first line of complaint; the Lab refuses bad input before it
+                             runs git, and the seat's reads answer `why` to a client)
 Each area subclasses these; messages name what was wrong so a person can act on them. The CLI
 exits with a UserError's `exit_code` and its message.
 """

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from forge import __version__
+from forge.git import profile_env
 
 UNKNOWN_COMMIT = "unknown"
 
@@ -34,7 +35,8 @@ def build_stamp() -> BuildStamp:
 
 
 def commit_of(folder: Path) -> str:
-    """HEAD's 7-digit sha for the checkout holding `folder`, or `unknown` outside git."""
+    """HEAD's 7-digit sha for the checkout holding `folder`, or `unknown` outside git (asked
+    under `forge.git`'s profile, as every git forge runs)."""
     try:
         done = subprocess.run(
             ["git", "rev-parse", "--short=7", "HEAD"],
@@ -43,6 +45,7 @@ def commit_of(folder: Path) -> str:
             text=True,
             timeout=10,
             check=False,
+            env=profile_env(),
         )
     except (OSError, subprocess.TimeoutExpired):
         return UNKNOWN_COMMIT

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from forge.clock import Clock, epoch_ms
+from forge.git import profile_env
 from forge.health import gh_args, spool, write_shapes
 from forge.health.spool import ProjectQueue, QueueEntry
 
@@ -102,13 +103,15 @@ def resolve_repo(
 
 
 def origin_remote(root: Path) -> tuple[str, str] | None:
-    """(host, owner/repo) of the project's origin remote: the repo gh picks with no `-R`."""
+    """(host, owner/repo) of the project's origin remote: the repo gh picks with no `-R` (read
+    under `forge.git`'s profile: the project is not forge's, nor is the caller's environment)."""
     try:
         url = subprocess.run(
             ["git", "-C", str(root), "remote", "get-url", "origin"],
             capture_output=True,
             text=True,
             check=False,
+            env=profile_env(),
         ).stdout
     except OSError:
         return None

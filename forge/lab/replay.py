@@ -25,10 +25,11 @@ from typing import Any
 
 from forge.attempt.command import MARKER_ENV, CommandResult, run_command
 from forge.attempt.errors import LabRefusal
-from forge.attempt.git import GitError, has_commit, list_files
+from forge.attempt.git import has_commit, list_files
 from forge.clock import SYSTEM_CLOCK, Clock
 from forge.errors import PeerError
 from forge.files import write_atomic
+from forge.git import GitError
 from forge.lab.contract import MAX_CONTRACT_LINES, Reader, build_contract
 from forge.lab.replay_files import (
     TaskFacts,

@@ -1,9 +1,14 @@
 """Git for replay: reading `--source`, throwaway worktrees, and the history-free `<out>/source`.
 
 `--source` is only read. Worktrees live in a scratch repository under `<out>` that borrows the
-source's objects (an alternates file, nothing copied), created with hooks off like every git call
-of the Lab. `<out>/source` is the opposite: a non-bare checkout holding only the tasks' base
-commits, fetched shallow, so no recipe can read a merge commit, a PR branch or later history.
+source's objects (an alternates file, nothing copied), created with hooks off. `<out>/source` is
+the opposite: a non-bare checkout holding only the tasks' base commits, fetched shallow, so no
+recipe can read a merge commit, a PR branch or later history.
+
+Every git runs under `forge.git`'s profile. `--source` is a repository forge does not own, and the
+scratch repository's worktrees are handed to the repository's own tests, so a git in either runs
+with their filter, diff and merge drivers made inert (`driver_overrides`); `<out>/source` is
+forge's from `init` to its checkout.
 """
 
 from __future__ import annotations
@@ -12,7 +17,13 @@ import asyncio
 import shutil
 from pathlib import Path
 
-from forge.attempt.git import NO_FETCH_REFSPEC, add_worktree, git
+from forge.attempt.git import NO_FETCH_REFSPEC
+from forge.git import driver_overrides, run
+
+
+async def git(repo: Path, *args: str) -> bytes:
+    """A git in a repository forge does not own (`--source`, the scratch): its drivers inert."""
+    return await run(repo, *args, config=await driver_overrides(repo))
 
 
 async def parents(source: Path, commit: str) -> list[str]:
@@ -25,7 +36,8 @@ async def merge_base(source: Path, first: str, second: str) -> str:
 
 
 async def resolve_commit(source: Path, commit: str) -> str:
-    return (await git(source, "rev-parse", "--verify", f"{commit}^{{commit}}")).decode().strip()
+    spec = f"{commit}^{{commit}}"
+    return (await git(source, "rev-parse", "--verify", "--end-of-options", spec)).decode().strip()
 
 
 async def file_modes(source: Path, commit: str, paths: list[str]) -> dict[str, str]:
@@ -47,14 +59,14 @@ async def scratch_repo(source: Path, dest: Path) -> None:
     """An empty repository whose object store falls back to the source's (read-only use)."""
     common = (await git(source, "rev-parse", "--path-format=absolute", "--git-common-dir")).decode()
     objects = Path(common.strip()) / "objects"
-    await git(dest.parent, "init", "-q", str(dest))
-    await git(dest, "config", "core.hooksPath", "/dev/null")
+    await run(dest.parent, "init", "-q", str(dest))
+    await run(dest, "config", "core.hooksPath", "/dev/null")
     alternates = dest / ".git" / "objects" / "info" / "alternates"
     await asyncio.to_thread(alternates.write_text, f"{objects}\n")
 
 
 async def worktree(scratch: Path, path: Path, commit: str) -> None:
-    await add_worktree(scratch, path, commit)
+    await git(scratch, "worktree", "add", "-q", "--detach", str(path), commit)
 
 
 async def drop_worktree(scratch: Path, path: Path) -> None:
@@ -66,11 +78,16 @@ async def history_free_source(
     source: Path, dest: Path, bases: list[tuple[str, str]], origin: str
 ) -> None:
     """`dest`: only the given base commits (`refs/replay/<name>`), shallow, detached at the first,
-    a clean work tree, `origin` set with the no-op refspec, and no FETCH_HEAD."""
-    await git(dest.parent, "init", "-q", str(dest))
-    await git(dest, "config", "core.hooksPath", "/dev/null")
+    a clean work tree, `origin` set with the no-op refspec, and no FETCH_HEAD.
+
+    The fetch starts `git upload-pack` in `--source` with `GIT_CONFIG_COUNT` unset (git clears it
+    for a local transport), so upload-pack reads `--source`'s own configuration: it runs no program
+    a repository's configuration names (its one, `uploadpack.packObjectsHook`, is read only from
+    system, global and command-line configuration, which the profile's environment leaves out)."""
+    await run(dest.parent, "init", "-q", str(dest))
+    await run(dest, "config", "core.hooksPath", "/dev/null")
     for name, commit in bases:
-        await git(
+        await run(
             dest,
             "-c",
             "protocol.file.allow=always",
@@ -83,6 +100,6 @@ async def history_free_source(
             f"file://{source}",
             f"{commit}:refs/replay/{name}",
         )
-    await git(dest, "checkout", "-q", "--detach", bases[0][1])
-    await git(dest, "remote", "add", "origin", origin)
-    await git(dest, "config", "remote.origin.fetch", NO_FETCH_REFSPEC)
+    await run(dest, "checkout", "-q", "--detach", bases[0][1])
+    await run(dest, "remote", "add", "origin", origin)
+    await run(dest, "config", "remote.origin.fetch", NO_FETCH_REFSPEC)

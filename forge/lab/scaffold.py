@@ -18,11 +18,13 @@ from typing import Any
 from forge.attempt.cohort import TASK_NAME_RE, load_cohort, read_regular, sha256_hex
 from forge.attempt.errors import LabRefusal, refusal
 from forge.attempt.fields import clean_path_problem
-from forge.attempt.git import GitError, git, inspect_source, list_files
+from forge.attempt.git import inspect_source, list_files
 from forge.attempt.plan import is_test_file
 from forge.attempt.strictjson import loads_object
 from forge.files import write_atomic
+from forge.git import GitError
 from forge.lab.evaluate import absolute
+from forge.lab.replay_git import resolve_commit
 
 COHORT_FILE = "cohort.json"
 TIMEOUT_MS = 600_000
@@ -91,11 +93,7 @@ async def init(args: argparse.Namespace) -> int:
             problems.append(f"--allowed {path!r}: {problem}")
     source = await inspect_source(absolute(args.source))
     try:
-        base = (
-            (await git(Path(source.toplevel), "rev-parse", "--verify", f"{args.base}^{{commit}}"))
-            .decode()
-            .strip()
-        )
+        base = await resolve_commit(Path(source.toplevel), args.base)
     except GitError:
         problems.append(f"--base {args.base} is not a commit in {source.toplevel}")
         base = ""

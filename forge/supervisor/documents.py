@@ -19,11 +19,11 @@ from typing import Any
 
 import msgspec
 
+from forge.git import GitError
 from forge.supervisor.confined import Found, Refused, read_confined
 from forge.supervisor.connection import Connection
 from forge.supervisor.core import Supervisor
 from forge.supervisor.gitdiff import BINARY_PROBE
-from forge.supervisor.gitwork import GitFailed
 from forge.wire import client
 from forge.wire.documents import (
     ContentFailed,
@@ -137,7 +137,7 @@ class _Documents:
         ceiling = self._ceiling()
         try:
             size, data = await trees.blob(state.directory, commit, path, ceiling)
-        except GitFailed as failed:
+        except GitError as failed:
             raise _Failed(failed.why) from None
         if b"\0" in data[:BINARY_PROBE]:
             raise _Failed(f"{path} is a binary file at {commit[:12]}")

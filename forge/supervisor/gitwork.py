@@ -2,11 +2,15 @@
 
 `read_work` is the `work{branch, changed, gate}` row (home's project and agent rows); `scan` adds
 the `git` layer (the uncommitted files, ahead/behind and the ahead chain against the base); and
-`read_diff` the bounded hunks of both layers. Every git runs with `GIT_OPTIONAL_LOCKS=0`, so a
-read never rewrites the index (which would wake the tree's own watch), under a 30 s bound, and is
-killed if its reader stops early or is cancelled. The base is the branch's upstream, else
-`origin/HEAD`, else a local `main` or `master`; it is never fetched, so a remote-tracking base is
-`unverified`.
+`read_diff` the bounded hunks of both layers. A seat's tree is a repository forge does not own
+(an agent may have written its configuration), so every git runs under `forge.git`'s profile with
+the tree's own filter, diff and merge drivers made inert (`driver_overrides`), never converts text
+(`--no-textconv`), never runs an external diff (`--no-ext-diff`), and never looks inside a
+submodule's work tree (`--ignore-submodules=dirty`: that would run a `git status` there, under
+the submodule's own drivers). It also runs with `GIT_OPTIONAL_LOCKS=0`, so a read never rewrites
+the index (which would wake the tree's own watch), under a 30 s bound, and is killed if its
+reader stops early or is cancelled. The base is the branch's upstream, else `origin/HEAD`, else a
+local `main` or `master`; it is never fetched, so a remote-tracking base is `unverified`.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from typing import Protocol
 
 import msgspec
 
+from forge.git import Config, GitError, driver_overrides, failure, process, run
 from forge.supervisor.gitdiff import DiffReader, untracked_file
 from forge.supervisor.gitstatus import (
     LOG_FORMAT,
@@ -49,74 +54,46 @@ from forge.wire.git import (
     Work,
 )
 
-GIT_TIMEOUT_S = 30.0
-"""One git command's bound; past it the process is killed and the read fails in words."""
 STREAM_BUDGET = 16 * 1024 * 1024
 """The most patch text read for one diff layer; past it the layer is capped."""
 CHUNK = 64 * 1024
-_GIT = ("git", "--no-pager", "-c", "core.quotePath=false", "-c", "color.ui=never")
-_LOG = ("--raw", "--numstat", "-M", f"--max-count={COMMITS_MAX}")
-_PATCH = ("--no-color", "--no-ext-diff", "-M", "--src-prefix=a/", "--dst-prefix=b/")
-
-
-class GitFailed(Exception):
-    """git could not answer; `why` is git's own first line (or what stopped it)."""
-
-    def __init__(self, why: str) -> None:
-        super().__init__(why)
-        self.why = why
+_READS = (("core.quotePath", "false"), ("color.ui", "never"))
+_ENV = {"GIT_OPTIONAL_LOCKS": "0"}
+_SAFE = ("--no-ext-diff", "--no-textconv", "--ignore-submodules=dirty")
+"""For every diff and log: no program the tree's configuration names, no git inside a submodule."""
+_LOG = ("--raw", "--numstat", "-M", *_SAFE, f"--max-count={COMMITS_MAX}")
+_PATCH = ("--no-color", *_SAFE, "-M", "--src-prefix=a/", "--dst-prefix=b/")
 
 
 @contextlib.asynccontextmanager
 async def _git_process(
     directory: Path, args: tuple[str, ...], *, stdin: bool = False
 ) -> AsyncIterator[asyncio.subprocess.Process]:
-    """A running git, killed and reaped when the block ends however it ends."""
-    env = dict(os.environ, LC_ALL="C", GIT_OPTIONAL_LOCKS="0", GIT_TERMINAL_PROMPT="0")
-    try:
-        process = await asyncio.create_subprocess_exec(
-            *_GIT, "-C", str(directory), *args,
-            stdin=asyncio.subprocess.PIPE if stdin else asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            env=env,
-        )  # fmt: skip
-    except OSError as error:
-        raise GitFailed(f"git cannot run: {error.strerror or error}") from None
-    try:
-        async with asyncio.timeout(GIT_TIMEOUT_S):
-            yield process
-    except TimeoutError:
-        raise GitFailed(f"git {args[0]} did not answer within {GIT_TIMEOUT_S:.0f} s") from None
-    finally:
-        if process.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                process.kill()
-        await process.communicate()  # reaps it and reads its pipes to their end, closing them
-
-
-def _failed(args: tuple[str, ...], code: int | None, err: bytes) -> GitFailed:
-    first = err.decode("utf-8", "replace").strip().splitlines()
-    return GitFailed(first[0] if first else f"git {args[0]} exited {code}")
+    """A running git in a seat's tree, killed and reaped when the block ends however it ends."""
+    config = await _config(directory)
+    async with process(directory, *args, env=_ENV, config=config, stdin=stdin) as proc:
+        yield proc
 
 
 async def git(directory: Path, *args: str, stdin: bytes | None = None) -> bytes:
-    """The output of a git that succeeded, else `GitFailed`."""
-    async with _git_process(directory, args, stdin=stdin is not None) as process:
-        out, err = await process.communicate(stdin)
-    if process.returncode != 0:
-        raise _failed(args, process.returncode, err)
-    return out
+    """The output of a git in a seat's tree that succeeded, else `GitError`."""
+    return await run(directory, *args, env=_ENV, config=await _config(directory), stdin=stdin)
+
+
+async def _config(directory: Path) -> Config:
+    """The reads' output settings and the tree's drivers made inert (`GitError` when git cannot
+    list them: then nothing runs there)."""
+    return (*_READS, *await driver_overrides(directory))
 
 
 async def git_lines(directory: Path, *args: str, feed: Callable[[bytes], bool]) -> bool:
     """Feed git's output line by line until `feed` says stop or `STREAM_BUDGET` is read; True
     when git's whole output was read."""
-    async with _git_process(directory, args) as process:
-        assert process.stdout is not None
-        assert process.stderr is not None
+    async with _git_process(directory, args) as proc:
+        assert proc.stdout is not None
+        assert proc.stderr is not None
         pending, read = b"", 0
-        while chunk := await process.stdout.read(CHUNK):
+        while chunk := await proc.stdout.read(CHUNK):
             read += len(chunk)
             lines = (pending + chunk).split(b"\n")
             pending = lines.pop()
@@ -127,18 +104,19 @@ async def git_lines(directory: Path, *args: str, feed: Callable[[bytes], bool]) 
                 return False
         if pending and not feed(pending):
             return False
-        err = await process.stderr.read()
-        if await process.wait() != 0:
-            raise _failed(args, process.returncode, err)
+        err = await proc.stderr.read()
+        if await proc.wait() != 0:
+            raise failure(args, proc.returncode, err)
     return True
 
 
 async def _status(directory: Path) -> StatusRead | None:
     try:
         out = await git(
-            directory, "status", "--porcelain=v2", "--branch", "-z", "--untracked-files=all"
-        )
-    except GitFailed:
+            directory, "status", "--porcelain=v2", "--branch", "-z", "--untracked-files=all",
+            "--ignore-submodules=dirty",
+        )  # fmt: skip
+    except GitError:
         return None
     return parse_status(out.decode("utf-8", "replace"))
 
@@ -189,7 +167,7 @@ async def scan(directory: Path) -> Scan:
         return NO_SCAN
     try:
         head = "HEAD" if status.born else (await _empty_tree(directory))
-    except GitFailed:
+    except GitError:
         return Scan(status.work, None, status.entries, "HEAD", None)
     base = base if status.born else None
     counted, (measured, base_error) = await asyncio.gather(
@@ -211,8 +189,8 @@ async def _counted(directory: Path, head: str, entries: list[Entry]) -> list[Cou
     if not entries:
         return []
     try:
-        out = await git(directory, "diff", head, "--numstat", "-z", "-M", "--no-ext-diff")
-    except GitFailed:
+        out = await git(directory, "diff", head, "--numstat", "-z", "-M", *_SAFE)
+    except GitError:
         return []
     return parse_numstat(out.decode("utf-8", "replace"))
 
@@ -230,7 +208,7 @@ async def _base(directory: Path) -> tuple[str, Base] | None:
             directory, "for-each-ref", f"--format={REFS_FORMAT}", "refs/heads",
             "refs/remotes/origin/HEAD",
         )  # fmt: skip
-    except GitFailed:
+    except GitError:
         return None
     ref = pick_base(refs.decode("utf-8", "replace"))
     if ref is None:
@@ -251,9 +229,9 @@ async def _ahead(directory: Path, base: str | None) -> tuple[Ahead | None, str |
         counts, log, numstat = await asyncio.gather(
             git(directory, "rev-list", "--left-right", "--count", span),
             git(directory, "log", "-z", f"--format={LOG_FORMAT}", *_LOG, f"{base}..HEAD"),
-            git(directory, "diff", "--raw", "--numstat", "-z", "-M", "--no-ext-diff", span),
+            git(directory, "diff", "--raw", "--numstat", "-z", "-M", *_SAFE, span),
         )
-    except GitFailed as failed:
+    except GitError as failed:
         return None, failed.why
     return ahead(*(part.decode("utf-8", "replace") for part in (counts, log, numstat))), None
 
@@ -277,7 +255,7 @@ async def _patch(
 ) -> DiffLayer:
     try:
         whole = await git_lines(directory, "diff", *_PATCH, *spec, feed=reader.feed)
-    except GitFailed as failed:
+    except GitError as failed:
         return ScanFailed(why=failed.why)
     if not whole and not reader.full:
         reader.capped_bytes = True
@@ -330,19 +308,19 @@ async def resolve_commit(directory: Path, revision: str) -> str:
 
 async def read_blob(directory: Path, commit: str, path: str, limit: int) -> tuple[int, bytes]:
     """The size of `path` at `commit` (asked first, `git cat-file --batch-check`) and its first
-    `limit` bytes; `GitFailed` in words when it is no file there."""
+    `limit` bytes; `GitError` in words when it is no file there."""
     asked = f"{commit}:./{path}"
     answer = await git(directory, "cat-file", "--batch-check", stdin=f"{asked}\n".encode())
     fields = answer.decode("utf-8", "replace").split()
     if len(fields) != 3 or fields[-1] == "missing":
-        raise GitFailed(f"{path} does not exist at {commit[:12]}")
+        raise GitError(("cat-file", asked), f"{path} does not exist at {commit[:12]}")
     oid, kind, size = fields
     if kind != "blob":
-        raise GitFailed(f"{path} is a {kind} at {commit[:12]}, not a file")
-    async with _git_process(directory, ("cat-file", "blob", oid)) as process:
-        assert process.stdout is not None
+        raise GitError(("cat-file", asked), f"{path} is a {kind} at {commit[:12]}, not a file")
+    async with _git_process(directory, ("cat-file", "blob", oid)) as proc:
+        assert proc.stdout is not None
         chunks, read = [], 0
-        while read < limit and (chunk := await process.stdout.read(min(CHUNK, limit - read))):
+        while read < limit and (chunk := await proc.stdout.read(min(CHUNK, limit - read))):
             chunks.append(chunk)
             read += len(chunk)
     return int(size), b"".join(chunks)
@@ -360,7 +338,7 @@ class TreeReads(Protocol):
     async def commit(self, directory: Path, revision: str) -> str | None: ...
 
     async def blob(self, directory: Path, commit: str, path: str, limit: int) -> tuple[int, bytes]:
-        """The file's size and its first `limit` bytes, or `GitFailed` in words."""
+        """The file's size and its first `limit` bytes, or `GitError` in words."""
         ...
 
 
@@ -380,7 +358,7 @@ class LocalTrees:
     async def commit(self, directory: Path, revision: str) -> str | None:
         try:
             return await resolve_commit(directory, revision)
-        except GitFailed:
+        except GitError:
             return None
 
     async def blob(self, directory: Path, commit: str, path: str, limit: int) -> tuple[int, bytes]:

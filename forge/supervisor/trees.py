@@ -4,7 +4,7 @@
 event loop never forks a git or parses its output; and it hands out tree watches. The child is
 started at once and started again by the next ask after it dies (every ask and watch open at its
 death fails in words). A read that fails is logged and answered as git not running there, so a
-snapshot never fails because of it; `blob` raises `GitFailed`, which `file_content` answers.
+snapshot never fails because of it; `blob` raises `GitError`, which `file_content` answers.
 """
 
 from __future__ import annotations
@@ -20,8 +20,9 @@ from typing import Optional, TypeVar
 import msgspec
 
 from forge import eventloop
+from forge.git import GitError
 from forge.logs import get_logger
-from forge.supervisor.gitwork import NO_SCAN, GitFailed, Seen
+from forge.supervisor.gitwork import NO_SCAN, Seen
 from forge.supervisor.treeproto import (
     Ask,
     Event,
@@ -62,10 +63,10 @@ class _Child:
         return self.process.returncode is None and not self.reader.done()
 
     def send(self, ask: Ask) -> None:
-        """Raises `GitFailed` when the child has ended: nothing would answer."""
+        """Raises `GitError` when the child has ended: nothing would answer."""
         assert self.process.stdin is not None
         if not eventloop.write_to_pipe(self.process.stdin, msgspec.json.encode(ask) + b"\n"):
-            raise GitFailed("the tree process ended")
+            raise _failed("the tree process ended")
 
     async def _read(self) -> None:
         assert self.process.stdout is not None
@@ -133,7 +134,7 @@ class TreeProcess:
         try:
             child = await self._running()
         except OSError as error:
-            raise GitFailed(f"the tree process cannot start: {error.strerror or error}") from None
+            raise _failed(f"the tree process cannot start: {error.strerror or error}") from None
         ask = make(next(self._ids))
         future: asyncio.Future[RawReply] = asyncio.get_running_loop().create_future()
         child.waiting[ask.id] = future
@@ -143,14 +144,14 @@ class TreeProcess:
         finally:
             child.waiting.pop(ask.id, None)
         if reply.failed is not None:
-            raise GitFailed(reply.failed)
+            raise _failed(reply.failed)
         return msgspec.json.decode(reply.result, type=result)
 
     async def _read(self, make: Callable[[int], Ask], result: type[T], nothing: T) -> T:
         """A read whose failure is git not running there (logged)."""
         try:
             return await self._ask(make, result)
-        except GitFailed as failed:
+        except GitError as failed:
             log.warning("tree_read_failed", why=failed.why)
             return nothing
 
@@ -196,13 +197,18 @@ class TreeProcess:
             return
         child = task.result()
         if child.listeners.pop(ident, None) is not None and child.alive:
-            with contextlib.suppress(GitFailed):  # ended since: its watches ended with it
+            with contextlib.suppress(GitError):  # ended since: its watches ended with it
                 child.send(Unwatch(id=ident))
 
     async def close(self) -> None:
         if self._child is not None:
             with contextlib.suppress(Exception):  # a child that never started has nothing to end
                 await (await self._child).close()
+
+
+def _failed(why: str) -> GitError:
+    """The error a read asked of the tree process ends in: `why` is what a client is told."""
+    return GitError(("(in the tree process)",), why)
 
 
 def _dead(task: asyncio.Task[_Child]) -> bool:

@@ -18,12 +18,10 @@ quiet or `DEBOUNCE_MS` in all. The process ends when its stdin closes, or quietl
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
-import subprocess
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +29,8 @@ import msgspec
 from watchfiles._rust_notify import RustNotify
 
 from forge import eventloop
-from forge.supervisor.gitwork import GitFailed, LocalTrees
+from forge.git import GitError
+from forge.supervisor.gitwork import LocalTrees, git
 from forge.supervisor.treeproto import (
     AnyAsk,
     Event,
@@ -69,23 +68,19 @@ def relevant(path: str, git_folders: list[str]) -> bool:
     return True
 
 
-def git_folders(tree: Path) -> list[Path]:
-    """The tree's own git folder and the common one (they differ for a linked worktree)."""
-    done = subprocess.run(
-        ["git", "-C", str(tree), "rev-parse", "--absolute-git-dir", "--git-common-dir"],
-        capture_output=True,
-        text=True,
-        env=dict(os.environ, LC_ALL="C", GIT_OPTIONAL_LOCKS="0"),
-    )
-    if done.returncode != 0:
+async def git_folders(tree: Path) -> list[Path]:
+    """The tree's own git folder and the common one (they differ for a linked worktree), read
+    as every other git of the tree is (`gitwork.git`); none when git does not run there."""
+    try:
+        out = await git(tree, "rev-parse", "--absolute-git-dir", "--git-common-dir")
+    except GitError:
         return []
-    own, common = done.stdout.splitlines()[:2]
+    own, common = out.decode("utf-8", "surrogateescape").splitlines()[:2]
     return list(dict.fromkeys([Path(own), (tree / common).resolve()]))
 
 
-def watch(ident: int, tree: Path, stop: threading.Event, tell: Tell) -> None:
+def watch(ident: int, tree: Path, folders: list[Path], stop: threading.Event, tell: Tell) -> None:
     """One tree's watch (in a thread of its own), until `stop`."""
-    folders = git_folders(tree)
     marks = [str(folder) + "/" for folder in (folders or [tree / ".git"])]
     watched = [tree, *(folder for folder in folders if not folder.is_relative_to(tree))]
     try:
@@ -142,23 +137,33 @@ class _Side:
 
     def take(self, ask: AnyAsk) -> None:
         if isinstance(ask, Watch):
-            self.stops[ask.id] = stop = threading.Event()
-            thread = threading.Thread(
-                target=watch, args=(ask.id, Path(ask.tree), stop, self.tell), daemon=True
-            )
-            thread.start()
+            self.stops[ask.id] = threading.Event()
+            self.spawn(self.start_watch(ask))
         elif isinstance(ask, Unwatch):
             if ask.id in self.stops:
                 self.stops.pop(ask.id).set()
         else:
-            task = self.loop.create_task(self.reply(ask))
-            self.tasks.add(task)
-            task.add_done_callback(self.tasks.discard)
+            self.spawn(self.reply(ask))
+
+    def spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        task = self.loop.create_task(work)
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    async def start_watch(self, ask: Watch) -> None:
+        """Find the tree's git folders here (a git, on the loop), then watch in a thread."""
+        tree = Path(ask.tree)
+        folders = await git_folders(tree)
+        stop = self.stops.get(ask.id)
+        if stop is None:  # unwatched meanwhile
+            return
+        args = (ask.id, tree, folders, stop, self.tell)
+        threading.Thread(target=watch, args=args, daemon=True).start()
 
     async def reply(self, ask: AnyAsk) -> None:
         try:
             self.send(Reply(id=ask.id, result=await answer(ask, self.trees)))
-        except GitFailed as failed:
+        except GitError as failed:
             self.send(Reply(id=ask.id, failed=failed.why))
         except Exception as error:  # a bug here must answer its ask, not hang it
             self.send(Reply(id=ask.id, failed=f"the tree process failed: {error!r}"))
