@@ -169,9 +169,9 @@ async def run_command(
         if stopped:  # a limit reached is no time for a grace: a fork bomb would use it
             await _kill_tree(proc.pid, clock, grace_s=0 if watcher.done() else KILL_GRACE_S)
         watcher.cancel()
-        if bounded is not None:
-            limit = await bounded.settle(proc.pid)
         strays = await _kill_leftovers(proc.pid, marker, clock, sandboxed, members)
+        if bounded is not None:  # after the sweep: a limit its leftovers reached counts too
+            limit = await bounded.settle(proc.pid)
         # A process that escaped every kill may still hold a pipe: keep what was read by then.
         await asyncio.wait([*readers, reaped], timeout=KILL_GRACE_S)
     except BaseException:

@@ -480,8 +480,8 @@ class CommandBounds:
             await clock.sleep(WATCH_S)
 
     async def settle(self, root: int) -> Limit | None:
-        """After the command: the limit it reached, if the watch had not seen it yet (an OOM kill
-        or SIGXFSZ that ended it between two looks)."""
+        """After the command and its sweep: the limit it reached, if the watch had not seen it
+        (an OOM kill or SIGXFSZ that ended it between two looks, a limit its leftovers reached)."""
         if self.reached is None:
             self.reached = await asyncio.to_thread(self._look, root, disk=True)
         return self.reached

@@ -163,7 +163,9 @@ def unique_sleep() -> str:
 
 # -- processes ---------------------------------------------------------------------------------
 
-BASH_BOMB = ["bash", "-c", ":(){ :|:& };:"]
+BASH_BOMB = ["bash", "-c", ":(){ :|:& };:; wait"]
+"""The classic, its first shell waiting on it: one that exits at once leaves the bomb to the sweep,
+which may kill it before it reaches the bound (then it is counted as strays, no limit named)."""
 LOOP_OF_FORKS = python(
     "import os, time\n"
     "for _ in range(1000):\n"
