@@ -112,7 +112,7 @@ async def run_command(
     started = clock.monotonic()
     marker = env[MARKER_ENV]
     bounded = (
-        await bounds.command(scratch=PRIVATE_TMP if sandbox is not None else ())
+        await bounds.command(tmpfs=PRIVATE_TMP if sandbox is not None else ())
         if bounds is not None
         else None
     )

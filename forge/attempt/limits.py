@@ -331,7 +331,7 @@ def tree_bytes(roots: Iterable[Path]) -> int:
     return total
 
 
-def scratch_bytes(inside: int, directories: Sequence[str]) -> int:
+def tmpfs_bytes(inside: int, directories: Sequence[str]) -> int:
     """What the sandbox's private scratch `directories` hold, seen through the root of `inside`
     (a process in the sandbox). A directory counts only once it is a mount of the sandbox's own:
     while bubblewrap sets up, the new mount namespace still shows the host's."""
@@ -378,13 +378,13 @@ class Bounds:
         self.mechanisms = tuple(mechanisms)
         self._baseline: int | None = None
 
-    async def command(self, *, scratch: Sequence[str] = ()) -> CommandBounds:
-        """The bounds of one command about to start; `scratch` are the sandbox's private
-        scratch directories (none without the sandbox)."""
+    async def command(self, *, tmpfs: Sequence[str] = ()) -> CommandBounds:
+        """The bounds of one command about to start; `tmpfs` are the sandbox's private scratch
+        directories, whose contents count as written (none without the sandbox)."""
         if self._baseline is None:
             self._baseline = await asyncio.to_thread(tree_bytes, self.trees)
         group = await asyncio.to_thread(self._group)
-        return CommandBounds(self, group, self._baseline, tuple(scratch))
+        return CommandBounds(self, group, self._baseline, tuple(tmpfs))
 
     def written(self, baseline: int) -> int:
         return max(0, tree_bytes(self.trees) - baseline)
@@ -418,7 +418,7 @@ class CommandBounds:
     limits it gets, and the watch that says which limit it reached."""
 
     def __init__(
-        self, bounds: Bounds, group: Group | None, baseline: int, scratch: tuple[str, ...]
+        self, bounds: Bounds, group: Group | None, baseline: int, tmpfs: tuple[str, ...]
     ) -> None:
         self.limits = bounds.limits
         self.group = group
@@ -426,7 +426,7 @@ class CommandBounds:
         self.reached: Limit | None = None
         self._bounds = bounds
         self._baseline = baseline
-        self._scratch = scratch
+        self._tmpfs = tmpfs
         self._rlimits = [(r, capped(v, resource.getrlimit(r)[1])) for r, v in self._wanted()]
         self._procs: list[int] = []
 
@@ -503,10 +503,10 @@ class CommandBounds:
 
     def _written(self, root: int) -> int:
         written = self._bounds.written(self._baseline)
-        if self._scratch:
+        if self._tmpfs:
             inside = next(iter(descendants(root, at_most=1)), None)
             if inside is not None and _mount_namespace(inside) != _mount_namespace(os.getpid()):
-                written += scratch_bytes(inside, self._scratch)
+                written += tmpfs_bytes(inside, self._tmpfs)
         return written
 
     async def close(self, clock: Clock) -> None:

@@ -11,6 +11,7 @@ run between two samples.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import resource
 import shutil
@@ -41,7 +42,7 @@ from forge.attempt.limits import (
     this_host,
     tree_bytes,
 )
-from forge.attempt.sandbox import Sandbox, probe
+from forge.attempt.sandbox import Sandbox, Trees, probe
 from forge.attempt.settings import LabSettings, limits_from_config
 from forge.clock import SYSTEM_CLOCK
 from forge.config import load_config
@@ -53,23 +54,21 @@ TIMEOUT_S = 90.0
 CGROUPS: tuple[Mechanism, ...] = ("cgroup2", "cgroup1")
 
 
-class SizedSandbox(Sandbox):
-    """The sandbox with its private scratch directories sized to the disk bound.
+def sized_scratch(system: Sequence[str]) -> tuple[str, ...]:
+    """The sandbox's system with its private scratch directories sized to the disk bound.
 
-    Test shim until the lead's wiring in forge/attempt/sandbox.py puts `sized_tmpfs` in place of
-    each `--tmpfs` of `filesystem_args`; it rewrites the layout the same way."""
-
-    def layout(self) -> list[str]:
-        base, sized = super().layout(), []
-        index = 0
-        while index < len(base):
-            if base[index] == "--tmpfs":
-                sized += sized_tmpfs(base[index + 1], SMALL.disk_bytes)
-                index += 2
-            else:
-                sized.append(base[index])
-                index += 1
-        return sized
+    Test shim until the wiring in forge/attempt/sandbox.py puts `sized_tmpfs` in place of each
+    `--tmpfs` of `filesystem_args`; it rewrites the layout the same way."""
+    sized: list[str] = []
+    index = 0
+    while index < len(system):
+        if system[index] == "--tmpfs":
+            sized += sized_tmpfs(system[index + 1], SMALL.disk_bytes)
+            index += 2
+        else:
+            sized.append(system[index])
+            index += 1
+    return tuple(sized)
 
 
 @pytest.fixture
@@ -139,7 +138,10 @@ async def run(
 
 
 def boxed(bwrap: str, work: Path) -> Sandbox:
-    return SizedSandbox(bwrap, (), (str(work),), network=False)
+    """The attempt's sandbox with `work` its only writable tree."""
+    box = Sandbox.for_attempt(bwrap, hidden=[], mounts=[], network=False)
+    box = dataclasses.replace(box, system=sized_scratch(box.system))
+    return box.with_trees(Trees(writable=(str(work),)))
 
 
 def python(code: str) -> list[str]:
