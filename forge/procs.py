@@ -13,6 +13,7 @@ marker variable the caller put in the environment of everything it started.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import functools
 import os
@@ -221,6 +222,43 @@ def _build(
     )
 
 
+def descendants(pid: int, at_most: int | None = None) -> list[int]:
+    """Pids under `pid` by parent links, nearest first; no more than `at_most` of them (a bound
+    counting a fork bomb's tree reads only as far as it needs)."""
+    children: Callable[[int], list[int]] = _children_of
+    if not _children_listed():
+        index = _children_index(_links())
+
+        def children(parent: int) -> list[int]:
+            return [link.pid for link in index.get(parent, [])]
+
+    found: list[int] = []
+    seen = {pid}
+    pending = collections.deque(children(pid))
+    while pending and (at_most is None or len(found) < at_most):
+        child = pending.popleft()
+        if child in seen:
+            continue
+        seen.add(child)
+        found.append(child)
+        pending.extend(children(child))
+    return found
+
+
+def namespace_pids(pid: int) -> tuple[int, ...]:
+    """`pid`'s number in each PID namespace it is in, this /proc's namespace first (`NSpid`);
+    empty once it is gone. The init of a namespace made below ours has one number more than we
+    do, the last being 1."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as status:
+            for line in status:
+                if line.startswith("NSpid:"):
+                    return tuple(int(number) for number in line.split()[1:])
+    except OSError:
+        return ()
+    return ()
+
+
 def find_by_environ(name: str, value: str) -> list[int]:
     """Pids of this user's processes whose environment holds `name=value` (ours excluded)."""
     wanted = f"{name}={value}".encode()
@@ -278,11 +316,16 @@ async def wait_for_exit(pid: int) -> None:
 
 
 async def kill_processes(
-    pids: Iterable[int], *, grace_s: float = 2.0, clock: Clock = SYSTEM_CLOCK
+    pids: Iterable[int],
+    *,
+    grace_s: float = 2.0,
+    clock: Clock = SYSTEM_CLOCK,
+    settle_s: float | None = None,
 ) -> list[int]:
     """SIGTERM each process, SIGKILL what is still alive after `grace_s`; return who was signalled
     once every target is gone or a zombie (a SIGKILLed process on a loaded machine may run on for
-    a moment: a caller counting what outlived it must not find it), or another `grace_s` passed.
+    a moment: a caller counting what outlived it must not find it), or `settle_s` (by default
+    `grace_s`) passed.
 
     Never waits on a process (that would steal a child's exit status from its owner); it polls.
     """
@@ -301,7 +344,7 @@ async def kill_processes(
     for proc in killed:
         with contextlib.suppress(psutil.NoSuchProcess):
             proc.send_signal(signal.SIGKILL)
-    deadline = clock.monotonic() + grace_s
+    deadline = clock.monotonic() + (grace_s if settle_s is None else settle_s)
     while killed and clock.monotonic() < deadline and any(_alive(p) for p in killed):
         await clock.sleep(KILL_POLL_S)
     return [p.pid for p in targets]

@@ -1,10 +1,16 @@
 """Run one attempt command (harness, setup, check) as a watched, killable process tree.
 
 Each command starts in its own session and dies with the process that started it (a runner
-killed mid-attempt takes its commands along). A walker samples its tree for peak RSS and CPU.
-On timeout, cancellation or an output flood the whole tree gets SIGTERM, then SIGKILL after a grace;
-after every command, whatever is left in its group or carries the attempt's marker variable (a
-double-forked child in a session of its own) is killed and counted as a stray.
+killed mid-attempt takes its commands along). With the attempt's `Bounds` it runs in a group of
+its own, bounded in processes, memory, disk written and open files (`forge.attempt.limits`). A
+walker samples its tree for peak RSS and CPU. On timeout, cancellation, an output flood or a limit
+reached the whole tree gets SIGTERM, then SIGKILL after a grace.
+
+After every command, whatever outlived it is killed and counted as a stray: what is left in its
+process group or its cgroup, carries the attempt's marker variable, or descends from any of those
+(a sandbox's init holds everything its namespace still runs, whatever its environment or session).
+The sandbox's init itself, known as the init of a PID namespace one level below forge's, is killed
+last and never counted: killing it first would take its namespace down uncounted.
 """
 
 from __future__ import annotations
@@ -12,23 +18,28 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from collections.abc import Mapping, Sequence
+import subprocess
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import psutil
 
 from forge import eventloop
-from forge.attempt.sandbox import Sandbox, args_fd
+from forge.attempt.limits import Bounds, CommandBounds, Limit, Mechanism
+from forge.attempt.sandbox import PRIVATE_TMP, Sandbox, args_fd
 from forge.clock import Clock
 from forge.ipc.orphans import die_with_parent
 from forge.logs import get_logger
 from forge.procs import (
+    KILL_POLL_S,
     ProcessWalker,
+    descendants,
     find_by_environ,
     group_pids,
     is_live,
     kill_processes,
+    namespace_pids,
     wait_for_exit,
 )
 
@@ -38,6 +49,10 @@ SAMPLE_S = 0.2
 """How often the walker samples a running command's tree."""
 MARKER_ENV = "FORGE_ATTEMPT_ID"
 """Every process an attempt starts carries this variable; strays are found by it."""
+SWEEP_ROUNDS = 5
+"""How many times the sweep looks again for leftovers started while it killed the last ones."""
+LOGGED_STRAYS = 20
+"""How many strays `lab_strays_killed` names (a fork bomb leaves hundreds)."""
 
 log = get_logger(__name__)
 
@@ -57,7 +72,8 @@ class Usage:
 @dataclass(frozen=True)
 class CommandResult:
     exit_code: int | None
-    """None when the command was killed for a timeout or an output flood, or never started."""
+    """None when the command was killed for a timeout, an output flood or a limit reached, or
+    never started."""
     timed_out: bool
     output_capped: bool
     stdout: bytes
@@ -67,10 +83,14 @@ class CommandResult:
     cpu_seconds: float
     strays_killed: int
     start_error: str | None = None
+    limit: Limit | None = None
+    """The bound the command reached (`pids`, `memory`, `disk`), which ended it."""
+    bounded_by: Mechanism | None = None
+    """How its bounds held (`cgroup2`, `cgroup1`, `rlimit`); None when it ran without bounds."""
 
     @property
     def ok(self) -> bool:
-        return self.exit_code == 0
+        return self.exit_code == 0 and self.limit is None
 
 
 async def run_command(
@@ -83,18 +103,26 @@ async def run_command(
     output_cap: int,
     stdin: bytes | None = None,
     sandbox: Sandbox | None = None,
+    bounds: Bounds | None = None,
 ) -> CommandResult:
-    """Run `argv` to completion, timeout or cancellation, leaving no process of it behind.
+    """Run `argv` to completion, timeout, a limit or cancellation, leaving no process of it behind.
 
-    With a `sandbox`, bubblewrap runs it (the tree the walker sees starts at bubblewrap)."""
+    With a `sandbox`, bubblewrap runs it (the tree the walker sees starts at bubblewrap); with
+    `bounds`, the attempt's limits bound it."""
     started = clock.monotonic()
     marker = env[MARKER_ENV]
+    bounded = (
+        await bounds.command(tmpfs=PRIVATE_TMP if sandbox is not None else ())
+        if bounds is not None
+        else None
+    )
     fds: tuple[int, ...] = ()
-    helper = sandbox.program if sandbox is not None else None
     if sandbox is not None:
         fds = (args_fd(sandbox.args_bytes(argv, cwd)),)
         argv = sandbox.argv(argv, fds[0])
     try:
+        if bounded is not None:
+            bounded.open()
         proc = await asyncio.create_subprocess_exec(
             *argv,
             cwd=cwd,
@@ -103,14 +131,19 @@ async def run_command(
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
             start_new_session=True,
-            preexec_fn=die_with_parent,
+            preexec_fn=_preexec(bounded),
             pass_fds=fds,
         )
-    except OSError as error:
-        return CommandResult(None, False, False, b"", str(error).encode(), 0, 0, 0.0, 0, str(error))
+    except (OSError, subprocess.SubprocessError) as error:
+        if bounded is not None:
+            await bounded.close(clock)
+        why = str(error)
+        return CommandResult(None, False, False, b"", why.encode(), 0, 0, 0.0, 0, why)
     finally:
         for fd in fds:
             os.close(fd)
+        if bounded is not None:
+            bounded.opened()
     usage = Usage()
     flooded = asyncio.Event()
     assert proc.stdout is not None
@@ -122,28 +155,38 @@ async def run_command(
     ]
     feeder = asyncio.create_task(_feed(proc, stdin))
     sampler = asyncio.create_task(_sample(proc.pid, usage, clock))
+    watcher = asyncio.create_task(_watch(bounded, proc.pid, clock))
     reaped = asyncio.create_task(proc.wait())
+    helpers = [sampler, feeder, watcher, reaped, *readers]
+    members = bounded.members if bounded is not None else set
+    sandboxed = sandbox is not None
     timed_out = False
     strays = 0
+    limit: Limit | None = None
     try:
-        timed_out = await _wait(proc, timeout_s, flooded, clock)
-        if timed_out or flooded.is_set():
-            await _kill_tree(proc.pid, clock)
-        strays = await _kill_leftovers(proc.pid, marker, clock, helper)
+        timed_out = await _wait(proc, timeout_s, flooded, watcher, clock)
+        stopped = timed_out or flooded.is_set() or watcher.done()
+        if stopped:  # a limit reached is no time for a grace: a fork bomb would use it
+            await _kill_tree(proc.pid, clock, grace_s=0 if watcher.done() else KILL_GRACE_S)
+        watcher.cancel()
+        strays = await _kill_leftovers(proc.pid, marker, clock, sandboxed, members)
+        if bounded is not None:  # after the sweep: a limit its leftovers reached counts too
+            limit = await bounded.settle(proc.pid)
         # A process that escaped every kill may still hold a pipe: keep what was read by then.
         await asyncio.wait([*readers, reaped], timeout=KILL_GRACE_S)
     except BaseException:
         with contextlib.suppress(Exception):
             await asyncio.shield(_kill_tree(proc.pid, clock))
-            await asyncio.shield(_kill_leftovers(proc.pid, marker, clock, helper))
+            await asyncio.shield(_kill_leftovers(proc.pid, marker, clock, sandboxed, members))
         raise
     finally:
-        for task in (sampler, feeder, reaped, *readers):
+        for task in helpers:
             task.cancel()
-        await asyncio.gather(sampler, feeder, reaped, *readers, return_exceptions=True)
-    killed = timed_out or flooded.is_set()
+        await asyncio.gather(*helpers, return_exceptions=True)
+        if bounded is not None:
+            await asyncio.shield(bounded.close(clock))
     return CommandResult(
-        exit_code=None if killed else proc.returncode,
+        exit_code=None if stopped else proc.returncode,
         timed_out=timed_out,
         output_capped=flooded.is_set(),
         stdout=bytes(out),
@@ -152,26 +195,57 @@ async def run_command(
         peak_rss_bytes=usage.peak_rss_bytes,
         cpu_seconds=usage.cpu_seconds,
         strays_killed=strays,
+        limit=limit,
+        bounded_by=bounded.mechanism if bounded is not None else None,
     )
 
 
+def _preexec(bounded: CommandBounds | None) -> Callable[[], None]:
+    """What the child runs before exec: die with its parent, join its groups, take its rlimits."""
+
+    def start() -> None:
+        die_with_parent()
+        if bounded is not None:
+            bounded.enter()
+
+    return start
+
+
+async def _watch(bounded: CommandBounds | None, pid: int, clock: Clock) -> Limit:
+    """The limit the command reaches. Without bounds, or once the watch itself failed (the groups
+    and rlimits still hold), it never returns."""
+    if bounded is not None:
+        try:
+            return await bounded.watch(pid, clock)
+        except Exception:
+            log.exception("lab_limits_watch_failed")
+    never: asyncio.Future[Limit] = asyncio.get_running_loop().create_future()
+    return await never
+
+
 async def _wait(
-    proc: asyncio.subprocess.Process, timeout_s: float, flooded: asyncio.Event, clock: Clock
+    proc: asyncio.subprocess.Process,
+    timeout_s: float,
+    flooded: asyncio.Event,
+    watcher: asyncio.Task[Limit],
+    clock: Clock,
 ) -> bool:
-    """Wait for exit, a flood or the deadline; True when the deadline came first."""
+    """Wait for exit, a flood, a limit or the deadline; True when the deadline came first."""
     exited = asyncio.create_task(wait_for_exit(proc.pid))
     flood = asyncio.create_task(flooded.wait())
     deadline = asyncio.create_task(clock.sleep(timeout_s))
     try:
-        done, _ = await asyncio.wait({exited, flood, deadline}, return_when=asyncio.FIRST_COMPLETED)
+        done, _ = await asyncio.wait(
+            {exited, flood, deadline, watcher}, return_when=asyncio.FIRST_COMPLETED
+        )
     finally:
         for task in (exited, flood, deadline):
             task.cancel()
         await asyncio.gather(exited, flood, deadline, return_exceptions=True)
-    return deadline in done and exited not in done and flood not in done
+    return deadline in done and not done & {exited, flood, watcher}
 
 
-async def _kill_tree(pid: int, clock: Clock) -> None:
+async def _kill_tree(pid: int, clock: Clock, grace_s: float = KILL_GRACE_S) -> None:
     """SIGTERM the command's group and every descendant the walker sees; SIGKILL after the grace.
 
     Members are signalled one by one (psutil checks each is still the same process), never with
@@ -179,36 +253,71 @@ async def _kill_tree(pid: int, clock: Clock) -> None:
     """
     info = await asyncio.to_thread(ProcessWalker().tree, pid)
     pids = {p.pid for p in info.walk()} if info is not None else set()
-    await kill_processes(sorted(pids | set(group_pids(pid))), grace_s=KILL_GRACE_S, clock=clock)
+    targets = sorted(pids | set(group_pids(pid)))
+    await kill_processes(targets, grace_s=grace_s, clock=clock, settle_s=KILL_GRACE_S)
 
 
-async def _kill_leftovers(pid: int, marker: str, clock: Clock, helper: str | None) -> int:
-    """Kill what outlived the command: its group's members and anything carrying its marker.
+async def _kill_leftovers(
+    pid: int, marker: str, clock: Clock, sandboxed: bool, members: Callable[[], set[int]]
+) -> int:
+    """Kill what outlived the command; return how many strays were killed (a sandbox's init, a
+    helper, is none). Each sandbox init is SIGKILLed as soon as its namespace's processes are
+    listed: its death takes the namespace down at once, so a fork bomb cannot outrun the sweep,
+    and each listed process gone after it was killed. Strays outside a namespace get SIGTERM, then
+    SIGKILL after the grace. What started meanwhile is looked for again."""
+    killed: set[int] = set()
+    named: list[str] = []
+    for _ in range(SWEEP_ROUNDS):
+        left = await asyncio.to_thread(_leftovers, pid, marker, members, sandboxed)
+        if not (left.inits or left.inside or left.outside):
+            break
+        named += _described(sorted(left.inside | set(left.outside))[: LOGGED_STRAYS - len(named)])
+        if left.inits:
+            killed |= await _kill_namespaces(left.inits, left.inside, clock)
+        killed.update(await kill_processes(left.outside, grace_s=KILL_GRACE_S, clock=clock))
+    if killed:
+        log.info("lab_strays_killed", count=len(killed), strays=named, attempt=marker)
+    return len(killed)
 
-    The count leaves out `helper` processes (a sandbox's init, waiting on what it holds)."""
-    marked = await asyncio.to_thread(find_by_environ, MARKER_ENV, marker)
-    leftovers = (set(group_pids(pid)) | set(marked)) - {pid}
-    alive = [p for p in sorted(leftovers) if is_live(p)]
-    if not alive:
-        return 0
-    strays = [p for p in alive if _is_stray(p, helper)]
-    log.info("lab_strays_killed", pids=alive, strays=_described(strays), attempt=marker)
-    await kill_processes(alive, grace_s=KILL_GRACE_S, clock=clock)
-    return len(strays)
+
+@dataclass(frozen=True)
+class _Leftovers:
+    inits: list[int]
+    """Sandbox inits (helpers, never counted)."""
+    inside: set[int]
+    """Processes running in their namespaces."""
+    outside: list[int]
 
 
-def _is_stray(pid: int, helper: str | None) -> bool:
-    """A process still running that is not the `helper`, known by its name (the kernel's, which
-    outlives the command line: read as the sandbox's init ends, its argv may come back empty).
-    One that ends, or turns zombie, as it is looked at was no stray."""
-    try:
-        process = psutil.Process(pid)
-        name = process.name()
-        if process.status() == psutil.STATUS_ZOMBIE:
-            return False
-    except psutil.Error:
-        return False
-    return helper is None or name != os.path.basename(helper)[:15]
+def _leftovers(
+    pid: int, marker: str, members: Callable[[], set[int]], sandboxed: bool
+) -> _Leftovers:
+    """The running processes of the command's group, cgroup or marker, with their descendants."""
+    found = set(group_pids(pid)) | set(find_by_environ(MARKER_ENV, marker)) | members()
+    for root in list(found):
+        found.update(descendants(root))
+    found.discard(pid)
+    alive = {p for p in found if is_live(p)}
+    inits = sorted(p for p in alive if sandboxed and _is_sandbox_init(p))
+    inside = {child for init in inits for child in descendants(init)} & alive
+    return _Leftovers(inits, inside, sorted(alive - inside - set(inits)))
+
+
+async def _kill_namespaces(inits: list[int], inside: set[int], clock: Clock) -> set[int]:
+    """SIGKILL the sandbox inits (an init ignores SIGTERM) and return which of the processes
+    listed `inside` their namespaces are gone after it."""
+    await kill_processes(inits, grace_s=0, clock=clock, settle_s=KILL_GRACE_S)
+    deadline = clock.monotonic() + KILL_GRACE_S
+    while any(is_live(p) for p in inside) and clock.monotonic() < deadline:
+        await clock.sleep(KILL_POLL_S)
+    return {p for p in inside if not is_live(p)}
+
+
+def _is_sandbox_init(pid: int) -> bool:
+    """The init of a PID namespace one level below forge's: bubblewrap's, holding the sandbox
+    (one the recipe made would sit deeper). Known by the kernel, not by a name a stray can take."""
+    mine, theirs = namespace_pids(os.getpid()), namespace_pids(pid)
+    return len(theirs) == len(mine) + 1 and theirs[-1] == 1
 
 
 def _described(pids: list[int]) -> list[str]:

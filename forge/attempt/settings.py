@@ -1,4 +1,7 @@
-"""Run-time knobs that are not part of the activation: transient waits and test hooks.
+"""Run-time knobs that are not part of the activation: transient waits, limits and test hooks.
+
+Each attempt's bounds (processes, memory, disk written, open files) come from forge.toml's `[lab]`
+(`limits_from_config`), the defaults of `forge.attempt.limits.Limits` where none was read.
 
 Production waits 30 s, then 120 s, after a transient provider error, and keeps the Dask client lease
 refreshed every 5 s, stale after 30 s (docs/lab-dask.md). Tests scale them with
@@ -16,6 +19,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from forge.attempt.errors import LabRefusal
+from forge.attempt.limits import MIB, Limits
+from forge.config import LabConfig
 from forge.testhooks import LAB_TEST_HOOKS
 
 TRANSIENT_WAITS_ENV = "FORGE_LAB_TRANSIENT_WAITS_MS"
@@ -47,6 +52,18 @@ class LabSettings:
     forced_failures: frozenset[str] = field(default_factory=frozenset)
     sandbox_binds: tuple[str, ...] = ()
     """Test hook: folders mounted writable in the sandbox (a test's probe channel)."""
+    limits: Limits = field(default_factory=Limits)
+    """What each attempt may use (`[lab]`'s `limit_*` keys)."""
+
+
+def limits_from_config(lab: LabConfig) -> Limits:
+    """forge.toml's `[lab]` bounds, in the units `Limits` keeps."""
+    return Limits(
+        pids=lab.limit_pids,
+        memory_bytes=lab.limit_memory_mib * MIB,
+        disk_bytes=lab.limit_disk_mib * MIB,
+        open_files=lab.limit_open_files,
+    )
 
 
 def _seconds_pair(

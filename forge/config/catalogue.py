@@ -598,6 +598,51 @@ KEYS: tuple[Key, ...] = (
         note="seconds a --executor dask run waits while its scheduler has no worker; then it "
         "aborts (resumable), naming the scheduler and the waiting attempts; read as a run starts",
     ),
+    Key(
+        LAB,
+        "limit_pids",
+        kind="number",
+        reload="next_session",
+        rule=Integer(8, 4_194_304),
+        default=1024,
+        required=True,
+        note="processes and threads one attempt may run at a time; a fork past it ends the "
+        "attempt as resource-limit: pids (docs/lab.md, Limits); read as a run starts",
+    ),
+    Key(
+        LAB,
+        "limit_memory_mib",
+        kind="number",
+        reload="next_session",
+        rule=Integer(64, 1_048_576),
+        default=4096,
+        required=True,
+        note="memory one attempt may hold, in MiB, its private /tmp included; past it the "
+        "attempt ends as resource-limit: memory; read as a run starts",
+    ),
+    Key(
+        LAB,
+        "limit_disk_mib",
+        kind="number",
+        reload="next_session",
+        rule=Integer(16, 16_777_216),
+        default=4096,
+        required=True,
+        note="disk one attempt may write, in MiB: its workspace and home's growth plus its "
+        "private /tmp; also the largest file it may write; past it the attempt ends as "
+        "resource-limit: disk; read as a run starts",
+    ),
+    Key(
+        LAB,
+        "limit_open_files",
+        kind="number",
+        reload="next_session",
+        rule=Integer(64, 1_048_576),
+        default=4096,
+        required=True,
+        note="files each process of an attempt may hold open; an open past it fails inside the "
+        "recipe (EMFILE); read as a run starts",
+    ),
 )
 
 _BY_PATTERN = {key.pattern: key for key in KEYS}

@@ -370,7 +370,13 @@ def _typed(resolved: Mapping[str, Any], base: Path) -> ForgeConfig:
             backups=resolved["log"]["backups"],
             loop_stall_ms=resolved["log"]["loop_stall_ms"],
         ),
-        lab=LabConfig(dask_no_worker_s=float(resolved["lab"]["dask_no_worker_s"])),
+        lab=LabConfig(
+            dask_no_worker_s=float(resolved["lab"]["dask_no_worker_s"]),
+            limit_pids=resolved["lab"]["limit_pids"],
+            limit_memory_mib=resolved["lab"]["limit_memory_mib"],
+            limit_disk_mib=resolved["lab"]["limit_disk_mib"],
+            limit_open_files=resolved["lab"]["limit_open_files"],
+        ),
         tts=TtsConfig(
             enabled=resolved["tts"]["enabled"],
             engine=resolved["tts"]["engine"],

@@ -105,6 +105,12 @@ class LogConfig:
 class LabConfig:
     dask_no_worker_s: float
     """How long a Dask run's tasks may wait with no worker on the scheduler before it aborts."""
+    limit_pids: int
+    """What one attempt may use at a time: processes and threads, memory and disk written (MiB),
+    open files per process (forge.attempt.limits)."""
+    limit_memory_mib: int
+    limit_disk_mib: int
+    limit_open_files: int
 
 
 @dataclass(frozen=True)

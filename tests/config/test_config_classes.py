@@ -130,6 +130,11 @@ CONSUMERS: dict[tuple[str, str], ReloadClass] = {
     ("supervisor/browsers.py", "browser.audio"): "restart",
     # `forge evaluate --executor dask` reads the bound when the run starts.
     ("lab/evaluate.py", "lab.dask_no_worker_s"): "next_session",
+    # An attempt's limits are read into the run's settings when the run starts.
+    ("attempt/settings.py", "lab.limit_pids"): "next_session",
+    ("attempt/settings.py", "lab.limit_memory_mib"): "next_session",
+    ("attempt/settings.py", "lab.limit_disk_mib"): "next_session",
+    ("attempt/settings.py", "lab.limit_open_files"): "next_session",
 }
 
 ORDER: dict[ReloadClass, int] = {"live": 0, "next_session": 1, "restart": 2}
