@@ -7,6 +7,7 @@ the caller's environment the same way the CLI derives them.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import msgspec
@@ -14,6 +15,7 @@ import msgspec
 from forge.attempt.cohort import load_cohort
 from forge.attempt.coordinates import Coordinate
 from forge.attempt.layout import ATTEMPTS_DIR, COHORT_INPUT, INPUTS_DIR
+from forge.attempt.limits import Limits
 from forge.attempt.run import AttemptSpec
 from forge.attempt.settings import settings_from_env
 
@@ -33,6 +35,8 @@ class Handoff(
     parallel: int
     hidden: tuple[str, ...] = ()
     """Paths the recipe's sandbox never mounts (`AttemptSpec.hidden`)."""
+    limits: Limits = msgspec.field(default_factory=Limits)
+    """The run's `[lab]` bounds, read where the run was approved."""
 
     @classmethod
     def of(cls, spec: AttemptSpec, out: Path) -> Handoff:
@@ -46,6 +50,7 @@ class Handoff(
             keep_workspaces=spec.keep_workspaces,
             parallel=spec.parallel,
             hidden=spec.hidden,
+            limits=spec.settings.limits,
         )
 
     def spec(self) -> AttemptSpec:
@@ -65,7 +70,7 @@ class Handoff(
             source=Path(self.source),
             origin=self.origin,
             caller_env=self.caller_env,
-            settings=settings_from_env(self.caller_env),
+            settings=replace(settings_from_env(self.caller_env), limits=self.limits),
             keep_workspaces=self.keep_workspaces,
             parallel=self.parallel,
             hidden=self.hidden,

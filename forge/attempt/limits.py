@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+import msgspec
 import psutil
 
 from forge.clock import Clock
@@ -72,9 +73,9 @@ _NAMED = re.compile(r"forge-(\d+)-")
 log = get_logger(__name__)
 
 
-@dataclass(frozen=True)
-class Limits:
-    """What one attempt may use at a time (`[lab]` in forge.toml; docs/config.md)."""
+class Limits(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """What one attempt may use at a time (`[lab]` in forge.toml; docs/config.md); plain data
+    that travels with an attempt to its runner."""
 
     pids: int = DEFAULT_PIDS
     """Processes and threads."""

@@ -63,6 +63,7 @@ from forge.attempt.harness import (
     served_model_mismatch,
     task_input,
 )
+from forge.attempt.limits import Bounds
 from forge.attempt.plan import Command, is_test_file
 from forge.attempt.record import (
     SCHEMA_VERSION,
@@ -162,6 +163,12 @@ class _Attempt:
         """The private directory, made when the attempt starts."""
         self.made_work = False
         self.sandbox: Sandbox | None = None
+        self.bounds = Bounds(spec.settings.limits)
+        """The recipe's bounds; its disk written counts from its trees as its first command
+        found them (set once they exist)."""
+        self.limit: str | None = None
+        """The first limit a command of this attempt reached."""
+        self.bounded_by: str | None = None
         self.redactor = Redactor(spec.caller_env)
         self.peak_rss = 0
         self.cpu_seconds = 0.0
@@ -200,6 +207,7 @@ class _Attempt:
         started = self.clock.monotonic()
         record = self.record
         await asyncio.to_thread(self._make_work)
+        self.bounds = Bounds(self.spec.settings.limits, (self.workspace, self.work / "home"))
         record.seal = await self._seal()
         try:
             await make_attempt_source(self.spec.source, self.plan.base_commit, self.source)
@@ -218,6 +226,11 @@ class _Attempt:
         record.peak_rss_bytes = self.peak_rss
         record.cpu_seconds = round(self.cpu_seconds, 3)
         record.stray_processes_killed = self.strays
+        if self.limit is not None:
+            self.notes.append(
+                f"a command reached the {self.limit} limit and was killed "
+                f"(bounded by {self.bounded_by})"
+            )
         record.notes = self.notes
         if record.error is UNSET:
             record.error = None
@@ -254,6 +267,7 @@ class _Attempt:
             mounts=self.atom.mounts,
             network=network,
             scratch=[str(self.work.parent)],
+            tmpfs_bytes=self.spec.settings.limits.disk_bytes,
         )
         return Seal(sandbox=sandbox.NAME, reason=None, network=network)
 
@@ -309,6 +323,8 @@ class _Attempt:
         self.peak_rss = max(self.peak_rss, result.peak_rss_bytes)
         self.cpu_seconds += result.cpu_seconds
         self.strays += result.strays_killed
+        self.limit = self.limit or result.limit
+        self.bounded_by = self.bounded_by or result.bounded_by
 
     async def _hold(self, phase: str) -> None:
         """Test hook: park at `phase` until the named file exists (never set in production)."""
@@ -326,21 +342,24 @@ class _Attempt:
     # -- setup and coding --------------------------------------------------------------------
 
     async def _setup_and_code(self) -> None:
-        failure = await self._setup(self.workspace, self.work / "home", self._recipe_sandbox())
+        failure = await self._setup(
+            self.workspace, self.work / "home", self._recipe_sandbox(), self.bounds
+        )
         if failure is not None:
             command, result = failure
-            self.record.outcome, self.record.error = "setup-failed", f"setup {command.id} failed"
+            self.record.outcome = _limited(result) or "setup-failed"
+            self.record.error = f"setup {command.id} failed"
             self._failed("setup", command.id, "workspace", result)
             return
         await self._code()
 
     async def _setup(
-        self, root: Path, home: Path, box: Sandbox | None
+        self, root: Path, home: Path, box: Sandbox | None, bounds: Bounds
     ) -> tuple[Command, CommandResult] | None:
         """Run the plan's setup in `root`, each from its dir; the first failure, if any."""
         for command in self.plan.setup:
             cwd = root if command.dir == "." else root / command.dir
-            result = await self._run_check(command.argv, cwd, command.timeout_ms, home, box)
+            result = await self._run_check(command.argv, cwd, command.timeout_ms, home, box, bounds)
             if not result.ok:
                 return command, result
         return None
@@ -352,6 +371,7 @@ class _Attempt:
         timeout_ms: int,
         home: Path,
         box: Sandbox | None,
+        bounds: Bounds,
     ) -> CommandResult:
         result = await run_command(
             argv,
@@ -361,6 +381,7 @@ class _Attempt:
             clock=self.clock,
             output_cap=HARNESS_STDOUT_CAP,
             sandbox=box,
+            bounds=bounds,
         )
         self._account(result)
         return result
@@ -379,6 +400,10 @@ class _Attempt:
             invocation, report, result = await self._invoke(index, instructions, resumed)
             invocations.append(invocation)
             harness_ms += result.elapsed_ms
+            limited = _limited(result)
+            if limited is not None:
+                outcome = limited
+                break
             if result.timed_out:
                 outcome = "timed-out"
                 timed_out = True
@@ -464,15 +489,19 @@ class _Attempt:
             output_cap=HARNESS_STDOUT_CAP,
             stdin=task_bytes,
             sandbox=self._recipe_sandbox(),
+            bounds=self.bounds,
         )
         self._account(result)
         complete = not result.timed_out and not result.output_capped
         report = parse_report(result.stdout) if complete else None
         invocation = Invocation(
             id=f"{self.spec.attempt_id}/coding-{index}",
-            outcome="timed-out"
-            if result.timed_out
-            else (report.outcome if report else "invalid-output"),
+            outcome=_limited(result)
+            or (
+                "timed-out"
+                if result.timed_out
+                else (report.outcome if report else "invalid-output")
+            ),
             terminal_reason=report.terminal_reason if report else None,
             error=self.redactor.text(report.error) if report and report.error else None,
             exit_code=result.exit_code,
@@ -661,6 +690,7 @@ class _Attempt:
             clock=self.clock,
             acceptance_script=self._acceptance_script,
             sandbox=self._view_sandbox(path, home),
+            bounds=Bounds(self.spec.settings.limits, (path, home)),
         )
         for observation in result.observations:
             self._account(observation.result)
@@ -718,15 +748,18 @@ class _Attempt:
         base_view = self.work / "views" / "base"
         home = await self._fresh_home("base")
         box = self._view_sandbox(base_view, home)
+        bounds = Bounds(self.spec.settings.limits, (base_view, home))
         try:
             await add_worktree(self.source, base_view, self.plan.base_commit)
-            if await self._setup(base_view, home, box) is not None:
+            if await self._setup(base_view, home, box, bounds) is not None:
                 return entries
             for position, nodeid in enumerate(ordered[:MAX_RERUN_TESTS]):
                 verdicts = []
                 for _ in range(RUNS_PER_TEST):
                     argv = rerun_argv(failed[nodeid].argv, nodeid)
-                    result = await self._run_check(argv, base_view, RERUN_TIMEOUT_MS, home, box)
+                    result = await self._run_check(
+                        argv, base_view, RERUN_TIMEOUT_MS, home, box, bounds
+                    )
                     verdicts.append(
                         rerun_verdict(
                             result.stdout.decode("utf-8", errors="replace"),
@@ -786,6 +819,11 @@ class _Attempt:
             await asyncio.to_thread((self.spec.attempt_dir / WORK_LINK).unlink)
         except OSError as error:
             self.record.cleanup_error = str(error)
+
+
+def _limited(result: CommandResult) -> str | None:
+    """`resource-limit: <name>` when the command was killed at one of the attempt's limits."""
+    return f"resource-limit: {result.limit}" if result.limit is not None else None
 
 
 def _violations(capture: Capture, allowed: tuple[str, ...]) -> list[str]:

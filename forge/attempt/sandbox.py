@@ -33,6 +33,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from forge.attempt.limits import sized_tmpfs
+
 PROGRAM_ENV = "FORGE_LAB_BWRAP"
 """Which bubblewrap to run (default `bwrap` on PATH); one that cannot run turns the sandbox off."""
 NAME = "bubblewrap"
@@ -175,6 +177,7 @@ def filesystem_args(
     network: bool,
     shown: Iterable[str] = (),
     scratch: Iterable[str] = (),
+    tmpfs_bytes: int | None = None,
     scan: Scan = scan_directory,
 ) -> list[str]:
     """bwrap mount arguments: `SYSTEM` and `shown` read-only without `hidden`, scratch private.
@@ -183,7 +186,8 @@ def filesystem_args(
     entries are bound one by one (links recreated, unless they lead into a hidden path), so the
     hidden path is simply absent. A top-level link of `SYSTEM` (`/bin -> usr/bin`) is recreated.
     `scratch` (where the attempts' private directories live) is left out of a shown folder that
-    holds it, but a mount may sit inside it (a virtualenv under `/tmp`).
+    holds it, but a mount may sit inside it (a virtualenv under `/tmp`). With `tmpfs_bytes`, each
+    private scratch folder holds at most that much (the attempt's disk bound).
     """
     hide = {p for p in hidden if p != "/"}
     carved = sorted(set(scratch))
@@ -215,8 +219,8 @@ def filesystem_args(
         elif os.path.isdir(root):
             expose(root, system_excluded, "--ro-bind")
     args += ["--proc", "/proc", "--dev", "/dev"]
-    for scratch in PRIVATE_TMP:
-        args += ["--tmpfs", scratch]
+    for folder in PRIVATE_TMP:
+        args += sized_tmpfs(folder, tmpfs_bytes) if tmpfs_bytes else ["--tmpfs", folder]
     if network:
         for folder in RESOLVER_DIRS:
             args += ["--ro-bind-try", folder, folder]
@@ -256,9 +260,14 @@ class Sandbox:
         mounts: Iterable[str],
         network: bool,
         scratch: Iterable[str] = (),
+        tmpfs_bytes: int | None = None,
     ) -> Sandbox:
         layout = filesystem_args(
-            hidden, network=network, shown=realpaths(mounts), scratch=realpaths(scratch)
+            hidden,
+            network=network,
+            shown=realpaths(mounts),
+            scratch=realpaths(scratch),
+            tmpfs_bytes=tmpfs_bytes,
         )
         return cls(program, tuple(layout), network)
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from forge.attempt.command import CommandResult, run_command
 from forge.attempt.git import GitError, content_tree, git, save_index
+from forge.attempt.limits import Bounds
 from forge.attempt.plan import Command
 from forge.attempt.sandbox import Sandbox
 from forge.clock import Clock
@@ -58,6 +59,7 @@ class Observation:
             and not self.result.timed_out
             and not self.result.output_capped
             and self.result.start_error is None
+            and self.result.limit is None
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -137,6 +139,7 @@ async def run_view(
     clock: Clock,
     acceptance_script: AcceptanceScript,
     sandbox: Sandbox | None = None,
+    bounds: Bounds | None = None,
 ) -> ViewResult:
     result = ViewResult(name=name, steps=steps)
     view_env = {**env, "FORGE_EVAL_WORKSPACE": str(view)}
@@ -160,6 +163,7 @@ async def run_view(
             clock=clock,
             output_cap=CHECK_OUTPUT_CAP,
             sandbox=sandbox,
+            bounds=bounds,
         )
         observation = Observation(step, outcome)
         result.observations.append(observation)

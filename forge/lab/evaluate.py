@@ -16,7 +16,7 @@ import shlex
 import signal
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from forge.attempt import sandbox
@@ -25,7 +25,7 @@ from forge.attempt.errors import LabRefusal, refusal
 from forge.attempt.git import SourceFacts, has_commit, inspect_source, list_files
 from forge.attempt.plan import MANIFESTS, unanchored_paths
 from forge.attempt.run import iso_utc
-from forge.attempt.settings import LabSettings, settings_from_env
+from forge.attempt.settings import LabSettings, limits_from_config, settings_from_env
 from forge.clock import SYSTEM_CLOCK
 from forge.config import ConfigError, LabConfig, load_config, resolve_config_path
 from forge.ipc.manager import WorkerManager
@@ -155,7 +155,7 @@ async def prepare(args: argparse.Namespace, env: Mapping[str, str]) -> Prepared:
         hidden=hidden,
         digest=digest,
         approve_argv=approve_argv,
-        settings=settings_from_env(env),
+        settings=replace(settings_from_env(env), limits=limits_from_config(_lab_config(env))),
         probe=await asyncio.to_thread(sandbox.probe, env),
     )
 
@@ -302,10 +302,10 @@ def _require_distributed() -> None:
         )
 
 
-def _lab_config() -> LabConfig:
+def _lab_config(env: Mapping[str, str] = os.environ) -> LabConfig:
     """forge.toml's [lab] (FORGE_CONFIG, else the default place); a bad file refuses the run."""
     try:
-        return load_config(resolve_config_path(None, os.environ)).config.lab
+        return load_config(resolve_config_path(None, env)).config.lab
     except ConfigError as error:
         raise LabRefusal(str(error)) from None
 

@@ -370,7 +370,7 @@ def _attempt_lines(record: AttemptRecord) -> list[str]:
     lines = [
         f"- {record.task} {record.variant} rep-{record.repetition}: "
         f"{outcome_class(record)}; models {models}; cost {_usd(known(record.cost_usd))}; "
-        f"elapsed {known(record.elapsed_ms)} ms{_unsealed(record)}"
+        f"elapsed {known(record.elapsed_ms)} ms{_limit(record)}{_unsealed(record)}"
     ]
     for failure in record.failed_check_output or []:
         lines.append(
@@ -397,6 +397,12 @@ def _attempt_lines(record: AttemptRecord) -> list[str]:
         for test in record.regression_failed_tests:
             lines.append(f"    - {test}{_base_mark(by_test.get(test))}")
     return lines
+
+
+def _limit(record: AttemptRecord) -> str:
+    """`; resource-limit: pids` (the limit named) for an attempt killed at one of its bounds."""
+    outcome = known(record.outcome)
+    return f"; {outcome}" if str(outcome).startswith("resource-limit: ") else ""
 
 
 def _unsealed(record: AttemptRecord) -> str:

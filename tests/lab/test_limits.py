@@ -11,7 +11,6 @@ run between two samples.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import os
 import resource
 import shutil
@@ -38,7 +37,6 @@ from forge.attempt.limits import (
     make_v1_group,
     make_v2_group,
     proportional_kib,
-    sized_tmpfs,
     this_host,
     tree_bytes,
 )
@@ -52,23 +50,6 @@ SMALL = Limits(pids=64, memory_bytes=128 * MIB, disk_bytes=16 * MIB, open_files=
 TIMEOUT_S = 90.0
 """Far above any attack's end here: a result that timed out failed the test."""
 CGROUPS: tuple[Mechanism, ...] = ("cgroup2", "cgroup1")
-
-
-def sized_scratch(system: Sequence[str]) -> tuple[str, ...]:
-    """The sandbox's system with its private scratch directories sized to the disk bound.
-
-    Test shim until the wiring in forge/attempt/sandbox.py puts `sized_tmpfs` in place of each
-    `--tmpfs` of `filesystem_args`; it rewrites the layout the same way."""
-    sized: list[str] = []
-    index = 0
-    while index < len(system):
-        if system[index] == "--tmpfs":
-            sized += sized_tmpfs(system[index + 1], SMALL.disk_bytes)
-            index += 2
-        else:
-            sized.append(system[index])
-            index += 1
-    return tuple(sized)
 
 
 @pytest.fixture
@@ -139,8 +120,9 @@ async def run(
 
 def boxed(bwrap: str, work: Path) -> Sandbox:
     """The attempt's sandbox with `work` its only writable tree."""
-    box = Sandbox.for_attempt(bwrap, hidden=[], mounts=[], network=False)
-    box = dataclasses.replace(box, system=sized_scratch(box.system))
+    box = Sandbox.for_attempt(
+        bwrap, hidden=[], mounts=[], network=False, tmpfs_bytes=SMALL.disk_bytes
+    )
     return box.with_trees(Trees(writable=(str(work),)))
 
 

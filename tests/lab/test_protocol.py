@@ -36,6 +36,12 @@ def test_a_run_request_crosses_as_camel_case_builtins_and_back() -> None:
             "keepWorkspaces": False,
             "parallel": 2,
             "hidden": ("/runs/out", "/src"),
+            "limits": {
+                "pids": 1024,
+                "memoryBytes": 4 << 30,
+                "diskBytes": 4 << 30,
+                "openFiles": 4096,
+            },
         }
     }
     assert decode_request(Run, args) == Run(attempt=HANDOFF)

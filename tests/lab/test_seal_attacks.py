@@ -177,3 +177,33 @@ def test_the_host_outside_the_allow_list_does_not_exist_inside(kit: Kit) -> None
     for probe in probes:
         assert probe["visible"] == dict.fromkeys(peek, False)
     assert kit.record("t1", "a")["correct"] is True
+
+
+BOMB_PRELUDE = r"""
+bash -c ':(){ :|:& };:; wait'
+exec "$@"
+"""
+
+
+def test_a_fork_bomb_recipe_ends_on_its_limit_and_its_sibling_is_accepted(
+    kit: Kit, tmp_path: Path
+) -> None:
+    """Through a real run with `[lab]` bounds from forge.toml: the bombing attempt ends as
+    `resource-limit: pids` (named in report.md), the honest one beside it is accepted."""
+    config = tmp_path / "forge.toml"
+    config.write_text("[lab]\nlimit_pids = 64\nlimit_memory_mib = 512\n")
+    kit.cohort(
+        a=kit.formula("a"),
+        b=with_prelude(kit, "b", BOMB_PRELUDE, model="m2"),
+        tasks={"t1": kit.plan("t1")},
+    )
+    done = kit.approve("--parallel", "2", env={"FORGE_CONFIG": str(config)})
+    assert done.returncode == 2, done.stderr
+    assert kit.record("t1", "a")["correct"] is True
+    bombed = kit.record("t1", "b")
+    assert (bombed["outcome"], bombed["correct"]) == ("resource-limit: pids", False), bombed
+    assert any("reached the pids limit" in note for note in bombed["notes"])
+    lines = (kit.out / "report.md").read_text().splitlines()
+    line = next(line for line in lines if line.startswith("- t1 b rep-1: "))
+    assert line.startswith("- t1 b rep-1: incomplete;")
+    assert line.endswith("; resource-limit: pids")
