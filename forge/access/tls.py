@@ -10,7 +10,8 @@ log `tls_reload_failed` once per content.
 
 `forge supervise --tls self-signed` uses `self_signed`: an EC P-256 key and a certificate for the
 machine's names and addresses (the `cryptography` package), kept in the state directory and made
-again only when a name or address is missing from it or it is about to expire.
+again only when a name or address is missing from it or it is about to expire. The same key and
+certificate builders make the Lab's Dask cluster CA (`forge.lab.cluster_tls`).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import os
 import re
 import socket
 import ssl
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -195,30 +196,72 @@ def self_signed(
     now = now or datetime.datetime.now(datetime.UTC)
     if _still_good(pair, names, now):
         return pair, False
-    key = ec.generate_private_key(ec.SECP256R1())
-    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, names[0][:64])])
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(subject)
-        .issuer_name(subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(days=1))
-        .not_valid_after(now + datetime.timedelta(days=SELF_SIGNED_DAYS))
-        .add_extension(x509.SubjectAlternativeName([_general_name(n) for n in names]), False)
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), True)
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), False)
-        .sign(key, hashes.SHA256())
+    key = new_key()
+    cert = certificate(
+        names[0],
+        key.public_key(),
+        signer=key,
+        issuer=None,
+        now=now,
+        days=SELF_SIGNED_DAYS,
+        extensions=[
+            (x509.SubjectAlternativeName([_general_name(n) for n in names]), False),
+            (x509.BasicConstraints(ca=False, path_length=None), True),
+            (x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), False),
+        ],
     )
     pair.cert.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    key_pem = key.private_bytes(
+    replace_file(pair.key, key_pem(key), 0o600)
+    replace_file(pair.cert, cert_pem(cert), 0o644)
+    return pair, True
+
+
+# Making keys and certificates (the self-signed pair above, the Lab's Dask cluster CA).
+
+
+def new_key() -> ec.EllipticCurvePrivateKey:
+    """An EC P-256 key: every TLS stack forge's certificates meet accepts it."""
+    return ec.generate_private_key(ec.SECP256R1())
+
+
+def certificate(
+    subject: str,
+    public_key: ec.EllipticCurvePublicKey,
+    *,
+    signer: ec.EllipticCurvePrivateKey,
+    issuer: x509.Certificate | None,
+    now: datetime.datetime,
+    days: int,
+    extensions: Sequence[tuple[x509.ExtensionType, bool]],
+) -> x509.Certificate:
+    """A certificate for `public_key` named `subject` (its first 64 characters), valid from a day
+    before `now` for `days` days: self-signed when `issuer` is None, else issued by that CA (its
+    key `signer`). Each extension comes with whether it is critical."""
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject[:64])])
+    builder = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name if issuer is None else issuer.subject)
+        .public_key(public_key)
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(days=1))
+        .not_valid_after(now + datetime.timedelta(days=days))
+    )
+    for extension, critical in extensions:
+        builder = builder.add_extension(extension, critical)
+    return builder.sign(signer, hashes.SHA256())
+
+
+def key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
+    return key.private_bytes(
         serialization.Encoding.PEM,
         serialization.PrivateFormat.PKCS8,
         serialization.NoEncryption(),
     )
-    _write(pair.key, key_pem, 0o600)
-    _write(pair.cert, cert.public_bytes(serialization.Encoding.PEM), 0o644)
-    return pair, True
+
+
+def cert_pem(cert: x509.Certificate) -> bytes:
+    return cert.public_bytes(serialization.Encoding.PEM)
 
 
 def _general_name(name: str) -> x509.GeneralName:
@@ -247,8 +290,9 @@ def _canonical(name: str) -> str:
         return name.lower()
 
 
-def _write(path: Path, data: bytes, mode: int) -> None:
-    """Replace `path` by rename, so a server re-reading it never sees half a file."""
+def replace_file(path: Path, data: bytes, mode: int) -> None:
+    """Replace `path` by rename, so a server re-reading it never sees half a file; the new file
+    has `mode` from its creation (a key is never readable by others, even for a moment)."""
     temporary = path.with_name(f".{path.name}.new")
     descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
     with os.fdopen(descriptor, "wb") as file:

@@ -119,7 +119,20 @@ def register(
     parser.add_argument(
         "--scheduler",
         metavar="ADDRESS",
-        help="with --executor dask: the scheduler, for example tcp://host:8786",
+        help="with --executor dask: the scheduler, tls://HOST:PORT (tcp:// only with "
+        "--insecure-cluster)",
+    )
+    parser.add_argument(
+        "--cluster-certs",
+        metavar="DIR",
+        help="with a tls:// scheduler: the folder holding ca.pem, client.pem and client.key "
+        "(`forge evaluate cluster-certs DIR` makes it)",
+    )
+    parser.add_argument(
+        "--insecure-cluster",
+        action="store_true",
+        help="run on a tcp:// scheduler, which runs code from anyone who reaches it (the report "
+        "says the cluster was insecure)",
     )
     parser.add_argument(
         "--local",
@@ -135,7 +148,7 @@ def register(
     )
     parser.add_argument("--recheck", action="store_true", help=argparse.SUPPRESS)
     parser.set_defaults(run=functools.partial(run, run_cohort), action=None)
-    actions = parser.add_subparsers(dest="action", metavar="[init | pin | replay]")
+    actions = parser.add_subparsers(dest="action", metavar="[init | pin | replay | cluster-certs]")
 
     init = actions.add_parser(
         "init",
@@ -195,6 +208,24 @@ def register(
     replay.add_argument("--out", metavar="NEW_DIR")
     replay.add_argument("--python", metavar="PYTHON", default="python3")
     replay.set_defaults(run=run_replay)
+
+    certs = actions.add_parser(
+        "cluster-certs",
+        help="make a CA and TLS certificates for a Dask cluster (--executor dask)",
+        description="Make a CA and a certificate and key each for the Dask scheduler, its workers "
+        "and forge evaluate in DIR (a new 0700 folder; keys 0600), drop the CA's key, and print "
+        "the dask scheduler, dask worker and forge evaluate options that use them. "
+        "Any certificate of the CA may submit work to the cluster: see docs/lab-dask.md.",
+        epilog="exit codes: 0 written; 1 refused (DIR exists and is not empty)",
+    )
+    _usage_exits_1(certs)
+    certs.add_argument("certs_dir", metavar="DIR", help="an absent or empty directory")
+    certs.add_argument(
+        "--host",
+        metavar="NAME",
+        help="the scheduler's machine as workers and forge reach it, for the printed commands "
+        "(default: this machine's host name)",
+    )
     _register_learning(subparsers)
 
 
@@ -234,6 +265,10 @@ def run(run_cohort: RunCohort | None, args: argparse.Namespace) -> int:
         from forge.lab.scaffold import pin
 
         return pin(args.pin_cohort)
+    if args.action == "cluster-certs":
+        from forge.lab.cluster_tls import cluster_certs_command
+
+        return cluster_certs_command(args)
     if run_cohort is not None:
         return run_cohort(args)
     from forge.lab.evaluate import evaluate

@@ -15,23 +15,31 @@ would re-run the task elsewhere, so the re-run refuses to start (its attempt dir
 holds a workspace), and `KilledWorker` after repeated losses does the same. A cluster with no
 worker left holds tasks forever, so the client counts the scheduler's workers and aborts the run
 once tasks have waited `[lab] dask_no_worker_s` without one (`noworker`).
+
+The client connects with its certificate over TLS (`cluster_tls`), or, with `--insecure-cluster`,
+with Dask's own configuration. A worker holds a key of the cluster's CA, which would let a recipe
+submit work as forge does, so the folders of the worker's TLS files join the paths the attempt's
+sandbox never mounts.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import os
 import uuid
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
-from distributed import Client, Event, Variable
+from distributed import Client, Event, Variable, get_worker
 from distributed.client import Future, FutureCancelledError
 from distributed.scheduler import KilledWorker
+from distributed.security import Security
 
 from forge import __version__, eventloop
+from forge.attempt import sandbox
 from forge.attempt.command import MARKER_ENV
 from forge.attempt.deathwatch import deathwatch
 from forge.attempt.errors import LabRefusal, RunAborted
@@ -41,6 +49,7 @@ from forge.attempt.record import AttemptRecord
 from forge.attempt.run import AttemptSpec, discard_lost_attempt, run_attempt
 from forge.clock import SYSTEM_CLOCK, Clock
 from forge.lab.activation import MANIFEST_FILE
+from forge.lab.cluster_tls import ClientTls
 from forge.lab.noworker import NoWorkerWait, waiting_note
 
 WATCH_S = 0.5
@@ -48,6 +57,33 @@ WATCH_S = 0.5
 WORKERS_EVERY_S = 1.0
 """How often the client asks the scheduler how many workers it has."""
 PROBE_LABEL = "the path probe"
+TLS_FILES = (
+    *("tls_ca_file", "tls_scheduler_cert", "tls_scheduler_key", "tls_worker_cert"),
+    *("tls_worker_key", "tls_client_cert", "tls_client_key"),
+)
+"""The `Security` fields that name files; a value holding a newline is a PEM in memory."""
+
+
+def client_security(tls: ClientTls | None) -> Security | None:
+    """forge's side of the cluster's TLS; None (Dask's configuration) with --insecure-cluster."""
+    if tls is None:
+        return None
+    return Security(
+        require_encryption=True,
+        tls_ca_file=str(tls.ca),
+        tls_client_cert=str(tls.cert),
+        tls_client_key=str(tls.key),
+    )
+
+
+def tls_folders(security: Security) -> list[str]:
+    """The folders of the TLS files `security` names (its PEMs held in memory name none)."""
+    values = [getattr(security, name) for name in TLS_FILES]
+    return [
+        os.path.dirname(os.path.abspath(value))
+        for value in values
+        if isinstance(value, str) and value and "\n" not in value
+    ]
 
 
 class DaskExecutor:
@@ -221,11 +257,13 @@ def _probe(paths: list[str]) -> dict[str, Any]:
 
 def run_on_worker(handoff: Handoff, run_id: str) -> AttemptRecord:
     """The Dask task: run one attempt in this worker thread, cancelling it when the run aborts."""
-    return eventloop.run_beside_others(_watched(handoff, run_id))
+    secrets = tls_folders(get_worker().security)
+    return eventloop.run_beside_others(_watched(handoff, run_id, secrets))
 
 
-async def _watched(handoff: Handoff, run_id: str) -> AttemptRecord:
+async def _watched(handoff: Handoff, run_id: str, secrets: list[str]) -> AttemptRecord:
     spec = handoff.spec()
+    spec = dataclasses.replace(spec, hidden=sandbox.realpaths([*spec.hidden, *secrets]))
     if await asyncio.to_thread((spec.attempt_dir / "work").exists):
         # Dask re-runs a task whose worker died; an attempt is never silently retried.
         await discard_lost_attempt(spec)

@@ -30,6 +30,7 @@ from forge.clock import SYSTEM_CLOCK
 from forge.config import ConfigError, LabConfig, load_config, resolve_config_path
 from forge.ipc.manager import WorkerManager
 from forge.lab.activation import OutState, activate, check_out, read_activation, review_text
+from forge.lab.cluster_tls import ClientTls, client_tls, scheduler_problems
 from forge.lab.digest import activation_digest, canonical_out
 from forge.lab.learn_requests import report_after_run
 from forge.lab.progress import ProgressDisplay
@@ -59,10 +60,7 @@ def _check_flags(args: argparse.Namespace) -> int:
             problems.append(f"evaluate --cohort needs --{flag}")
     if args.executor not in EXECUTORS:
         problems.append(f"--executor must be local or dask, got {args.executor!r}")
-    if args.executor == "dask" and not args.scheduler:
-        problems.append("--executor dask needs --scheduler ADDRESS (for example tcp://host:8786)")
-    if args.executor != "dask" and args.scheduler:
-        problems.append("--scheduler is only meaningful with --executor dask")
+    problems += scheduler_problems(args)
     text = args.parallel
     if not text.isdigit() or not 1 <= int(text) <= 4:
         problems.append(f"--parallel must be an integer from 1 to 4, got {text!r}")
@@ -116,6 +114,8 @@ class Prepared:
     approve_argv: list[str]
     settings: LabSettings
     probe: sandbox.Probe
+    cluster_tls: ClientTls | None
+    """`--cluster-certs`: the client's certificate for a `tls://` Dask scheduler."""
 
 
 async def prepare(args: argparse.Namespace, env: Mapping[str, str]) -> Prepared:
@@ -126,7 +126,11 @@ async def prepare(args: argparse.Namespace, env: Mapping[str, str]) -> Prepared:
     source = await inspect_source(absolute(args.source))
     out_text = canonical_out(absolute(args.out))
     out = Path(out_text)
+    cluster = None if args.cluster_certs is None else client_tls(absolute(args.cluster_certs))
     hidden = hidden_paths(cohort_dir=cohort_path.parent, out=out, source=source, env=env)
+    if cluster is not None:
+        # A recipe holding the client's key could submit work to the cluster like forge does.
+        hidden = sandbox.realpaths([*hidden, str(cluster.folder)])
     problems = await _readiness(cohort, source)
     problems += check_mounts(cohort, hidden, env)
     if problems:
@@ -157,11 +161,15 @@ async def prepare(args: argparse.Namespace, env: Mapping[str, str]) -> Prepared:
         approve_argv=approve_argv,
         settings=replace(settings_from_env(env), limits=limits_from_config(_lab_config(env))),
         probe=await asyncio.to_thread(sandbox.probe, env),
+        cluster_tls=cluster,
     )
 
 
 def preview(prepared: Prepared, runs: str) -> str:
-    """The review text; `runs` says where an approved run would go (`Runs in: ...`)."""
+    """The review text; `runs` says where an approved run would go (`Runs in: ...`), which for
+    `--executor dask` is the cluster, and whether it is one that anyone may submit work to."""
+    if prepared.args.executor == "dask":
+        runs = _cluster_line(prepared)
     seal_text = review_lines(
         prepared.cohort,
         prepared.probe,
@@ -178,6 +186,17 @@ def preview(prepared: Prepared, runs: str) -> str:
         approve_argv=prepared.approve_argv,
         seal=[*seal_text, runs],
     )
+
+
+def _cluster_line(prepared: Prepared) -> str:
+    scheduler = prepared.args.scheduler
+    if prepared.cluster_tls is None:
+        return (
+            f"Runs in: the Dask cluster at {scheduler}, WITHOUT TLS (--insecure-cluster): anyone "
+            "who reaches its scheduler runs code on its workers, outside the sandbox; the report "
+            "will say so"
+        )
+    return f"Runs in: the Dask cluster at {scheduler} (TLS, as {prepared.cluster_tls.cert})"
 
 
 def check_approval(prepared: Prepared) -> None:
@@ -215,7 +234,11 @@ def open_run(prepared: Prepared) -> tuple[RunConfig, OutState]:
         settings=prepared.settings,
         parallel=prepared.parallel,
         keep_workspaces=args.keep_workspaces,
-        runs_note={"resume": state is OutState.RESUME, "executor": args.executor},
+        runs_note={
+            "resume": state is OutState.RESUME,
+            "executor": args.executor,
+            **({"insecureCluster": True} if args.insecure_cluster else {}),
+        },
         hidden=prepared.hidden,
     )
     return config, state
@@ -263,7 +286,9 @@ async def run_here(prepared: Prepared) -> int:
     config, _ = open_run(prepared)
     configure(prepared.out / "lab.log", to_stderr=False, process="lab")
     if dask_config is not None:
-        cohort_run, final = await _on_dask(config, args.scheduler, dask_config)
+        cohort_run, final = await _on_dask(
+            config, args.scheduler, prepared.cluster_tls, dask_config
+        )
     else:
         async with WorkerManager() as manager:
             pool = RunnerPool(manager, config.parallel, config.out)
@@ -310,13 +335,15 @@ def _lab_config(env: Mapping[str, str] = os.environ) -> LabConfig:
         raise LabRefusal(str(error)) from None
 
 
-async def _on_dask(config: RunConfig, scheduler: str, lab: LabConfig) -> tuple[CohortRun, RunState]:
+async def _on_dask(
+    config: RunConfig, scheduler: str, tls: ClientTls | None, lab: LabConfig
+) -> tuple[CohortRun, RunState]:
     from distributed import Client
 
-    from forge.lab.cluster import DaskExecutor
+    from forge.lab.cluster import DaskExecutor, client_security
 
     try:
-        client = await Client(scheduler, asynchronous=True)
+        client = await Client(scheduler, asynchronous=True, security=client_security(tls))
     except (OSError, TimeoutError) as error:
         raise LabRefusal(
             f"--scheduler {scheduler}: cannot reach the Dask scheduler ({error})"

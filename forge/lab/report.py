@@ -38,6 +38,8 @@ class RunState:
     stop_reason: str | None = None
     abort_reason: str | None = None
     approval: dict[str, Any] = field(default_factory=dict)
+    insecure_cluster: bool = False
+    """Some invocation of the run used a Dask cluster without TLS (`--insecure-cluster`)."""
 
 
 def outcome_class(record: AttemptRecord) -> str:
@@ -70,7 +72,8 @@ def build_report(
             "variants": [v.name for v in spec.variants],
             "stop": {"maxAttempts": spec.stop.max_attempts, "maxCostUSD": spec.stop.max_cost_usd},
         },
-        "seal": _seal(spec, records),
+        "seal": _seal(spec, records)
+        | ({"insecureCluster": True} if state.insecure_cluster else {}),
         "primary": primary,
         "variants": variants,
         "tasks": [_task_row(t.name, spec, records) for t in spec.tasks],
@@ -225,6 +228,12 @@ def _notes(
         notes.append(f"Stopped: {state.stop_reason}.")
     if state.abort_reason:
         notes.append(f"Aborted: {state.abort_reason}.")
+    if state.insecure_cluster:
+        notes.append(
+            "Insecure cluster: attempts ran on a Dask cluster without TLS (--insecure-cluster); "
+            "anyone who could reach its scheduler could run code on its workers, outside the "
+            "sandbox, and change any attempt or this report."
+        )
     invalid = [r for r in records if r.invalid]
     if invalid:
         reasons = Counter(str(r.invalid) for r in invalid)
@@ -334,6 +343,8 @@ def _seal_text(seal: dict[str, Any]) -> str:
     )
     if seal["unrecorded"]:
         text += f"; {seal['unrecorded']} record(s) predate the seal field"
+    if seal.get("insecureCluster"):
+        text += "; on a Dask cluster WITHOUT TLS (--insecure-cluster)"
     return text
 
 

@@ -76,6 +76,17 @@ class RunConfig:
     """Paths the recipe's sandbox never mounts (`AttemptSpec.hidden`)."""
 
 
+def ran_on_insecure_cluster(runs_log: str) -> bool:
+    """Whether a line of runs.jsonl says its invocation used --insecure-cluster (a line cut
+    short by a crash counts for nothing)."""
+    for line in runs_log.splitlines():
+        with contextlib.suppress(ValueError):
+            entry = json.loads(line)
+            if isinstance(entry, dict) and entry.get("insecureCluster") is True:
+                return True
+    return False
+
+
 class CohortRun:
     def __init__(
         self, config: RunConfig, executor: Executor, clock: Clock, progress: Progress | None = None
@@ -91,6 +102,8 @@ class CohortRun:
         self.stop_reason: str | None = None
         self.abort_reason: str | None = None
         self.interrupted_by: str | None = None
+        self.insecure_cluster = False
+        """Whether some invocation of this run (runs.jsonl) used --insecure-cluster."""
         self._changed = asyncio.Event()
 
     # -- public ------------------------------------------------------------------------------
@@ -308,6 +321,7 @@ class CohortRun:
             stop_reason=self.stop_reason if status != "complete" else None,
             abort_reason=self.abort_reason,
             approval=self.config.approval,
+            insecure_cluster=self.insecure_cluster,
         )
 
     def ordered_records(self) -> list[AttemptRecord]:
@@ -337,6 +351,8 @@ class CohortRun:
         )
         with open(self.config.out / "runs.jsonl", "a", encoding="utf-8") as handle:
             handle.write(line + "\n")
+        runs = (self.config.out / "runs.jsonl").read_text(encoding="utf-8")
+        self.insecure_cluster = ran_on_insecure_cluster(runs)
 
     def _recorded(self) -> tuple[tuple[Coordinate, AttemptRecord], ...]:
         return tuple((c, self.records[c.index]) for c in self.order if c.index in self.records)

@@ -142,6 +142,8 @@ class LabService:
             keep_workspaces=message.keep_workspaces,
             executor="local",
             scheduler=None,
+            cluster_certs=None,
+            insecure_cluster=False,
             recheck=False,
         )
         prepared = await prepare(args, message.env or dict(os.environ))

@@ -1,11 +1,22 @@
 from __future__ import annotations
 
+import datetime
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from forge.lab.cluster_tls import make_cluster_certs
+
 from .kit import Kit, kill_all, marker_processes
+
+
+@pytest.fixture(scope="session")
+def cluster_certs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder made as `forge evaluate cluster-certs` makes it: the CA's and every role's files."""
+    folder = tmp_path_factory.mktemp("cluster") / "certs"
+    make_cluster_certs(folder, now=datetime.datetime.now(datetime.UTC))
+    return folder
 
 
 @pytest.fixture

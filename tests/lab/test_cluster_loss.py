@@ -1,4 +1,5 @@
-"""`--executor dask` when workers die, with real `dask scheduler` and `dask worker` processes.
+"""`--executor dask` when workers die, with real `dask scheduler` and `dask worker` processes
+started with the TLS options `forge evaluate cluster-certs` prints.
 
 A killed worker's attempt dies with it on the worker's machine (the deathwatch), before Dask
 could re-run it anywhere: these clusters have no other worker to re-run it on. A scheduler left
@@ -22,6 +23,8 @@ from distributed import Client
 
 from forge.attempt.command import MARKER_ENV
 from forge.attempt.watcher import sweep
+from forge.lab.cluster import client_security
+from forge.lab.cluster_tls import client_tls, dask_tls_options
 
 from .kit import HELD_MS, Kit, marker_processes, wait_for, wait_until
 
@@ -41,14 +44,15 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
 
 
 @pytest.fixture
-def scheduler(tmp_path: Path) -> Iterator[str]:
-    """A `dask scheduler` process on 127.0.0.1 with no worker; its address."""
+def scheduler(tmp_path: Path, cluster_certs: Path) -> Iterator[str]:
+    """A `dask scheduler` process on 127.0.0.1 with no worker; its address (tls://)."""
     scheduler_file = tmp_path / "scheduler.json"
     process = subprocess.Popen(
         [
             *(sys.executable, "-m", "distributed.cli.dask_scheduler"),
             *("--host", "127.0.0.1", "--port", "0", "--dashboard-address", ":0"),
             *("--scheduler-file", str(scheduler_file)),
+            *dask_tls_options(cluster_certs, "scheduler"),
         ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -57,13 +61,15 @@ def scheduler(tmp_path: Path) -> Iterator[str]:
     try:
         wait_until(scheduler_file.exists, "the scheduler to write its address")
         wait_until(lambda: bool(scheduler_file.read_text()), "the scheduler file to be whole")
-        yield str(json.loads(scheduler_file.read_text())["address"])
+        address = str(json.loads(scheduler_file.read_text())["address"])
+        assert address.startswith("tls://")
+        yield address
     finally:
         _stop(process)
 
 
 @pytest.fixture
-def start_worker(scheduler: str) -> Iterator[StartWorker]:
+def start_worker(scheduler: str, cluster_certs: Path) -> Iterator[StartWorker]:
     """`start_worker(nthreads=1)`: a `dask worker` process without a nanny (its pid is the
     worker's), registered with the scheduler before it is returned; all are stopped at the end."""
     workers: list[subprocess.Popen[bytes]] = []
@@ -74,19 +80,26 @@ def start_worker(scheduler: str) -> Iterator[StartWorker]:
                 *(sys.executable, "-m", "distributed.cli.dask_worker", scheduler),
                 *("--host", "127.0.0.1", "--no-nanny", "--no-dashboard"),
                 *("--nthreads", str(nthreads)),
+                *dask_tls_options(cluster_certs, "worker"),
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             start_new_session=True,
         )
         workers.append(process)
-        with Client(scheduler) as client:
+        with Client(scheduler, security=client_security(client_tls(cluster_certs))) as client:
             client.wait_for_workers(1, timeout=60)
         return process
 
     yield start
     for process in workers:
         _stop(process)
+
+
+@pytest.fixture
+def on_dask(scheduler: str, cluster_certs: Path) -> tuple[str, ...]:
+    """The CLI's options for the TLS scheduler."""
+    return ("--executor", "dask", "--scheduler", scheduler, "--cluster-certs", str(cluster_certs))
 
 
 @pytest.fixture
@@ -98,7 +111,11 @@ def bounded(tmp_path: Path) -> dict[str, str]:
 
 
 def test_a_killed_workers_attempts_die_with_it_and_the_run_ends_then_resumes(
-    kit: Kit, scheduler: str, start_worker: StartWorker, bounded: dict[str, str]
+    kit: Kit,
+    scheduler: str,
+    on_dask: tuple[str, ...],
+    start_worker: StartWorker,
+    bounded: dict[str, str],
 ) -> None:
     kit.cohort(
         a=kit.formula("a", knobs={"FAKE_GATE": "1", "FAKE_STRAY": "1"}, timeout_ms=HELD_MS),
@@ -106,7 +123,7 @@ def test_a_killed_workers_attempts_die_with_it_and_the_run_ends_then_resumes(
         tasks={"t1": kit.plan("t1")},
     )
     worker = start_worker(nthreads=2)
-    approve = ("--approve", kit.digest(), "--executor", "dask", "--scheduler", scheduler)
+    approve = ("--approve", kit.digest(), *on_dask)
     process = kit.start(*approve, "--parallel", "2", env=bounded)
     wait_for(kit.ctl, "started-*", 2, process)
     harnesses = kit.harnesses()
@@ -151,13 +168,11 @@ def test_a_killed_workers_attempts_die_with_it_and_the_run_ends_then_resumes(
 
 
 def test_a_scheduler_without_workers_is_refused_after_the_bound(
-    kit: Kit, scheduler: str, bounded: dict[str, str]
+    kit: Kit, scheduler: str, on_dask: tuple[str, ...], bounded: dict[str, str]
 ) -> None:
     """The path probe waits for a worker like an attempt would; none comes, so nothing runs."""
     kit.cohort(a=kit.formula("a"), b=kit.formula("b", model="m2"), tasks={"t1": kit.plan("t1")})
-    result = kit.cli(
-        *("--approve", kit.digest(), "--executor", "dask", "--scheduler", scheduler), env=bounded
-    )
+    result = kit.cli("--approve", kit.digest(), *on_dask, env=bounded)
     assert result.returncode == 1, result.stderr
     assert (
         f"--executor dask: the Dask scheduler {scheduler} has had no worker for {NO_WORKER_S} s "
