@@ -18,7 +18,10 @@ from .kit import PYTHON
         (("replay", "--bogus"), "forge evaluate replay: error: unrecognized arguments: --bogus"),
         (("--parallel",), "forge evaluate: error: argument --parallel: expected one argument"),
         (("--bogus",), "forge evaluate: error: unrecognized arguments: --bogus"),
-        (("frob",), "forge evaluate: error: argument [init | pin | replay]: invalid choice"),
+        (
+            ("frob",),
+            "forge evaluate: error: argument [init | pin | replay | cluster-certs]: invalid choice",
+        ),
         (("init",), "forge evaluate init: error: the following arguments are required: --source"),
         (("pin", "a", "b"), "forge evaluate pin: error: unrecognized arguments: b"),
     ],
