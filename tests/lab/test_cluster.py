@@ -5,6 +5,7 @@ with the certificates `forge evaluate cluster-certs` makes; one plain `tcp://` c
 from __future__ import annotations
 
 import contextlib
+import datetime
 import json
 import os
 import shutil
@@ -23,7 +24,14 @@ from distributed.comm.core import CommClosedError
 from distributed.security import Security
 
 from forge.lab.cluster import client_security
-from forge.lab.cluster_tls import CA_FILE, cert_file, client_tls, dask_tls_options, key_file
+from forge.lab.cluster_tls import (
+    CA_FILE,
+    cert_file,
+    client_tls,
+    dask_tls_options,
+    key_file,
+    make_cluster_certs,
+)
 
 from .kit import HELD_MS, Kit, marker_processes, normalised, wait_for, wait_until
 
@@ -340,11 +348,7 @@ def test_the_tls_scheduler_runs_nothing_for_a_client_without_its_certificate(
         security = Presenting(context)
     else:
         other = tmp_path / "other"
-        subprocess.run(
-            [sys.executable, "-m", "forge.cli", "evaluate", "cluster-certs", str(other)],
-            check=True,
-            capture_output=True,
-        )
+        make_cluster_certs(other, now=datetime.datetime.now(datetime.UTC))
         security = Security(  # trusts the real scheduler, presents the other CA's client
             require_encryption=True,
             tls_ca_file=str(cluster_certs / CA_FILE),
