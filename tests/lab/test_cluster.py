@@ -278,24 +278,24 @@ def test_a_worker_that_cannot_see_the_run_paths_is_refused_before_any_attempt(
     assert not (kit.out / "attempts").exists() or not any((kit.out / "attempts").iterdir())
 
 
-WORKER_TLS_AT = "/mnt/forge-tls"
-"""Where the next test's worker keeps its TLS files: a folder the sandbox would mount (neither
-home nor /tmp), in the worker's own mount namespace (a tmpfs on /mnt), so the host is untouched."""
+WORKER_TLS_AT = "/etc/opt/forge-tls"
+"""Where the next test's worker keeps its TLS files: under /etc, which the sandbox shows, in the
+worker's own mount namespace (a tmpfs on the empty /etc/opt), so the host is untouched."""
 
 
 def test_a_recipe_cannot_read_the_workers_tls_key(kit: Kit, cluster_certs: Path) -> None:
     """Any key of the cluster's CA submits work as forge does: the folders of the worker's TLS
-    files are hidden from the recipe's sandbox, while the rest of /mnt stays visible."""
+    files are hidden from the recipe's sandbox, while the rest of /etc/opt stays visible."""
     mounted = (
         *("unshare", "--mount", "--propagation", "private", "sh", "-c"),
-        f"mount -t tmpfs forge-tls /mnt && mkdir {WORKER_TLS_AT} && "
+        f"mount -t tmpfs forge-tls /etc/opt && mkdir {WORKER_TLS_AT} && "
         f'cp "$0/{CA_FILE}" "$0/worker.pem" "$0/worker.key" {WORKER_TLS_AT} && '
-        'touch /mnt/visible && exec "$@"',
+        'touch /etc/opt/visible && exec "$@"',
         str(cluster_certs),
     )
     key = f"{WORKER_TLS_AT}/worker.key"
     kit.cohort(
-        a=kit.formula("a", knobs={"FAKE_PEEK": f"{key}:{WORKER_TLS_AT}:/mnt/visible"}),
+        a=kit.formula("a", knobs={"FAKE_PEEK": f"{key}:{WORKER_TLS_AT}:/etc/opt/visible"}),
         b=kit.formula("b", model="m2"),
         tasks={"t1": kit.plan("t1")},
     )
@@ -306,7 +306,7 @@ def test_a_recipe_cannot_read_the_workers_tls_key(kit: Kit, cluster_certs: Path)
         )
     assert result.returncode == 0, result.stderr
     (probe,) = [p for p in kit.probes() if p["coordinate"] == "t1/a/rep-1"]
-    assert probe["visible"] == {key: False, WORKER_TLS_AT: False, "/mnt/visible": True}
+    assert probe["visible"] == {key: False, WORKER_TLS_AT: False, "/etc/opt/visible": True}
 
 
 def _touch(path: str) -> None:
