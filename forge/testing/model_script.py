@@ -4,6 +4,8 @@ A script is a list of turns; each request to `/v1/messages` is answered by the f
 played whose `when` the request meets (a turn without `when` meets any request):
 
     chunk: 8                          # characters of text or thinking per delta (default 16)
+    model: claude-scripted            # the model replies name (default: the request's model)
+    count_tokens: 500                 # what count_tokens answers (default: size / 4)
     turns:
       - say: Hello.                   # one text block
         usage: {input_tokens: 120, output_tokens: 7}
@@ -230,7 +232,7 @@ def parse_script(document: Any, *, source: str = "model script") -> Script:
 
 
 def _turn(raw: _Turn, where: str) -> Turn:
-    own = _blocks_of(raw, where, allow_none=raw.content is not None or raw.fail is not None)
+    own = _blocks_of(raw, where, allow_none=True)
     if own and raw.content is not None:
         raise ScriptError(f"{where}: give either `content` or a block shorthand, not both")
     blocks = (

@@ -24,10 +24,10 @@ import asyncio
 import ipaddress
 import json
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any, NoReturn, Self
+from typing import Any, Literal, NoReturn, Self
 from urllib.parse import urlsplit
 
 import h11
@@ -44,7 +44,7 @@ from forge.testing.model_replies import (
 from forge.testing.model_script import Script, Turn
 
 # What keeps the CLI from reaching anything but its model (feature flags, telemetry, error
-# reports, update checks); tests/testing/test_claude_cli.py proves it in a network namespace.
+# reports, update checks); tests/testing/test_claude_agent.py proves it in a network namespace.
 QUIET_CLI_ENV: dict[str, str] = {
     "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
     "DISABLE_TELEMETRY": "1",
@@ -60,6 +60,20 @@ _READ_SIZE = 65536
 
 class NotLoopback(UserError):
     """The model server listens on this machine only; the host asked for was not loopback."""
+
+
+Outcome = Literal[
+    "pending",
+    "answered",
+    "failed",
+    "dropped",
+    "stalled",
+    "left",
+    "unscripted",
+    "refused",
+    "probe",
+    "unknown",
+]
 
 
 @dataclass
@@ -81,7 +95,7 @@ class RecordedRequest:
     size: int
     turn: int | None = None
     status: int | None = None
-    outcome: str = "pending"
+    outcome: Outcome = "pending"
 
 
 @dataclass
@@ -91,11 +105,14 @@ class _Answer:
     status: int
     payload: dict[str, Any] | None = None
     turn: Turn | None = None
-    extra_headers: list[tuple[str, str]] = field(default_factory=list)
 
 
 class _Left(Exception):
     """The client went away; the connection is closed."""
+
+
+class _Dropped(Exception):
+    """The script cut the stream; the connection is closed."""
 
 
 class ModelServer:
@@ -193,7 +210,7 @@ class ModelServer:
         self._change.set()
         self._change = asyncio.Event()
 
-    def _settle(self, record: RecordedRequest, outcome: str) -> None:
+    def _settle(self, record: RecordedRequest, outcome: Outcome) -> None:
         record.outcome = outcome
         self._changed()
 
@@ -205,7 +222,7 @@ class ModelServer:
                 connection.start_next_cycle()
         except h11.RemoteProtocolError as error:
             await self._refuse_malformed(connection, writer, error)
-        except (_Left, ConnectionError):
+        except (_Left, _Dropped, ConnectionError):
             pass
         finally:
             self._writers.discard(writer)
@@ -324,7 +341,7 @@ class ModelServer:
         answer: _Answer,
     ) -> None:
         record.status = answer.status
-        headers = [("request-id", f"req_forge_{record.number}"), *answer.extra_headers]
+        headers = [("request-id", f"req_forge_{record.number}")]
         if answer.turn is not None:
             await self._stream(connection, reader, writer, record, answer.turn, headers)
             return
@@ -389,7 +406,7 @@ class ModelServer:
         encoded = event.encode()
         await _write(writer, connection.send(h11.Data(data=encoded[: len(encoded) // 2])))
         self._settle(record, "dropped")
-        raise _Left
+        raise _Dropped
 
     async def _hold(
         self,

@@ -133,6 +133,7 @@ async def test_streamed_text_arrives_as_partial_and_whole_messages_with_the_scri
     transcripts = list((seat.config / "projects").glob(f"*/{result.session_id}.jsonl"))
     assert len(transcripts) == 1, "the CLI keeps its transcript under CLAUDE_CONFIG_DIR/projects"
     assert text in transcripts[0].read_text()
+    assert API_KEY not in transcripts[0].read_text()
 
 
 async def test_an_allowed_bash_call_runs_and_its_result_reaches_the_model(seat: Seat) -> None:
@@ -146,6 +147,26 @@ async def test_an_allowed_bash_call_runs_and_its_result_reaches_the_model(seat: 
     assert result.tool_use_id == "toolu_forge_0_0"
     assert result.tool_name == "Bash"
     assert not result.is_error
+
+
+async def test_a_read_then_an_edit_change_the_file(seat: Seat) -> None:
+    target = seat.work / "notes.txt"
+    target.write_text("colour: red\n")
+    edit = {"file_path": str(target), "old_string": "red", "new_string": "blue"}
+    played = script(
+        {"tool": {"name": "Read", "input": {"file_path": str(target)}}},
+        {"when": {"tool_result": "Read"}, "edit": edit},
+        {"when": {"tool_result": "Edit"}, "say": "Edited."},
+    )
+    async with ModelServer(played) as server:
+        messages = await converse(seat.options(server), "Make it blue.")
+    assert result_of(messages).result == "Edited."
+    assert target.read_text() == "colour: blue\n"
+    [read] = tool_results(server.message_requests()[1].body)
+    assert "colour: red" in read.text
+    [edited] = tool_results(server.message_requests()[2].body)
+    assert not edited.is_error
+    assert [name for name, _ in seat.asked] == ["Edit"], "reading in the work dir needs no ask"
 
 
 async def test_a_denied_call_reaches_the_model_as_an_error_with_the_reason(seat: Seat) -> None:
