@@ -14,6 +14,9 @@ import it. Each module's docstring shows how to use it.
 - `manager_host`: a process running a `WorkerManager`, for "SIGKILL the supervisor" tests.
 - `pages`: a test's page for a seat's tab, served from a local port.
 - `person.SupervisorProcess`: `forge supervise` started as a person starts it, for browser tests.
+- `model_server.ModelServer`: a scripted stand-in for Anthropic's Messages API that the real
+  Claude Code CLI talks to (`ANTHROPIC_BASE_URL`); its script format is `model_script`, the
+  request readers tests assert with are `model_conversation`, the wire shapes `model_replies`.
 
 The hooks production code reads for tests (drill verbs, a pinned clock, lab holds) are listed
 in `forge.testhooks`.
