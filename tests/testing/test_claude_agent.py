@@ -260,6 +260,19 @@ async def test_an_overloaded_answer_is_retried(seat: Seat) -> None:
     assert second.body["messages"] == first.body["messages"]
 
 
+async def test_a_lasting_overload_surfaces_as_an_error_result_after_the_retries(seat: Seat) -> None:
+    async with ModelServer(script(*[{"fail": "overloaded"}] * 3)) as server:
+        options = seat.options(server)
+        options.env["CLAUDE_CODE_MAX_RETRIES"] = "1"
+        messages = await converse(options, "Hello?")
+    result = result_of(messages)
+    assert result.is_error
+    [said] = [m for m in messages if isinstance(m, AssistantMessage)]
+    assert said.error == "server_error"
+    assert "529" in said.content[0].text
+    assert [r.outcome for r in server.message_requests()] == ["failed", "failed"]
+
+
 async def test_resume_by_session_id_sends_the_earlier_turns(seat: Seat) -> None:
     played = script(
         {"say": "The first answer."},
