@@ -102,15 +102,13 @@ class HttpFailure:
     message: str
 
 
-@dataclass(frozen=True)
-class Drop:
+class Drop(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """Close the connection in the middle of an event after `after` content deltas."""
 
     after: int
 
 
-@dataclass(frozen=True)
-class Stall:
+class Stall(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """Hold the stream after `after` content deltas until released, the client leaves, or
     `seconds` pass (None: no time limit)."""
 
@@ -182,19 +180,14 @@ class _Failure(msgspec.Struct, forbid_unknown_fields=True):
     message: str | None = None
 
 
-class _After(msgspec.Struct, forbid_unknown_fields=True):
-    after: int = 0
-    seconds: float | None = None
-
-
 class _Turn(_Blocks, forbid_unknown_fields=True):
     when: When | None = None
     content: list[_Blocks] | None = None
     usage: Usage | None = None
     stop_reason: str | None = None
     fail: Literal["overloaded"] | _Failure | None = None
-    drop: _After | None = None
-    stall: _After | None = None
+    drop: Drop | None = None
+    stall: Stall | None = None
 
 
 class _Script(msgspec.Struct, forbid_unknown_fields=True):
@@ -249,9 +242,7 @@ def _turn(raw: _Turn, where: str) -> Turn:
         raise ScriptError(f"{where}: a turn that fails has no content")
     if failure is None and not blocks:
         raise ScriptError(f"{where}: a turn needs content (say, think, bash, ...) or `fail`")
-    drop = Drop(after=raw.drop.after) if raw.drop is not None else None
-    stall = Stall(after=raw.stall.after, seconds=raw.stall.seconds) if raw.stall else None
-    if failure is not None and (drop or stall):
+    if failure is not None and (raw.drop or raw.stall):
         raise ScriptError(
             f"{where}: a turn that fails with an HTTP error has no stream to drop or stall"
         )
@@ -265,8 +256,8 @@ def _turn(raw: _Turn, where: str) -> Turn:
         usage=raw.usage or Usage(),
         stop_reason=raw.stop_reason or ("tool_use" if calls else "end_turn"),
         failure=failure,
-        drop=drop,
-        stall=stall,
+        drop=raw.drop,
+        stall=raw.stall,
     )
 
 
