@@ -1,4 +1,6 @@
-// Builds the page into ../forge/web/static: content-hashed assets and an index.html naming them.
+// Builds the page into ../forge/web/static: content-hashed assets and an index.html naming them,
+// and the terminal host's screen model (xterm.js headless, run by node) into
+// ../forge/workers/terminal/screen_model.cjs.
 // Reproducible: the same lockfile and sources give the same bytes (CI rebuilds and diffs them).
 import * as esbuild from "esbuild";
 import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
@@ -60,4 +62,19 @@ const html = template
   .replace("%SCRIPT%", `/assets/${script}`)
   .replace("%STYLE%", `/assets/${style}`);
 await writeFile(path.join(out, "index.html"), html);
-console.log(`built ${script}, ${style}`);
+
+// The screen model runs under the machine's node beside each terminal host: one file, no imports.
+const model = path.join(here, "..", "forge", "workers", "terminal", "screen_model.cjs");
+await esbuild.build({
+  entryPoints: [path.join(here, "screen", "model.ts")],
+  bundle: true,
+  minify: true,
+  platform: "node",
+  format: "cjs",
+  target: "node18",
+  outfile: model,
+  legalComments: "eof",
+  sourcemap: false,
+  logLevel: "warning",
+});
+console.log(`built ${script}, ${style}, ${path.basename(model)}`);

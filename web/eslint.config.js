@@ -15,4 +15,13 @@ export default tseslint.config(
       "@typescript-eslint/no-confusing-void-expression": "off",
     },
   },
+  {
+    // The reference terminal of the screen tests: plain JavaScript run by node as it is.
+    files: ["screen/**/*.mjs"],
+    ...tseslint.configs.disableTypeChecked,
+    languageOptions: {
+      parserOptions: { projectService: false },
+      globals: { process: "readonly", Buffer: "readonly" },
+    },
+  },
 );

@@ -7,6 +7,9 @@ The hosts do the PTY work; this module owns what clients are told: terminal ids 
 reused in a run), viewers and control (`TerminalRoom`), each viewer's flow, and the seat's
 `terminal` summary published as `terminal_changed`.
 
+A seat's `last_active_ms` (home's agents row, `forge status`) is the last time its terminal
+wrote output or was typed into; home hears of it at most every `ACTIVITY_PUSH_MS`.
+
 Chunks are relayed as the host framed them (one bytes object for every viewer); every flow
 decision (per-viewer bounds and resyncs, the controller's throttle, muting the host, held
 chunks) is `terminal_flow`'s, and its docstring says how they fit together. It speaks to hosts
@@ -26,6 +29,7 @@ from typing import Any
 
 import msgspec
 
+from forge.clock import epoch_ms
 from forge.errors import UserError
 from forge.ipc.errors import RequestFailed, WorkerError
 from forge.ipc.manager import WorkerHandle, WorkerManager
@@ -79,6 +83,15 @@ from forge.workers.terminal.protocol import (
 
 log = get_logger(__name__)
 
+ACTIVITY_PUSH_MS = 30_000
+"""A seat's new `last_active_ms` is pushed to home at most this often (a flood would otherwise
+push a row per frame); a snapshot always reads the exact time."""
+
+
+def activity_push_due(pushed_ms: int | None, now_ms: int) -> bool:
+    """Whether a seat active at `now_ms` is announced again, last announced at `pushed_ms`."""
+    return pushed_ms is None or now_ms - pushed_ms >= ACTIVITY_PUSH_MS
+
 
 class TerminalHeld(UserError):
     """A person holds the terminal's control: the agent's terminal tools are refused (TM10)."""
@@ -130,6 +143,8 @@ class TerminalService:
         other's while it starts."""
         self._ids = itertools.count(1)
         self._viewer_numbers = itertools.count(1)
+        self._activity_pushed: dict[Seat, int] = {}
+        """When each seat's activity was last announced to home."""
 
     def install(self) -> None:
         supervisor = self._supervisor
@@ -323,6 +338,7 @@ class TerminalService:
 
     def _type(self, terminal: _Terminal, data: bytes) -> None:
         """Keystrokes to the shell, written by the supervisor itself: no hop through the host."""
+        self._active(terminal)
         keys = terminal.keys
         if keys is not None and not keys.write(data) and not keys.closed:
             log.info(
@@ -433,6 +449,7 @@ class TerminalService:
         if not isinstance(meta, int):  # not `isinstance(meta, TerminalSummary)`: 5x dearer
             self._publish(terminal, meta)
             return
+        self._active(terminal)
         chunk = bytes(frame.payload)
         flows = terminal.flow.viewers
         for viewer in list(terminal.room.viewers.values()):
@@ -443,6 +460,18 @@ class TerminalService:
             return
         if terminal.flow.throttle(controller.connection.stream_pending(terminal.key)):
             self._spawn(terminal, self._throttle(terminal, controller))
+
+    def _active(self, terminal: _Terminal) -> None:
+        """The terminal wrote or was typed into: the seat's last activity is now."""
+        seat = terminal.room.seat
+        state = self._supervisor.seats.get(seat)
+        if state is None:
+            return
+        now = epoch_ms(self._supervisor.clock)
+        state.last_active_ms = now
+        if activity_push_due(self._activity_pushed.get(seat), now):
+            self._activity_pushed[seat] = now
+            self._spawn(terminal, self._supervisor.publish_agents_row(state))
 
     def _send_chunk(self, terminal: _Terminal, viewer: Viewer[Connection], chunk: bytes) -> None:
         viewer.connection.send_bounded(

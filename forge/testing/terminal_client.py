@@ -35,8 +35,8 @@ from forge.ipc.policy import LifecycleTimings
 from forge.supervisor.core import Supervisor
 from forge.supervisor.server import SocketServer
 from forge.supervisor.terminals import TerminalService, install
+from forge.testing.vtscreen import TerminalScreen
 from forge.wire.binary import TERMINAL_OUTPUT_HEADER, terminal_input
-from forge.workers.terminal.screen import TerminalScreen
 
 BASH = ["/bin/bash", "--noprofile", "--norc", "-i"]
 SEAT = {"org": "acme", "project": "forge", "label": "main"}

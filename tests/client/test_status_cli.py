@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+from datetime import UTC, datetime
 
-from forge.client.connection import connect
+from forge.client.connection import ForgeConnection, connect
+from forge.client.frames import Update
 from forge.ipc.manager import WorkerManager
 from forge.testing.misbehaving_protocol import MISBEHAVING
 from forge.testing.supervised import Start
@@ -118,3 +121,39 @@ async def test_an_open_terminal_shows_its_seat_and_its_host_worker(
     worker = next(row for row in rows if row[0] == "terminal-1")
     assert worker[1] == "terminal"
     assert worker[3] == "ready"
+
+
+async def test_a_seats_last_activity_is_its_terminals_last_output(
+    supervise: Start, project_toml: str
+) -> None:
+    """Issue 36, item 3: last activity said "-" (home: "never") whatever a seat did. The shell's
+    output and keystrokes move it; home hears of it, and `forge status` shows the time."""
+    supervised = await supervise(project_toml)
+    seat = Seat("acme", "proj", "lead")
+    async with connect(supervised.url) as client:
+        home = await client.subscribe(HOME)
+        assert home["agents"] == []
+        reply = await client.request(TerminalView(seat=seat))
+        assert reply["ok"]
+        active_ms = await asyncio.wait_for(activity_announced(client), 60)
+        code, out, _ = await forge("status", "--url", supervised.url)
+        json_code, json_out, _ = await forge("status", "--json", "--url", supervised.url)
+    assert code == json_code == 0
+    row = next(line.split() for line in out.splitlines() if line.startswith("  acme/proj/lead"))
+    assert row[1] == "idle"
+    shown = datetime.strptime(" ".join(row[2:4]), "%Y-%m-%d %H:%M:%SZ").replace(tzinfo=UTC)
+    assert abs(shown.timestamp() * 1000 - active_ms) < 1000
+    (listed,) = json.loads(json_out)["seats"]
+    assert listed["last_active_ms"] >= active_ms
+
+
+async def activity_announced(client: ForgeConnection) -> int:
+    """The first last activity home announces (the seat's row comes when it starts, with none,
+    and again once its shell wrote)."""
+    while True:
+        event = await client.next_event()
+        if not isinstance(event, Update) or event.variant != "seat_changed":
+            continue
+        active: int | None = event.body["row"]["last_active_ms"]
+        if active is not None:
+            return active

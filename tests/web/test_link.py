@@ -67,3 +67,30 @@ def test_a_quiet_link_is_probed_and_a_silent_one_redialled(
     assert len(links) == 2
     assert links[1].sent[0] == {"kind": "subscribe", "what": "home"}
     expect(page.locator("[data-notice=build-changed]")).to_be_visible()
+
+
+def test_a_reconnect_sends_nothing_as_a_viewer_before_its_view_and_shows_no_notice(
+    desktop: BrowserContext, supervised: Supervised
+) -> None:
+    """Issue 36, item 2: after every reconnect the page said "this connection is not viewing a
+    terminal". The reconnecting banner moves the terminal (its rows change), and the page,
+    still taking itself for attached, sent the new size on the new link before its view."""
+    page = desktop.new_page()
+    links = routed(page)
+    open_terminal(page, supervised)
+    poll(page, "() => window.forgeTerminal.surface.phase === 'live'")
+    first = links[0]
+    first.route.close(code=1001, reason="dropped by the test")
+    first.server.close()
+    expect(page.locator("[data-link]")).to_have_attribute("data-link", "open")
+    poll(page, "() => window.forgeTerminal.surface.phase === 'live'")
+    page.locator(".term").click()
+    page.keyboard.type("echo relinked\n")
+    wait_for_screen(page, r"^relinked$")  # a round trip: a refusal would have arrived by now
+    second = links[1]
+    wait_until(page, lambda: "terminal_view" in second.kinds())
+    kinds = second.kinds()
+    as_viewer = {"terminal_resize", "terminal_ack", "terminal_pause", "terminal_control"}
+    early = as_viewer & set(kinds[: kinds.index("terminal_view")])
+    assert not early, f"sent before the view answered: {kinds}"
+    assert page.locator(".notices .banner").all_inner_texts() == []

@@ -174,6 +174,16 @@ export class TerminalSurface implements Surface {
 
   // --- attaching -------------------------------------------------------------------------
 
+  /** The link dropped and this page's view with it: nothing goes out as a viewer (the size the
+   * reconnecting banner changed, an ack, a pause, a take) until `relink`'s view answers. */
+  dropped(): void {
+    this.wantControl = this.wantControl || this.controls;
+    this.phase = "opening";
+    this.syncing = true;
+    this.sentSize = null;
+    this.onChange();
+  }
+
   relink(bootChanged: boolean): void {
     // After a supervisor restart ids start from 1 again: the seat's terminal is opened anew.
     const id = bootChanged ? null : this.id;
@@ -207,8 +217,8 @@ export class TerminalSurface implements Surface {
   }
 
   takeControl(take: boolean): void {
-    if (this.id === null) return;
     this.wantControl = take;
+    if (this.id === null || this.phase !== "live") return; // the view takes it if still wanted
     this.app.send({ kind: "terminal_control", seat: this.seat, id: this.id, take });
   }
 

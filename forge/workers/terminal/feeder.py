@@ -1,52 +1,52 @@
 """Feeds the screen model beside the hot path: bounded backlog, skip to the tail, exact seq.
 
-pyte parses 0.3-1.2 MB/s, a flood arrives at 100 MB/s: the model can never keep up, and it does
-not need to: only a viewer that attaches (or resumes, or fell behind) reads it. Frames are queued
-here as they leave; `feed` parses a slice when the host has time; when the backlog passes
-`backlog_limit` its head is dropped, keeping at least `tail` bytes (the last tens of KiB redraw a
-24-line screen), with the head's mode switches replayed so modes survive. `catch_up` parses what
-is left before a view is rendered, so `seq` is exactly the last frame the screen reflects.
+The model (xterm.js in a process of its own, `model.ScreenModel`) parses some 6-50 MB/s, a
+flood arrives at 100 MB/s, and only a viewer that attaches (or resumes, or fell behind) reads
+the model: so frames are queued here as they leave, and `feed` hands the model a slice when the
+host has time. When the backlog passes `backlog_limit` its head is dropped, keeping at least
+`tail` bytes (the last tens of KiB redraw a screen), with the head's mode switches replayed so
+modes survive. `catch_up` hands over what is left before a view is asked, so `seq` is exactly
+the last frame the view reflects; a resize is sent after the bytes written before it, so the
+model reflows what the shell wrote at the old size.
 """
 
 from __future__ import annotations
 
 from collections import deque
 
-import pyte
-
+from forge.workers.terminal.model import ScreenModel
 from forge.workers.terminal.modes import ModeTracker
-from forge.workers.terminal.screen import TerminalScreen
 
 BACKLOG_LIMIT = 192 * 1024
-"""Unparsed bytes allowed before the head is skipped."""
+"""Unsent bytes allowed before the head is skipped."""
 TAIL = 48 * 1024
-"""Bytes kept when skipping: enough to repaint a large screen, small enough to parse in ~0.1 s."""
+"""Bytes kept when skipping: enough to repaint a large screen."""
+RESTART_PARSER = b"\x18"
+"""CAN: ends whatever sequence the model's parser was in when bytes after it were skipped."""
 
 
 class ScreenFeeder:
-    """The screen model and the frames not yet parsed into it."""
+    """The screen model and the frames not yet handed to it."""
 
     def __init__(
-        self, screen: TerminalScreen, *, backlog_limit: int = BACKLOG_LIMIT, tail: int = TAIL
+        self, model: ScreenModel, *, backlog_limit: int = BACKLOG_LIMIT, tail: int = TAIL
     ) -> None:
-        self.screen = screen
+        self.model = model
         self.backlog_limit = backlog_limit
         self.tail = tail
         self.seq = 0
-        """The last frame whose bytes are all in the screen (parsed, or skipped with modes kept)."""
+        """The last frame whose bytes are all with the model (sent, or skipped with modes kept)."""
         self.skipped_bytes = 0
         """Bytes never parsed, for the host's stats."""
-        self._stream: pyte.ByteStream | None = pyte.ByteStream(screen)
-        """The parser; None after a skip until the next parse needs a fresh one."""
         self._backlog: deque[tuple[int, bytes]] = deque()
         self._offset = 0
-        """How far into the backlog's first frame the parser has read."""
+        """How far into the backlog's first frame the model has been sent."""
         self._pending = 0
         self._modes = ModeTracker()
 
     @property
     def pending(self) -> int:
-        """Bytes queued but not parsed."""
+        """Bytes queued but not sent to the model."""
         return self._pending
 
     def append(self, seq: int, data: bytes) -> None:
@@ -57,17 +57,12 @@ class ScreenFeeder:
             self._skip()
 
     def feed(self, budget: int) -> int:
-        """Parse up to `budget` bytes; returns how many were parsed."""
+        """Send up to `budget` bytes to the model; returns how many were sent."""
         fed = 0
-        if not self._backlog:
-            return fed
-        if self._stream is None:
-            self._stream = pyte.ByteStream(self.screen)
-        stream = self._stream
         while self._backlog and fed < budget:
             seq, data = self._backlog[0]
             piece = data[self._offset : self._offset + budget - fed]
-            stream.feed(piece)
+            self.model.write(piece)
             fed += len(piece)
             self._offset += len(piece)
             self._pending -= len(piece)
@@ -78,9 +73,9 @@ class ScreenFeeder:
         return fed
 
     def catch_up(self) -> int:
-        """Parse everything queued, skipping to the tail first if more than two tails wait.
+        """Send everything queued, skipping to the tail first if more than two tails wait.
 
-        Returns the screen's seq. The bound keeps a view after a flood to about 0.1 s of parsing.
+        Returns the seq a view asked now reflects. The bound keeps a view after a flood quick.
         """
         if self._pending > 2 * self.tail:
             self._skip()
@@ -88,15 +83,17 @@ class ScreenFeeder:
         return self.seq
 
     def resize(self, columns: int, lines: int) -> None:
-        """Resize the model; what was queued was written for the old size, so it is parsed first."""
+        """Resize the model after what was queued (written for the old size, and reflowed)."""
         self.catch_up()
-        self.screen.resize(lines, columns)
+        self.model.resize(columns, lines)
+
+    def replace(self, model: ScreenModel) -> None:
+        """A fresh model (the last one failed): it starts blank, with what is queued to come."""
+        self.model = model
 
     def _skip(self) -> None:
         """Drop the head down to about `tail` bytes, starting the rest at a safe boundary."""
-        while (
-            self._backlog and self._pending - (len(self._backlog[0][1]) - self._offset) >= self.tail
-        ):
+        while self._backlog and self._pending - self._head_unread() >= self.tail:
             seq, data = self._backlog.popleft()
             self._modes.scan(data[self._offset :])
             self._pending -= len(data) - self._offset
@@ -110,10 +107,7 @@ class ScreenFeeder:
             self._pending -= cut - self._offset
             self.skipped_bytes += cut - self._offset
             self._offset = cut
-        self._modes.apply(self.screen)
-        # The parser may be mid-sequence in bytes it will never see the end of; a flood skips
-        # every other frame, so the fresh parser is built only when something is parsed.
-        self._stream = None
+        self.model.write(RESTART_PARSER + self._modes.replay())
 
     def _head_unread(self) -> int:
         return len(self._backlog[0][1]) - self._offset

@@ -1,18 +1,16 @@
 """Mode switches found in bytes the screen model skipped, so a skip never loses a mode.
 
-When pyte falls behind, the feeder drops the backlog's head and feeds only its tail; the final
-screen's cells come from the tail, but a mode switched in the dropped part (vi entering the
+When the model falls behind, the feeder drops the backlog's head and feeds only its tail; the
+final screen's cells come from the tail, but a mode switched in the dropped part (vi entering the
 alternate screen, a shell turning on bracketed paste, a mouse mode, a scroll region) would be
-lost. `ModeTracker` scans dropped bytes with one regular expression (C speed) and replays the
-net effect onto the screen before the tail is fed.
+lost. `ModeTracker` scans dropped bytes with one regular expression (C speed) and `replay`
+gives the net effect as VT bytes, fed to the model before the tail.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-
-import pyte
 
 _SWITCH = re.compile(rb"\x1bc|\x1b\[(\?)?([0-9;]*)([hlr])|\x1b\][02];([^\x07\x1b]*)(?:\x07|\x1b\\)")
 """RIS; CSI [?] params h/l/r: set mode, reset mode, DECSTBM (scroll region); OSC 0/2: the title."""
@@ -65,19 +63,15 @@ class ModeTracker:
         if escape != -1 and len(data) - escape <= _CARRY_LIMIT:
             self._carry = bytes(data[escape:])
 
-    def apply(self, screen: pyte.Screen) -> None:
-        """Replay the net changes onto `screen`, then forget them."""
-        if self.reset:
-            screen.reset()
+    def replay(self) -> bytes:
+        """The net changes as VT bytes (a reset first, the title last), then forget them."""
+        out = [b"\x1bc"] if self.reset else []
         for (number, private), on in self.modes.items():
-            shifted = number << 5 if private else number
-            if on and shifted not in screen.mode:
-                screen.set_mode(number, private=private)
-            elif not on and shifted in screen.mode:
-                screen.reset_mode(number, private=private)
+            out.append(b"\x1b[%s%d%s" % (b"?" if private else b"", number, b"h" if on else b"l"))
         if self.margins is not None:
             top, bottom = self.margins
-            screen.set_margins(top or None, bottom or None)
+            out.append(b"\x1b[%d;%dr" % (top, bottom))  # 0 is the default: the screen's edge
         if self.title is not None:
-            screen.title = self.title
+            out.append(b"\x1b]2;" + self.title.encode() + b"\x07")
         self.reset, self.modes, self.margins, self.title, self._carry = False, {}, None, None, b""
+        return b"".join(out)

@@ -1,8 +1,9 @@
 """The terminal host worker: one process per terminal, on the shared `forge.ipc` worker base.
 
-It owns one `PtySession` (the shell), the screen model (`ScreenFeeder`) and the state words
-(`StateDetector`), and answers the requests of `forge.workers.terminal.protocol`. Everything the
-supervisor relays leaves on ONE ordered bulk stream, `output` (see the protocol for its meta).
+It owns one `PtySession` (the shell), the screen model (`ScreenFeeder` feeding a `ScreenModel`,
+xterm.js in a node process) and the state words (`StateDetector`), and answers the requests of
+`forge.workers.terminal.protocol`. Everything the supervisor relays leaves on ONE ordered bulk
+stream, `output` (see the protocol for its meta).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from forge.wire.terminal import TerminalSummary
 from forge.workers.terminal.batcher import Frame
 from forge.workers.terminal.feeder import ScreenFeeder
 from forge.workers.terminal.flow import MuteGate, ParseWindow, Reading, SendWindow
+from forge.workers.terminal.model import NodeMissing, ScreenModel, ScreenModelFailed
 from forge.workers.terminal.protocol import (
     OUTPUT_STREAM,
     TERMINAL,
@@ -37,8 +39,6 @@ from forge.workers.terminal.protocol import (
     Viewed,
     summary_meta,
 )
-from forge.workers.terminal.render import render_screen
-from forge.workers.terminal.screen import TerminalScreen
 from forge.workers.terminal.session import PtySession, ShellSpec, ShellUnavailable
 from forge.workers.terminal.state import StateDetector
 
@@ -47,8 +47,9 @@ PROBE_INTERVAL = 0.1
 FEED_QUIET = 0.05
 """The screen model is fed only after output was quiet this long: during a flood its parse
 would be thrown away by the next skip, and would take CPU from the bytes viewers are waiting on."""
-FEED_SLICE = 4096
-"""Bytes parsed per turn of the loop while feeding (about 4-13 ms of pyte)."""
+FEED_SLICE = 64 * 1024
+"""Bytes handed to the model per turn of the loop while feeding (a pipe write; xterm.js parses
+them in its own process in about 1-10 ms)."""
 
 IPC = "ipc"
 CONTROLLER = "controller"
@@ -75,7 +76,10 @@ class TerminalHost(Worker):
             argv=tuple(config.argv) if config.argv else None,
         )
         self.terminal = config.terminal
-        self.feeder = ScreenFeeder(TerminalScreen(config.cols, config.rows))
+        try:
+            self.feeder = ScreenFeeder(await ScreenModel.start(config.cols, config.rows))
+        except NodeMissing as error:
+            raise WorkerConfigError(str(error)) from error
         self.detector = StateDetector()
         self._out = self.stream(OUTPUT_STREAM)
         self._queue: deque[tuple[bytes, Any]] = deque()
@@ -106,6 +110,7 @@ class TerminalHost(Worker):
     async def teardown(self) -> None:
         if self.session.alive:
             await self.session.close()
+        await self.feeder.model.close()
 
     # --- output ---------------------------------------------------------------------------
 
@@ -165,7 +170,7 @@ class TerminalHost(Worker):
                     await self.clock.sleep(FEED_QUIET - quiet_for)
                     continue
                 self.feeder.feed(FEED_SLICE)
-                await asyncio.sleep(0)
+                await self.feeder.model.drain()
 
     async def _probe_loop(self) -> None:
         while True:
@@ -205,10 +210,23 @@ class TerminalHost(Worker):
 
     @handles(View)
     async def view(self, request: View) -> Viewed:
-        """The screen as a VT stream and the last seq it reflects (later frames follow it)."""
+        """The screen as a VT stream and the last seq it reflects (later frames follow it).
+
+        A model that died is replaced by a fresh one (blank until the shell writes again): the
+        screen is lost, never the shell.
+        """
+        model = self.feeder.model
         seq = self.feeder.catch_up()
-        screen = self.feeder.screen
-        return Viewed(seq=seq, screen=render_screen(screen), cols=screen.columns, rows=screen.lines)
+        try:
+            screen = await model.view()  # asked before anything else is written to the model
+        except ScreenModelFailed as error:
+            self.log.warning("terminal_screen_model_failed", reason=str(error))
+            await model.close()
+            model = await ScreenModel.start(self.session.cols, self.session.rows)
+            self.feeder.replace(model)
+            seq = self.feeder.catch_up()
+            screen = await model.view()
+        return Viewed(seq=seq, screen=screen, cols=model.cols, rows=model.rows)
 
     @handles(Resize)
     async def resize(self, request: Resize) -> Resized:

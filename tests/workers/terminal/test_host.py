@@ -20,6 +20,7 @@ from forge.ipc.messages import StreamFrame
 from forge.ipc.policy import LifecycleTimings
 from forge.ipc.protocol import BAD_REQUEST, call
 from forge.ptyinput import PtyInput
+from forge.testing.vtscreen import TerminalScreen
 from forge.wire.binary import TERMINAL_OUTPUT_HEADER
 from forge.wire.terminal import TerminalSummary
 from forge.workers.terminal.protocol import (
@@ -33,7 +34,6 @@ from forge.workers.terminal.protocol import (
     Viewed,
     read_output_meta,
 )
-from forge.workers.terminal.screen import TerminalScreen
 
 pytestmark = pytest.mark.timeout(180)
 """A bound for a hung host, not a measurement: the 100,000-line flood below takes 6 s at load

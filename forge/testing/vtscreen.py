@@ -1,9 +1,10 @@
-"""The host's screen model: a pyte `Screen` that also keeps xterm's alternate screen buffer.
+"""A pyte `Screen` that also keeps xterm's alternate screen buffer, for tests that read a view.
 
-pyte records `CSI ? 1049 h` as a mode bit but draws the full-screen program over the shell's
-screen, so after `vi` exits the model would still show vi. This subclass swaps buffers the way
-xterm does, so a viewer that attaches after `less` quit sees the shell again, and one that attaches
-while `less` runs gets both screens (see `render.render_screen`).
+Tests draw what a client was sent (a `terminal_view`'s screen, then its chunks) to assert on the
+text; pyte is quick to run in the test's own process. pyte records `CSI ? 1049 h` as a mode bit
+but draws the full-screen program over the shell's screen; this subclass swaps buffers the way
+xterm does. The host's own model is xterm.js (`forge.workers.terminal.model`), and what a view
+draws is checked cell by cell against xterm.js in tests/screen.
 """
 
 from __future__ import annotations
