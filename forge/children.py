@@ -18,7 +18,8 @@ class ExitWatch:
     """Calls `on_exit()` once, from the event loop, when process `pid` has exited.
 
     Raises `ProcessLookupError` when `pid` is already gone (reaped). `close` stops watching; it
-    is idempotent and the watch closes itself before calling `on_exit`.
+    is idempotent and the watch closes itself before calling `on_exit`. `pidfd`: one already
+    opened by whoever knew the process was alive (the watch then owns and closes it).
     """
 
     def __init__(
@@ -26,11 +27,13 @@ class ExitWatch:
         pid: int,
         on_exit: Callable[[], object],
         loop: asyncio.AbstractEventLoop | None = None,
+        *,
+        pidfd: int | None = None,
     ) -> None:
         self.pid = pid
         self._on_exit = on_exit
         self._loop = loop or asyncio.get_running_loop()
-        self._fd: int | None = os.pidfd_open(pid)
+        self._fd: int | None = os.pidfd_open(pid) if pidfd is None else pidfd
         self._loop.add_reader(self._fd, self._exited)
 
     def _exited(self) -> None:

@@ -1,0 +1,168 @@
+"""A real bubblewrap sandbox whose only way out is the egress proxy: the host's loopback stays out
+of reach (directly and through the proxy), and a public destination is reached through it.
+
+The sandbox has a network namespace of its own; `EgressProxy.wrap` opens the proxy's port in it.
+The "public" server is a loopback one the injected connector stands in for (`egress_kit`), so
+no packet leaves loopback: the sandbox's own, or the host's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import sys
+import textwrap
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+
+import pytest
+
+from forge.attempt.egress.policy import public_policy
+from forge.attempt.egress.proxy import EgressProxy, proxy_env, resolve
+from forge.attempt.sandbox import Sandbox, args_fd, probe
+
+from .egress_kit import (
+    PUBLIC_STAND_IN,
+    Connector,
+    echo_server,
+    http_server,
+    loopback_server,
+)
+
+pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed")
+
+
+def sandbox(work: Path) -> Sandbox:
+    found = probe(os.environ)
+    if found.program is None:
+        pytest.skip(f"bubblewrap cannot run here: {found.reason}")
+    return Sandbox(found.program, (), (str(work),), network=False)
+
+
+async def run_sandboxed(
+    proxy: EgressProxy, work: Path, argv: Sequence[str]
+) -> tuple[int | None, str, str]:
+    """`argv` in the sandbox with the proxy's port and variables, as an attempt runs it."""
+    box = sandbox(work)
+    fd = args_fd(box.args_bytes(argv, work))
+    try:
+        process = await asyncio.create_subprocess_exec(
+            *proxy.wrap(box.argv(argv, fd)),
+            pass_fds=(fd,),
+            env={"PATH": os.environ["PATH"], **proxy_env()},
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+    finally:
+        os.close(fd)
+    out, err = await process.communicate()
+    return process.returncode, out.decode(), err.decode()
+
+
+async def resolve_stand_in(host: str, port: int) -> list:
+    """The system's resolver (it finds `localhost`), and `public.example` at the stand-in."""
+    return [PUBLIC_STAND_IN] if host == "public.example" else await resolve(host, port)
+
+
+@contextlib.asynccontextmanager
+async def started(proxy: EgressProxy) -> AsyncIterator[EgressProxy]:
+    await proxy.start()
+    try:
+        yield proxy
+    finally:
+        await proxy.stop()
+
+
+RECIPE = textwrap.dedent(
+    """
+    import http.client, socket, sys, urllib.request
+    host_port = int(sys.argv[1])
+
+    def attempt(what, act):
+        try:
+            print(what, act())
+        except OSError as error:
+            print(what, type(error).__name__)
+
+    def direct():
+        socket.create_connection(("127.0.0.1", host_port), timeout=30).close()
+        return "reached"
+
+    def through_proxy(method, target):
+        proxy = socket.create_connection(("127.0.0.1", 3128), timeout=30)
+        proxy.sendall(f"{method} {target} HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n".encode())
+        return proxy.recv(65536).split(b"\\r\\n")[0].decode()
+
+    def public_http():
+        return urllib.request.urlopen("http://public.example:8080/page", timeout=30).read()
+
+    def public_tunnel():
+        connection = http.client.HTTPConnection("127.0.0.1", 3128, timeout=30)
+        connection.set_tunnel("public.example", 443)
+        connection.connect()
+        connection.sock.sendall(b"ping")
+        return connection.sock.recv(4)
+
+    attempt("direct", direct)
+    attempt("connect-literal", lambda: through_proxy("CONNECT", f"127.0.0.1:{host_port}"))
+    attempt("connect-localhost", lambda: through_proxy("CONNECT", f"localhost:{host_port}"))
+    attempt("get-literal", lambda: through_proxy("GET", f"http://127.0.0.1:{host_port}/"))
+    attempt("public-http", public_http)
+    attempt("public-tunnel", public_tunnel)
+    """
+)
+
+
+async def test_a_networked_recipe_reaches_the_public_stand_in_but_not_the_hosts_loopback(
+    tmp_path: Path,
+) -> None:
+    """The attack of the issue: a recipe with the network dials a service on the host's
+    127.0.0.1 (the Dask scheduler's kind). Without a network namespace it connected; now
+    neither the namespace nor the proxy lets it, and the proxy records the tries."""
+    accepted: list[int] = []
+
+    async def host_service(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        accepted.append(1)
+
+    async with (
+        loopback_server(host_service) as host_port,
+        http_server() as (http_port, seen),
+        echo_server() as (echo_port, _),
+    ):
+        connector = Connector({8080: http_port, 443: echo_port})
+        proxy = EgressProxy(public_policy(), resolver=resolve_stand_in, connector=connector)
+        async with started(proxy):
+            code, out, err = await run_sandboxed(
+                proxy, tmp_path, [sys.executable, "-c", RECIPE, str(host_port)]
+            )
+    assert code == 0, err
+    assert out.splitlines() == [
+        "direct ConnectionRefusedError",
+        "connect-literal HTTP/1.1 403 Forbidden",
+        "connect-localhost HTTP/1.1 403 Forbidden",
+        "get-literal HTTP/1.1 403 Forbidden",
+        "public-http b'GET /page '",
+        "public-tunnel b'ping'",
+    ]
+    assert accepted == [], "the host's loopback service was reached"
+    assert [s.headers[b"host"] for s in seen] == [b"public.example:8080"]
+    decisions = proxy.log.record().decisions
+    refused = {(e.destination, e.reason) for e in decisions if e.decision == "refused"}
+    assert refused == {
+        (f"127.0.0.1:{host_port}", "loopback address 127.0.0.1"),
+        (f"localhost:{host_port}", "resolves to a loopback address 127.0.0.1"),
+    }
+    admitted = [e.destination for e in decisions if e.decision == "admitted"]
+    assert admitted == ["public.example:8080", "public.example:443"]
+
+
+async def test_a_command_whose_port_cannot_open_does_not_run(tmp_path: Path) -> None:
+    """No proxy listening on the control socket: the sandbox is killed before its command."""
+    proxy = EgressProxy(public_policy())  # never started
+    ran = tmp_path / "ran"
+    code, _, err = await run_sandboxed(proxy, tmp_path, ["touch", str(ran)])
+    assert code == 137
+    assert "forge egress: the sandbox's proxy port 3128 did not open" in err
+    assert not ran.exists()
