@@ -45,17 +45,20 @@ class EgressLog:
         self._entries: dict[tuple[str, str, str], EgressEntry] = {}
         self._truncated = 0
 
-    def note(self, destination: str, decision: Outcome, reason: str) -> None:
+    def note(self, destination: str, decision: Outcome, reason: str) -> bool:
+        """Count one decision; True when it is the first of its entry (worth a log line)."""
         key = (destination, decision, reason)
         entry = self._entries.get(key)
         if entry is not None:
             entry.count += 1
-        elif len(self._entries) < MAX_ENTRIES:
+            return False
+        if len(self._entries) < MAX_ENTRIES:
             self._entries[key] = EgressEntry(
                 destination=destination, decision=decision, reason=reason, count=1
             )
-        else:
-            self._truncated += 1
+            return True
+        self._truncated += 1
+        return False
 
     def record(self) -> EgressRecord:
         """A copy for the attempt record (later decisions do not change it)."""

@@ -1,6 +1,6 @@
 """Run bubblewrap with the proxy's port already listening inside its network namespace.
 
-`python -m forge.attempt.egress.port CONTROL PORT BWRAP [BWRAP'S ARGUMENTS...]`
+`python -I -S .../forge/attempt/egress/port.py CONTROL PORT BWRAP [BWRAP'S ARGUMENTS...]`
 
 This process forks, and becomes bubblewrap by exec (its pid, its parent-death signal, its exit
 status: to whoever started it, nothing changed but the start). The forked child waits for
@@ -14,7 +14,8 @@ bubblewrap exits, and nothing of forge's runs in the sandbox (nothing the comman
 replace or count among its processes). If a step fails, the child kills the sandbox before
 its command starts and says why on stderr; bubblewrap then exits 137.
 
-Only the standard library, so a start costs an interpreter's own (it runs per sandboxed command).
+Only the standard library and run by path without `site`, so a start costs a bare interpreter's
+(it runs once per sandboxed command).
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ BACKLOG = 128
 
 def main(argv: Sequence[str]) -> int:
     if len(argv) < 3 or not argv[1].isdigit():
-        sys.stderr.write("usage: python -m forge.attempt.egress.port CONTROL PORT BWRAP [ARG...]\n")
+        sys.stderr.write("usage: port.py CONTROL PORT BWRAP [ARG...]\n")
         return 2
     control, port, program, rest = argv[0], int(argv[1]), argv[2], argv[3:]
     info_r, info_w = os.pipe()
