@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from forge.attempt.egress.policy import public_policy
-from forge.attempt.egress.proxy import EgressProxy, proxy_env, resolve
+from forge.attempt.egress.proxy import EgressProxy, probe_port, proxy_env, resolve
 from forge.attempt.sandbox import Sandbox, args_fd, probe
 
 from .egress_kit import (
@@ -32,6 +32,7 @@ from .egress_kit import (
 )
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed")
+UNENTERABLE_BWRAP = Path(__file__).parent / "unenterable_bwrap.sh"
 
 
 def sandbox(work: Path) -> Sandbox:
@@ -166,3 +167,15 @@ async def test_a_command_whose_port_cannot_open_does_not_run(tmp_path: Path) -> 
     assert code == 137
     assert "forge egress: the sandbox's proxy port 3128 did not open" in err
     assert not ran.exists()
+
+
+async def test_the_probe_says_whether_a_sandbox_port_can_open() -> None:
+    found = probe(os.environ)
+    if found.program is None:
+        pytest.skip(f"bubblewrap cannot run here: {found.reason}")
+    sandbox_true = ["--unshare-user", "--unshare-net", "--ro-bind", "/", "/", "--", "true"]
+    assert await probe_port([found.program, *sandbox_true]) is None
+    reason = await probe_port([str(UNENTERABLE_BWRAP), *sandbox_true])
+    assert reason is not None
+    assert reason.startswith("forge egress: the sandbox's proxy port 3128 did not open (")
+    assert "setns(user)" in reason

@@ -47,6 +47,7 @@ from forge.attempt.egress.policy import (
     judge,
     parse_authority,
     parse_proxy_url,
+    public_policy,
     screen,
 )
 from forge.children import ExitWatch
@@ -56,6 +57,7 @@ PROXY_PORT = 3128
 """The port inside each sandbox (its network namespace is its own, so it is always free)."""
 CONNECT_TIMEOUT_S = 30.0
 CHUNK = 65536
+PROBE_TIMEOUT_S = 30.0
 MAX_HEAD_BYTES = 64 * 1024
 """A request or response head larger than this is refused (h11's bound on an incomplete event)."""
 
@@ -94,6 +96,30 @@ def machine_addresses() -> frozenset[IPAddress]:
             if entry.family in (socket.AF_INET, socket.AF_INET6):
                 found.add(ipaddress.ip_address(entry.address.split("%")[0]))
     return frozenset(found)
+
+
+async def probe_port(bwrap_argv: Sequence[str]) -> str | None:
+    """Whether this machine lets forge open a sandbox's port: None, or why not. `bwrap_argv`
+    runs `true` in the sandbox's namespaces (the port needs a user namespace forge may enter:
+    not a setuid bubblewrap's)."""
+    proxy = EgressProxy(public_policy())
+    await proxy.start()
+    try:
+        process = await asyncio.create_subprocess_exec(
+            *proxy.wrap(bwrap_argv),
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        _, err = await process.communicate()
+        if process.returncode != 0:
+            lines = err.decode(errors="replace").strip().splitlines()
+            return lines[0] if lines else f"the sandbox exited {process.returncode}"
+        # Sent before the command ran, so it is on its way.
+        await asyncio.wait_for(proxy._port_opened.wait(), PROBE_TIMEOUT_S)
+        return None
+    finally:
+        await proxy.stop()
 
 
 def proxy_env(port: int = PROXY_PORT) -> dict[str, str]:
@@ -171,6 +197,7 @@ class EgressProxy:
         self._accepting: asyncio.Task[None] | None = None
         self._ports: set[_Port] = set()
         self._tasks: set[asyncio.Task[None]] = set()
+        self._port_opened = asyncio.Event()
 
     # -- the attempt's side ------------------------------------------------------------------
 
@@ -189,9 +216,9 @@ class EgressProxy:
             await asyncio.gather(self._accepting, return_exceptions=True)
         if self._control is not None:
             self._control.close()
+        tasks = [*self._tasks, *(t for p in self._ports for t in p.clients)]
         for port in list(self._ports):
             self._close(port)
-        tasks = [*self._tasks, *(t for p in self._ports for t in p.clients)]
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
@@ -240,25 +267,24 @@ class EgressProxy:
         task.add_done_callback(self._tasks.discard)
 
     async def _receive_port(self, conn: socket.socket) -> None:
-        """One command's port: a listening socket and a pidfd of its bubblewrap, from `port`."""
+        """One command's port from `port`: a listening socket and a pidfd of its bubblewrap.
+        Anything else is closed and logged (only a process of this user can send it)."""
         with conn:
             uid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))[1]
             if uid != os.getuid():
                 log.warning("egress_control_refused", uid=uid)
                 return
             data, fds = await _receive_fds(conn)
-        if len(fds) != 2 or not data.strip().isdigit():
+        if not data and not fds:
+            return  # the launcher failed after connecting, and says why on the command's stderr
+        listener = _listening(fds[0]) if len(fds) == 2 and data.strip().isdigit() else None
+        if listener is None:
             for fd in fds:
                 os.close(fd)
-            log.warning("egress_control_malformed", fds=len(fds))
-            return
-        listener = socket.socket(fileno=fds[0])
-        if listener.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN) != 1:
-            listener.close()
-            os.close(fds[1])
-            log.warning("egress_control_not_listening")
+            log.warning("egress_control_malformed", descriptors=len(fds), text=data[:64])
             return
         await self.serve(listener, until_exit=(int(data), fds[1]))
+        self._port_opened.set()
 
     # -- a client in the sandbox -------------------------------------------------------------
 
@@ -394,6 +420,18 @@ class EgressProxy:
         must not flood it)."""
         if self.log.note(destination, outcome, reason):
             log.info("egress", destination=destination, decision=outcome, reason=reason)
+
+
+def _listening(fd: int) -> socket.socket | None:
+    """The listening TCP socket `fd` is (then owned by the result), or None (`fd` left open)."""
+    try:
+        sock = socket.socket(fileno=fd)
+    except OSError:
+        return None
+    if sock.family == socket.AF_INET and sock.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN):
+        return sock
+    sock.detach()
+    return None
 
 
 async def _receive_fds(conn: socket.socket) -> tuple[bytes, list[int]]:
