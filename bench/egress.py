@@ -76,7 +76,7 @@ async def serve() -> None:
     async def connector(address: IPAddress, port: int) -> Streams:
         return await asyncio.open_connection("127.0.0.1", routes[port])
 
-    proxy = EgressProxy(public_policy(), resolver=resolver, connector=connector)
+    proxy = EgressProxy(public_policy(own=()), resolver=resolver, connector=connector)
     await proxy.start()
     listener = socket.create_server(("127.0.0.1", 0))
     proxy_port = listener.getsockname()[1]

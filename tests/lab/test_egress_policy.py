@@ -65,11 +65,16 @@ def test_a_global_address_is_public(address: str) -> None:
 
 
 def test_this_machines_own_public_address_is_not_the_public_network() -> None:
-    assert address_problem(PUBLIC, frozenset({PUBLIC})) == "this machine's own address 1.2.3.4"
+    own = frozenset({PUBLIC, ip("127.0.0.1")})
+    assert address_problem(PUBLIC, own) == "this machine's own address 1.2.3.4"
+    assert address_problem(ip("127.0.0.1"), own) == "loopback address 127.0.0.1"
+    decision = screen(public_policy(own=own), Destination("1.2.3.4", 8786))
+    assert decision is not None
+    assert (decision.admitted, decision.reason) == (False, "this machine's own address 1.2.3.4")
 
 
 def test_a_literal_address_is_judged_before_any_lookup() -> None:
-    policy = public_policy()
+    policy = public_policy(own=())
     lan = screen(policy, Destination("192.168.1.10", 443))
     assert lan is not None
     assert (lan.admitted, lan.reason) == (False, "private address 192.168.1.10")
@@ -80,7 +85,7 @@ def test_a_literal_address_is_judged_before_any_lookup() -> None:
 
 
 def test_a_name_is_admitted_only_at_its_public_addresses() -> None:
-    policy = public_policy()
+    policy = public_policy(own=())
     rebinding = judge(policy, [PUBLIC, ip("127.0.0.1"), ip("10.0.0.1")])
     assert (rebinding.admitted, rebinding.addresses) == (True, (PUBLIC,))
     lan = judge(policy, [ip("192.168.1.10"), ip("127.0.0.1")])
@@ -89,7 +94,7 @@ def test_a_name_is_admitted_only_at_its_public_addresses() -> None:
 
 
 def test_an_allow_list_refuses_what_it_does_not_list_before_resolving() -> None:
-    policy = allow_list_policy(["api.example:443", "1.2.3.4:8080", "[2606:4700::1]:443"])
+    policy = allow_list_policy(["api.example:443", "1.2.3.4:8080", "[2606:4700::1]:443"], own=())
     assert policy.name == "allow-list"
     for unlisted in (
         Destination("api.example", 80),
@@ -109,7 +114,7 @@ def test_an_allow_list_refuses_what_it_does_not_list_before_resolving() -> None:
 
 
 def test_a_listed_name_still_reaches_only_public_addresses() -> None:
-    policy = allow_list_policy(["api.example:443"])
+    policy = allow_list_policy(["api.example:443"], own=())
     assert judge(policy, [ip("127.0.0.1")]).reason == "resolves to a loopback address 127.0.0.1"
 
 

@@ -41,7 +41,7 @@ def decisions(proxy: EgressProxy) -> list[tuple[str, str, str, int]]:
 async def test_a_lan_name_is_refused_before_any_connection() -> None:
     names = Names({"lan.example": [LAN], "localhost": [LOOPBACK]})
     connector = Connector()
-    async with serving(public_policy(), names, connector) as (proxy, port):
+    async with serving(public_policy(own=()), names, connector) as (proxy, port):
         async with client(port) as c:
             status, body = await c.request(b"CONNECT", b"lan.example:443")
         assert status == 403
@@ -61,7 +61,7 @@ async def test_a_lan_name_is_refused_before_any_connection() -> None:
 async def test_a_private_or_loopback_literal_is_refused_before_resolving() -> None:
     names = Names({})
     connector = Connector()
-    async with serving(public_policy(), names, connector) as (proxy, port):
+    async with serving(public_policy(own=()), names, connector) as (proxy, port):
         for method, target in [
             (b"CONNECT", b"10.0.0.5:443"),
             (b"CONNECT", b"127.0.0.1:8786"),
@@ -90,7 +90,7 @@ async def test_a_public_destination_tunnels_bytes_both_ways() -> None:
     async with echo_server() as (echo_port, received):
         connector = Connector({443: echo_port})
         async with (
-            serving(public_policy(), names, connector) as (proxy, port),
+            serving(public_policy(own=()), names, connector) as (proxy, port),
             client(port) as c,
         ):
             status, _ = await c.request(b"CONNECT", b"public.example:443")
@@ -111,7 +111,7 @@ async def test_a_plain_request_is_forwarded_and_each_one_judged() -> None:
     async with http_server() as (http_port, seen):
         connector = Connector({8080: http_port})
         async with (
-            serving(public_policy(), names, connector) as (proxy, port),
+            serving(public_policy(own=()), names, connector) as (proxy, port),
             client(port) as c,
         ):
             get = await c.request(
@@ -142,7 +142,7 @@ async def test_an_allow_list_admits_only_its_pairs_and_resolves_nothing_else() -
     names = Names({"api.example": [PUBLIC_STAND_IN], "other.example": [PUBLIC_STAND_IN]})
     async with echo_server() as (echo_port, _):
         connector = Connector({443: echo_port})
-        policy = allow_list_policy(["api.example:443"])
+        policy = allow_list_policy(["api.example:443"], own=())
         async with serving(policy, names, connector) as (proxy, port):
             for target, expected in [
                 (b"other.example:443", 403),
@@ -168,7 +168,7 @@ async def test_a_name_resolving_to_loopback_too_is_connected_only_where_judged()
     async with echo_server() as (echo_port, _):
         connector = Connector({443: echo_port})
         async with (
-            serving(public_policy(), names, connector) as (_, port),
+            serving(public_policy(own=()), names, connector) as (_, port),
             client(port) as c,
         ):
             status, _ = await c.request(b"CONNECT", b"rebind.example:443")
@@ -179,7 +179,7 @@ async def test_a_name_resolving_to_loopback_too_is_connected_only_where_judged()
 async def test_an_unresolved_or_unreachable_destination_is_a_502_and_recorded() -> None:
     names = Names({"public.example": [PUBLIC_STAND_IN]})
     connector = Connector({})  # nothing listens: the stand-in refuses every connection
-    async with serving(public_policy(), names, connector) as (proxy, port):
+    async with serving(public_policy(own=()), names, connector) as (proxy, port):
         for target in (b"nowhere.example:443", b"public.example:443"):
             async with client(port) as c:
                 status, _ = await c.request(b"CONNECT", target)
@@ -194,7 +194,7 @@ async def test_an_unresolved_or_unreachable_destination_is_a_502_and_recorded() 
 async def test_what_is_not_a_proxy_request_gets_a_400() -> None:
     names = Names({})
     connector = Connector()
-    async with serving(public_policy(), names, connector) as (proxy, port):
+    async with serving(public_policy(own=()), names, connector) as (proxy, port):
         for target in (b"/etc/passwd", b"https://public.example/", b"public.example"):
             method = b"CONNECT" if target == b"public.example" else b"GET"
             async with client(port) as c:
@@ -214,7 +214,7 @@ async def test_stop_ends_every_tunnel() -> None:
     async with echo_server() as (echo_port, _):
         connector = Connector({443: echo_port})
         async with (
-            serving(public_policy(), names, connector) as (proxy, port),
+            serving(public_policy(own=()), names, connector) as (proxy, port),
             client(port) as c,
         ):
             status, _ = await c.request(b"CONNECT", b"public.example:443")

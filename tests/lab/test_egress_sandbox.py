@@ -20,7 +20,13 @@ from pathlib import Path
 import pytest
 
 from forge.attempt.egress.policy import public_policy
-from forge.attempt.egress.proxy import EgressProxy, probe_port, proxy_env, resolve
+from forge.attempt.egress.proxy import (
+    EgressProxy,
+    machine_addresses,
+    probe_port,
+    proxy_env,
+    resolve,
+)
 from forge.attempt.sandbox import Sandbox, args_fd, probe
 
 from .egress_kit import (
@@ -133,7 +139,8 @@ async def test_a_networked_recipe_reaches_the_public_stand_in_but_not_the_hosts_
         echo_server() as (echo_port, _),
     ):
         connector = Connector({8080: http_port, 443: echo_port})
-        proxy = EgressProxy(public_policy(), resolver=resolve_stand_in, connector=connector)
+        policy = public_policy(own=machine_addresses())
+        proxy = EgressProxy(policy, resolver=resolve_stand_in, connector=connector)
         async with started(proxy):
             code, out, err = await run_sandboxed(
                 proxy, tmp_path, [sys.executable, "-c", RECIPE, str(host_port)]
@@ -161,7 +168,7 @@ async def test_a_networked_recipe_reaches_the_public_stand_in_but_not_the_hosts_
 
 async def test_a_command_whose_port_cannot_open_does_not_run(tmp_path: Path) -> None:
     """No proxy listening on the control socket: the sandbox is killed before its command."""
-    proxy = EgressProxy(public_policy())  # never started
+    proxy = EgressProxy(public_policy(own=()))  # never started
     ran = tmp_path / "ran"
     code, _, err = await run_sandboxed(proxy, tmp_path, ["touch", str(ran)])
     assert code == 137

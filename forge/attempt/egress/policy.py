@@ -105,8 +105,6 @@ def parse_proxy_url(target: str) -> tuple[Destination, str]:
 
 def address_problem(address: IPAddress, own: frozenset[IPAddress] = frozenset()) -> str | None:
     """Why `address` is not on the public network (None when it is): what it is, named."""
-    if address in own:
-        return f"this machine's own address {address}"
     checks = (
         (address.is_unspecified, "unspecified"),
         (address.is_loopback, "loopback"),
@@ -121,6 +119,8 @@ def address_problem(address: IPAddress, own: frozenset[IPAddress] = frozenset())
     for hit, kind in checks:
         if hit:
             return f"{kind} address {address}"
+    if address in own:
+        return f"this machine's own address {address}"
     if isinstance(address, ipaddress.IPv6Address) and address.sixtofour is not None:
         embedded = address_problem(address.sixtofour, own)
         if embedded is not None:
@@ -142,11 +142,12 @@ class Policy:
         return "public" if self.allowed is None else "allow-list"
 
 
-def public_policy(own: Iterable[IPAddress] = ()) -> Policy:
+def public_policy(*, own: Iterable[IPAddress]) -> Policy:
+    """The public network; `own` is this machine's addresses (`proxy.machine_addresses`)."""
     return Policy(None, frozenset(own))
 
 
-def allow_list_policy(entries: Iterable[str], own: Iterable[IPAddress] = ()) -> Policy:
+def allow_list_policy(entries: Iterable[str], *, own: Iterable[IPAddress]) -> Policy:
     """From `host:port` entries (`BadDestination` names the first that is not one)."""
     return Policy(frozenset(parse_authority(e) for e in entries), frozenset(own))
 

@@ -102,7 +102,7 @@ async def probe_port(bwrap_argv: Sequence[str]) -> str | None:
     """Whether this machine lets forge open a sandbox's port: None, or why not. `bwrap_argv`
     runs `true` in the sandbox's namespaces (the port needs a user namespace forge may enter:
     not a setuid bubblewrap's)."""
-    proxy = EgressProxy(public_policy())
+    proxy = EgressProxy(public_policy(own=()))
     await proxy.start()
     try:
         process = await asyncio.create_subprocess_exec(
@@ -159,11 +159,14 @@ class _Side:
     reader: asyncio.StreamReader
     writer: asyncio.StreamWriter
 
-    async def next_event(self) -> h11.Event:
+    async def next_event(self) -> h11.Event | type[h11.PAUSED]:
+        """The next event, reading as h11 needs (PAUSED: a request came before its turn)."""
         while True:
             event = self.conn.next_event()
-            if event is not h11.NEED_DATA:
-                return event  # type: ignore[return-value]
+            if isinstance(event, h11.Event):
+                return event
+            if event is h11.PAUSED:
+                return h11.PAUSED
             self.conn.receive_data(await self.reader.read(CHUNK))
 
     async def send(self, *events: h11.Event) -> None:
