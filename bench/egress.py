@@ -16,7 +16,9 @@ as in an attempt runner; the proxy's resolver maps `public.example` to a stand-i
 address and its connector sends that to the loopback servers: no packet leaves loopback.
 
 `start`: `bwrap ... true` in a network namespace of its own, with and without the launcher that
-opens the proxy's port in it (`EgressProxy.wrap`), alternating; wall time per start.
+opens the proxy's port in it (`EgressProxy.wrap`), alternating; wall time per start. Beside it,
+where socat is installed, the design not taken: a socat forwarder started inside the sandbox
+before the command (`SOCAT_INSIDE`).
 
 Prints the median of each (and the 90th percentile), and the ratio proxy / direct.
 """
@@ -28,6 +30,7 @@ import asyncio
 import ipaddress
 import json
 import os
+import shutil
 import socket
 import statistics
 import subprocess
@@ -177,21 +180,37 @@ def pairs(ports: dict[str, int], held: list[socket.socket]) -> Pairs:
     }
 
 
-def start_pair(wrap: list[str]) -> tuple[Callable[[], object], Callable[[], object]]:
+SOCAT_INSIDE = (
+    "socat TCP-LISTEN:3128,bind=127.0.0.1,fork,reuseaddr UNIX-CONNECT:/tmp/egress.sock & f=$!; "
+    "while ! grep -q ':0C38 00000000:0000 0A' /proc/net/tcp; do :; done; "
+    "true; kill $f; wait $f || true"
+)
+"""The design not taken, for its start: a forwarder started inside the sandbox before the
+command (listening, polled until it is), killed after it."""
+
+
+def start_pairs(wrap: list[str]) -> Pairs:
+    """`true` started in the sandbox with its port beside without; and, where socat is
+    installed, with a forwarder inside instead beside without."""
     found = probe(os.environ)
     if found.program is None:
         raise SystemExit(f"bubblewrap cannot run here: {found.reason}")
     box = Sandbox(found.program, (), (), network=False)
 
-    def run(with_port: bool) -> None:
-        fd = args_fd(box.args_bytes(["true"], Path("/")))
-        argv = box.argv(["true"], fd)
+    def run(command: list[str], prefix: list[str]) -> None:
+        fd = args_fd(box.args_bytes(command, Path("/")))
         try:
-            subprocess.run([*wrap, *argv] if with_port else argv, pass_fds=(fd,), check=True)
+            subprocess.run([*prefix, *box.argv(command, fd)], pass_fds=(fd,), check=True)
         finally:
             os.close(fd)
 
-    return (lambda: run(True)), (lambda: run(False))
+    pairs = {"start (bwrap true)": (lambda: run(["true"], wrap), lambda: run(["true"], []))}
+    if shutil.which("socat"):
+        pairs["start, socat inside"] = (
+            lambda: run(["sh", "-c", SOCAT_INSIDE], []),
+            lambda: run(["true"], []),
+        )
+    return pairs
 
 
 def describe(samples: list[float]) -> tuple[float, float]:
@@ -221,8 +240,7 @@ def main() -> None:
     try:
         ports = json.loads(child.stdout.readline())
         actions = pairs(ports, held)
-        proxied_start, direct_start = start_pair(ports["wrap"])
-        actions["start (bwrap true)"] = (proxied_start, direct_start)
+        actions |= start_pairs(ports["wrap"])
         results: dict[str, tuple[list[float], list[float]]] = {k: ([], []) for k in actions}
         for _ in range(rounds):
             for name, (through, direct) in actions.items():
