@@ -27,7 +27,7 @@ from forge.attempt.egress.proxy import (
     proxy_env,
     resolve,
 )
-from forge.attempt.sandbox import Sandbox, args_fd, probe
+from forge.attempt.sandbox import Sandbox, Trees, args_fd, probe
 
 from .egress_kit import (
     PUBLIC_STAND_IN,
@@ -41,11 +41,17 @@ pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewra
 UNENTERABLE_BWRAP = Path(__file__).parent / "unenterable_bwrap.sh"
 
 
+INTERPRETER = os.path.realpath(sys.executable)
+"""The recipe's Python, shown through its installation (it may live outside the system)."""
+
+
 def sandbox(work: Path) -> Sandbox:
+    """A step's sandbox as an attempt builds it, in a network namespace of its own."""
     found = probe(os.environ)
     if found.program is None:
         pytest.skip(f"bubblewrap cannot run here: {found.reason}")
-    return Sandbox(found.program, (), (str(work),), network=False)
+    box = Sandbox.for_attempt(found.program, hidden=(), mounts=[sys.base_prefix], network=False)
+    return box.with_trees(Trees(writable=(str(work),)))
 
 
 async def run_sandboxed(
@@ -143,7 +149,7 @@ async def test_a_networked_recipe_reaches_the_public_stand_in_but_not_the_hosts_
         proxy = EgressProxy(policy, resolver=resolve_stand_in, connector=connector)
         async with started(proxy):
             code, out, err = await run_sandboxed(
-                proxy, tmp_path, [sys.executable, "-c", RECIPE, str(host_port)]
+                proxy, tmp_path, [INTERPRETER, "-c", RECIPE, str(host_port)]
             )
     assert code == 0, err
     assert out.splitlines() == [
