@@ -11,7 +11,7 @@ import socket
 from collections.abc import AsyncIterator
 
 from forge.attempt.egress.policy import Policy, allow_list_policy, public_policy
-from forge.attempt.egress.proxy import EgressProxy
+from forge.attempt.egress.proxy import EgressProxy, resolve
 
 from .egress_kit import PUBLIC_STAND_IN, Connector, Names, client, echo_server, http_server
 
@@ -221,3 +221,8 @@ async def test_stop_ends_every_tunnel() -> None:
             assert status == 200
             await proxy.stop()
             assert await asyncio.wait_for(c.reader.read(), 30) == b""
+
+
+async def test_the_system_resolver_gives_each_address_once() -> None:
+    """A literal, so no lookup leaves the machine (getaddrinfo lists it once per socket type)."""
+    assert await resolve("127.0.0.1", 80) == [LOOPBACK]

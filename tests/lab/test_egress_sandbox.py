@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import os
 import shutil
 import sys
@@ -20,18 +21,13 @@ from pathlib import Path
 import pytest
 
 from forge.attempt.egress.policy import public_policy
-from forge.attempt.egress.proxy import (
-    EgressProxy,
-    machine_addresses,
-    probe_port,
-    proxy_env,
-    resolve,
-)
+from forge.attempt.egress.proxy import EgressProxy, machine_addresses, probe_port, proxy_env
 from forge.attempt.sandbox import Sandbox, Trees, args_fd, probe
 
 from .egress_kit import (
     PUBLIC_STAND_IN,
     Connector,
+    Names,
     echo_server,
     http_server,
     loopback_server,
@@ -74,9 +70,9 @@ async def run_sandboxed(
     return process.returncode, out.decode(), err.decode()
 
 
-async def resolve_stand_in(host: str, port: int) -> list:
-    """The system's resolver (it finds `localhost`), and `public.example` at the stand-in."""
-    return [PUBLIC_STAND_IN] if host == "public.example" else await resolve(host, port)
+NAMES = {"public.example": [PUBLIC_STAND_IN], "localhost": [ipaddress.ip_address("127.0.0.1")]}
+"""No lookup leaves the machine: `localhost` as /etc/hosts has it, `public.example` at the
+stand-in."""
 
 
 @contextlib.asynccontextmanager
@@ -146,7 +142,7 @@ async def test_a_networked_recipe_reaches_the_public_stand_in_but_not_the_hosts_
     ):
         connector = Connector({8080: http_port, 443: echo_port})
         policy = public_policy(own=machine_addresses())
-        proxy = EgressProxy(policy, resolver=resolve_stand_in, connector=connector)
+        proxy = EgressProxy(policy, resolver=Names(NAMES), connector=connector)
         async with started(proxy):
             code, out, err = await run_sandboxed(
                 proxy, tmp_path, [INTERPRETER, "-c", RECIPE, str(host_port)]
