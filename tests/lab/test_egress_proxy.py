@@ -224,5 +224,5 @@ async def test_stop_ends_every_tunnel() -> None:
 
 
 async def test_the_system_resolver_gives_each_address_once() -> None:
-    """A literal, so no lookup leaves the machine (getaddrinfo lists it once per socket type)."""
+    """A literal: no lookup leaves the machine."""
     assert await resolve("127.0.0.1", 80) == [LOOPBACK]
