@@ -21,10 +21,12 @@ LOOPBACK = ipaddress.ip_address("127.0.0.1")
 
 @contextlib.asynccontextmanager
 async def serving(
-    policy: Policy, names: Names, connector: Connector
+    policy: Policy, names: Names, connector: Connector, max_connections: int = 256
 ) -> AsyncIterator[tuple[EgressProxy, int]]:
     """The proxy on a loopback port of the test's own (in a sandbox, `port` opens it)."""
-    proxy = EgressProxy(policy, resolver=names, connector=connector)
+    proxy = EgressProxy(
+        policy, resolver=names, connector=connector, max_connections=max_connections
+    )
     listener = socket.create_server(("127.0.0.1", 0))
     port = listener.getsockname()[1]
     await proxy.serve(listener)
@@ -226,3 +228,20 @@ async def test_stop_ends_every_tunnel() -> None:
 async def test_the_system_resolver_gives_each_address_once() -> None:
     """A literal: no lookup leaves the machine."""
     assert await resolve("127.0.0.1", 80) == [LOOPBACK]
+
+
+async def test_connections_beyond_the_bound_are_closed_and_counted() -> None:
+    names = Names({"public.example": [PUBLIC_STAND_IN]})
+    async with echo_server() as (echo_port, _):
+        connector = Connector({443: echo_port})
+        async with (
+            serving(public_policy(own=()), names, connector, max_connections=2) as (proxy, port),
+            client(port) as first,
+            client(port) as second,
+        ):
+            for c in (first, second):
+                status, _ = await c.request(b"CONNECT", b"public.example:443")
+                assert status == 200
+            async with client(port) as third:
+                assert await third.reader.read() == b"", "closed unanswered"
+    assert decisions(proxy)[-1] == ("*", "refused", "more than 2 connections at once", 1)

@@ -58,6 +58,9 @@ PROXY_PORT = 3128
 CONNECT_TIMEOUT_S = 30.0
 CHUNK = 65536
 PROBE_TIMEOUT_S = 30.0
+MAX_CONNECTIONS = 256
+"""Client connections open at once through one proxy (each holds two descriptors here); one
+more is closed unanswered and counted, so a recipe cannot exhaust its runner's descriptors."""
 MAX_HEAD_BYTES = 64 * 1024
 """A request or response head larger than this is refused (h11's bound on an incomplete event)."""
 
@@ -189,9 +192,15 @@ class EgressProxy:
     """An attempt's proxy: `start` before its first sandboxed command, `stop` after its last."""
 
     def __init__(
-        self, policy: Policy, *, resolver: Resolver = resolve, connector: Connector = connect
+        self,
+        policy: Policy,
+        *,
+        resolver: Resolver = resolve,
+        connector: Connector = connect,
+        max_connections: int = MAX_CONNECTIONS,
     ) -> None:
         self.policy = policy
+        self.max_connections = max_connections
         self.log = EgressLog(policy.name)
         self._resolve = resolver
         self._connect = connector
@@ -296,6 +305,10 @@ class EgressProxy:
     ) -> None:
         task = asyncio.current_task()
         assert task is not None
+        if sum(len(p.clients) for p in self._ports) >= self.max_connections:
+            self._note("*", "refused", f"more than {self.max_connections} connections at once")
+            writer.close()
+            return
         port.clients.add(task)
         try:
             await self._client(_Side(h11.Connection(h11.SERVER, MAX_HEAD_BYTES), reader, writer))
