@@ -188,3 +188,26 @@ async def test_the_probe_says_whether_a_sandbox_port_can_open() -> None:
     assert reason is not None
     assert reason.startswith("forge egress: the sandbox's proxy port 3128 did not open (")
     assert "setns(user)" in reason
+
+
+async def test_the_command_gets_the_signal_dispositions_it_would_get_without_the_port(
+    tmp_path: Path,
+) -> None:
+    """The launcher is a Python process, which ignores SIGPIPE and SIGXFSZ; what is ignored
+    survives exec, so a command under it would not die writing to a closed pipe or past its
+    file-size limit."""
+    proxy = EgressProxy(public_policy(own=()))
+    box = sandbox(tmp_path)
+    argv = ["grep", "SigIgn", "/proc/self/status"]
+    fd = args_fd(box.args_bytes(argv, tmp_path))
+    try:
+        plain = await asyncio.create_subprocess_exec(
+            *box.argv(argv, fd), pass_fds=(fd,), stdout=asyncio.subprocess.PIPE
+        )
+        expected, _ = await plain.communicate()
+    finally:
+        os.close(fd)
+    async with started(proxy):
+        code, out, err = await run_sandboxed(proxy, tmp_path, argv)
+    assert code == 0, err
+    assert out == expected.decode()

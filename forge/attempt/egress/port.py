@@ -34,6 +34,9 @@ CLONE_NEWNET = 0x40000000
 IP_FREEBIND = 15
 """From <linux/in.h> (`socket.IP_FREEBIND` only from Python 3.12)."""
 BACKLOG = 128
+IGNORED_BY_PYTHON = (signal.SIGPIPE, signal.SIGXFSZ)
+"""What the interpreter ignores at start, restored as `subprocess` restores it for a child (a
+command that writes to a closed pipe, or past its file-size limit, dies of it)."""
 
 
 def main(argv: Sequence[str]) -> int:
@@ -57,6 +60,8 @@ def main(argv: Sequence[str]) -> int:
     os.set_inheritable(info_w, True)
     os.set_inheritable(block_r, True)
     options = ["--info-fd", str(info_w), "--block-fd", str(block_r)]
+    for ignored in IGNORED_BY_PYTHON:  # ignored survives exec: the command would inherit it
+        signal.signal(ignored, signal.SIG_DFL)
     try:
         os.execvp(program, [program, *options, *rest])
     except OSError as error:
