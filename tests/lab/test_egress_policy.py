@@ -1,4 +1,5 @@
-"""The egress policy, headers and log: pure, no sockets (the proxy's tests send the traffic)."""
+"""The egress policy, headers, log and the launcher's reading of bubblewrap: pure, no sockets
+(the proxy's tests send the traffic)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from forge.attempt.egress.policy import (
     public_policy,
     screen,
 )
+from forge.attempt.egress.port import child_pid
 
 ip = ipaddress.ip_address
 PUBLIC = ip("1.2.3.4")
@@ -214,3 +216,17 @@ def test_the_log_counts_repeats_and_stays_bounded() -> None:
     record = log.record()
     assert len(record.decisions) == MAX_ENTRIES
     assert record.truncated == 7
+
+
+@pytest.mark.parametrize(
+    ("info", "pid"),
+    [
+        (b'{\n    "child-pid": 12270,\n    "mnt-namespace": 4026532175\n}\n', 12270),
+        (b'{"child-pid": 7}', 7),
+        (b'{"child-pid": -1}', None),
+        (b'{"other": 1}', None),
+        (b"", None),
+    ],
+)
+def test_the_launcher_reads_the_sandboxs_pid(info: bytes, pid: int | None) -> None:
+    assert child_pid(info) == pid
