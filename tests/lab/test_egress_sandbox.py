@@ -13,8 +13,10 @@ import contextlib
 import ipaddress
 import os
 import shutil
+import socket
 import sys
 import textwrap
+import uuid
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
@@ -99,6 +101,11 @@ RECIPE = textwrap.dedent(
         socket.create_connection(("127.0.0.1", host_port), timeout=30).close()
         return "reached"
 
+    def abstract_unix():
+        with socket.socket(socket.AF_UNIX) as unix:
+            unix.connect(b"\\0" + sys.argv[2].encode())
+        return "reached"
+
     def through_proxy(method, target):
         proxy = socket.create_connection(("127.0.0.1", 3128), timeout=30)
         proxy.sendall(f"{method} {target} HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n".encode())
@@ -115,6 +122,7 @@ RECIPE = textwrap.dedent(
         return connection.sock.recv(4)
 
     attempt("direct", direct)
+    attempt("abstract-unix", abstract_unix)
     attempt("connect-literal", lambda: through_proxy("CONNECT", f"127.0.0.1:{host_port}"))
     attempt("connect-localhost", lambda: through_proxy("CONNECT", f"localhost:{host_port}"))
     attempt("get-literal", lambda: through_proxy("GET", f"http://127.0.0.1:{host_port}/"))
@@ -128,9 +136,15 @@ async def test_a_networked_recipe_reaches_the_public_stand_in_but_not_the_hosts_
     tmp_path: Path,
 ) -> None:
     """The attack of the issue: a recipe with the network dials a service on the host's
-    127.0.0.1 (the Dask scheduler's kind). Without a network namespace it connected; now
-    neither the namespace nor the proxy lets it, and the proxy records the tries."""
+    127.0.0.1 (the Dask scheduler's kind), or one on an abstract unix socket (those belong to
+    the network namespace). Without a namespace of its own it connected; now neither the
+    namespace nor the proxy lets it, and the proxy records the tries."""
     accepted: list[int] = []
+    abstract_name = f"forge-egress-test-{uuid.uuid4().hex}"
+    abstract = socket.socket(socket.AF_UNIX)
+    abstract.bind(b"\0" + abstract_name.encode())
+    abstract.listen()
+    abstract.setblocking(False)
 
     async def host_service(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         accepted.append(1)
@@ -145,11 +159,14 @@ async def test_a_networked_recipe_reaches_the_public_stand_in_but_not_the_hosts_
         proxy = EgressProxy(policy, resolver=Names(NAMES), connector=connector)
         async with started(proxy):
             code, out, err = await run_sandboxed(
-                proxy, tmp_path, [INTERPRETER, "-c", RECIPE, str(host_port)]
+                proxy, tmp_path, [INTERPRETER, "-c", RECIPE, str(host_port), abstract_name]
             )
+    with abstract, pytest.raises(BlockingIOError):
+        abstract.accept()  # nobody connected
     assert code == 0, err
     assert out.splitlines() == [
         "direct ConnectionRefusedError",
+        "abstract-unix ConnectionRefusedError",
         "connect-literal HTTP/1.1 403 Forbidden",
         "connect-localhost HTTP/1.1 403 Forbidden",
         "get-literal HTTP/1.1 403 Forbidden",
