@@ -18,6 +18,8 @@ from typing import TypeVar
 import msgspec
 from msgspec import UNSET, UnsetType
 
+from forge.attempt.egress.log import EgressRecord
+
 SCHEMA_VERSION = 1
 
 T = TypeVar("T")
@@ -115,6 +117,8 @@ class AttemptRecord(msgspec.Struct, rename="camel", kw_only=True):
     parallel: int | UnsetType = UNSET
     """Only when the run had `--parallel` above 1."""
     seal: Seal | UnsetType = UNSET
+    egress: EgressRecord | UnsetType = UNSET
+    """Every destination a networked attempt's steps tried, and the proxy's decision."""
     outcome: str | UnsetType = UNSET
     timed_out: bool | UnsetType = UNSET
     invocations: list[Invocation] | UnsetType = UNSET

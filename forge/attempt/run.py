@@ -40,6 +40,8 @@ from forge.attempt import sandbox
 from forge.attempt.cohort import Task, Variant
 from forge.attempt.command import MARKER_ENV, CommandResult, run_command
 from forge.attempt.coordinates import Coordinate
+from forge.attempt.egress.policy import public_policy
+from forge.attempt.egress.proxy import EgressProxy, machine_addresses, proxy_env
 from forge.attempt.errors import RunAborted
 from forge.attempt.git import (
     Capture,
@@ -148,6 +150,7 @@ async def run_attempt(
     try:
         return await attempt.run()
     except BaseException:
+        await asyncio.shield(attempt.close_egress())
         await asyncio.shield(asyncio.to_thread(attempt.discard))
         raise
 
@@ -169,6 +172,8 @@ class _Attempt:
         self.limit: str | None = None
         """The first limit a command of this attempt reached."""
         self.bounded_by: str | None = None
+        self.egress: EgressProxy | None = None
+        """The attempt's one way out when its atom has the network (sandboxed only)."""
         self.redactor = Redactor(spec.caller_env)
         self.peak_rss = 0
         self.cpu_seconds = 0.0
@@ -236,6 +241,9 @@ class _Attempt:
             record.error = None
         if record.invalid is UNSET:
             record.invalid = None
+        if self.egress is not None:
+            record.egress = self.egress.log.record()
+        await self.close_egress()
         await self._cleanup()
         await self._hold("record")
         record.finished_at = iso_utc(self.clock.time())
@@ -260,6 +268,12 @@ class _Attempt:
         if probe.program is None:
             return Seal(sandbox=None, reason=probe.reason, network=True)
         # The private directories' parent is scratch: other attempts' trees live beside this one.
+        launcher: list[str] = []
+        if network:
+            own = await asyncio.to_thread(machine_addresses)
+            self.egress = EgressProxy(public_policy(own=own))
+            await self.egress.start()
+            launcher = self.egress.wrap([])
         self.sandbox = await asyncio.to_thread(
             Sandbox.for_attempt,
             probe.program,
@@ -268,6 +282,7 @@ class _Attempt:
             network=network,
             scratch=[str(self.work.parent)],
             tmpfs_bytes=self.spec.settings.limits.disk_bytes,
+            launcher=launcher,
         )
         return Seal(sandbox=sandbox.NAME, reason=None, network=network)
 
@@ -290,6 +305,12 @@ class _Attempt:
         trees = Trees(sandbox.realpaths(writable), sandbox.realpaths(readonly))
         return self.sandbox.with_trees(trees)
 
+    async def close_egress(self) -> None:
+        """The proxy closed with every port and tunnel through it (after the last step)."""
+        if self.egress is not None:
+            await self.egress.stop()
+            self.egress = None
+
     def discard(self) -> None:
         """A cancelled attempt leaves nothing: neither its private trees nor its directory."""
         if self.made_work:
@@ -310,6 +331,8 @@ class _Attempt:
                 env[name] = caller[name]
         if self.sandbox is not None:
             env["TMPDIR"] = "/tmp"
+        if self.egress is not None:
+            env.update(proxy_env())
         env[MARKER_ENV] = self.spec.attempt_id
         env["PYTHONDONTWRITEBYTECODE"] = "1"
         env.update(extra)

@@ -7,7 +7,8 @@ workspace and home (writable) and its task file; a verifying step its own view a
 the host exists inside: no `/home`, `/root`, `/srv`, `/mnt`, `/opt` unless mounted, no other
 clone, no earlier `--out`. `/tmp`, `/var/tmp`, `/dev/shm` and `/run` are empty and private. It
 runs in its own user, PID, IPC and UTS namespaces with every capability dropped, and in its own
-network namespace (loopback only) unless the Formula's atom asks for `network: true`.
+network namespace: loopback only, and with the Formula's atom's `network: true` one port on it
+that forge opens from outside, served by the attempt's egress proxy (`forge.attempt.egress`).
 
 A protected path (`--out`, `--source`, the cohort's folder, forge's own directories) that lies
 inside an allowed folder is still absent: that folder's other entries are mounted one by one,
@@ -44,8 +45,6 @@ SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"
 PRIVATE_TMP = ("/tmp", "/var/tmp", "/dev/shm", "/run")
 """Shared scratch and runtime directories: empty and private inside the sandbox (`/run` holds
 other programs' sockets, which a network namespace does not cut off)."""
-RESOLVER_DIRS = ("/run/systemd/resolve",)
-"""Where `/etc/resolv.conf` may point; mounted back when the atom asks for the network."""
 _VIRTUAL = ("/proc", "/dev")
 PROBE_TIMEOUT_S = 30.0
 
@@ -64,8 +63,9 @@ class Entry:
     """A link's resolved path."""
 
 
-def namespace_flags(*, network: bool) -> list[str]:
-    flags = [
+def namespace_flags() -> list[str]:
+    """Every namespace of its own, the network's too (its one way out is the egress port)."""
+    return [
         "--unshare-user",
         "--unshare-pid",
         "--unshare-ipc",
@@ -74,10 +74,8 @@ def namespace_flags(*, network: bool) -> list[str]:
         "--new-session",
         "--cap-drop",
         "ALL",
+        "--unshare-net",
     ]
-    if not network:
-        flags.append("--unshare-net")
-    return flags
 
 
 @dataclass(frozen=True)
@@ -117,7 +115,7 @@ def probe(env: Mapping[str, str]) -> Probe:
 def _try(program: str) -> Probe:
     argv = [
         program,
-        *namespace_flags(network=False),
+        *namespace_flags(),
         "--ro-bind",
         "/",
         "/",
@@ -174,7 +172,6 @@ def _inside(path: str, folder: str) -> bool:
 def filesystem_args(
     hidden: Iterable[str],
     *,
-    network: bool,
     shown: Iterable[str] = (),
     scratch: Iterable[str] = (),
     tmpfs_bytes: int | None = None,
@@ -221,9 +218,6 @@ def filesystem_args(
     args += ["--proc", "/proc", "--dev", "/dev"]
     for folder in PRIVATE_TMP:
         args += sized_tmpfs(folder, tmpfs_bytes) if tmpfs_bytes else ["--tmpfs", folder]
-    if network:
-        for folder in RESOLVER_DIRS:
-            args += ["--ro-bind-try", folder, folder]
     # After the private scratch folders: a mount may live in one (a virtualenv under /tmp).
     for path in shown:
         expose(path, sorted(hide), "--ro-bind-try")  # a missing mount is simply not there
@@ -249,7 +243,10 @@ class Sandbox:
     """`filesystem_args` of the attempt: the allow-list without the protected paths, computed
     once per attempt (an allowed folder holding a protected path is listed once)."""
     network: bool
+    """Whether its steps get the egress port (`launcher` opens it)."""
     trees: Trees = Trees()
+    launcher: tuple[str, ...] = ()
+    """What runs bubblewrap: the egress port's launcher when the atom has the network."""
 
     @classmethod
     def for_attempt(
@@ -261,15 +258,15 @@ class Sandbox:
         network: bool,
         scratch: Iterable[str] = (),
         tmpfs_bytes: int | None = None,
+        launcher: Sequence[str] = (),
     ) -> Sandbox:
         layout = filesystem_args(
             hidden,
-            network=network,
             shown=realpaths(mounts),
             scratch=realpaths(scratch),
             tmpfs_bytes=tmpfs_bytes,
         )
-        return cls(program, tuple(layout), network)
+        return cls(program, tuple(layout), network, launcher=tuple(launcher))
 
     def with_trees(self, trees: Trees) -> Sandbox:
         """The same system for a step that sees `trees`."""
@@ -277,7 +274,7 @@ class Sandbox:
 
     def args_bytes(self, argv: Sequence[str], cwd: Path) -> bytes:
         """Every bubblewrap option, NUL-separated, for `--args FD`."""
-        options = [*namespace_flags(network=self.network), *self.system]
+        options = [*namespace_flags(), *self.system]
         for path in self.trees.readonly:
             options += ["--ro-bind-try", path, path]
         for path in self.trees.writable:
@@ -286,7 +283,7 @@ class Sandbox:
         return b"".join(o.encode("utf-8", "surrogateescape") + b"\0" for o in options)
 
     def argv(self, argv: Sequence[str], fd: int) -> list[str]:
-        return [self.program, "--args", str(fd), "--", *argv]
+        return [*self.launcher, self.program, "--args", str(fd), "--", *argv]
 
 
 def args_fd(data: bytes) -> int:

@@ -383,6 +383,13 @@ def _attempt_lines(record: AttemptRecord) -> list[str]:
         f"{outcome_class(record)}; models {models}; cost {_usd(known(record.cost_usd))}; "
         f"elapsed {known(record.elapsed_ms)} ms{_limit(record)}{_unsealed(record)}"
     ]
+    if record.egress is not UNSET:
+        for entry in record.egress.decisions:
+            if entry.decision != "admitted":
+                lines.append(
+                    f"  - network: {entry.decision} {entry.destination} ({entry.reason}), "
+                    f"{entry.count} time(s)"
+                )
     for failure in record.failed_check_output or []:
         lines.append(
             f"  - failed {failure.phase} `{failure.id}` "

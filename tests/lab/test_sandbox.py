@@ -49,7 +49,7 @@ def scan(path: str) -> list[Entry] | None:
 
 def test_only_the_allow_list_is_shown() -> None:
     """The system folders and the mounts; nothing else of the host is named at all."""
-    args = filesystem_args([], network=False, shown=["/data"], scan=scan)
+    args = filesystem_args([], shown=["/data"], scan=scan)
     text = "\0".join(args)
     for root in SYSTEM:
         if os.path.islink(root):
@@ -68,13 +68,10 @@ def test_only_the_allow_list_is_shown() -> None:
     assert "--proc\0/proc" in text
     assert "--dev\0/dev" in text
     assert "resolve" not in text
-    assert "resolve" in "\0".join(filesystem_args([], network=True, scan=scan))
 
 
 def test_a_protected_path_inside_a_shown_folder_is_absent_not_covered() -> None:
-    args = filesystem_args(
-        ["/usr/local/out", "/data/out"], network=False, shown=["/data"], scan=scan
-    )
+    args = filesystem_args(["/usr/local/out", "/data/out"], shown=["/data"], scan=scan)
     text = "\0".join(args)
     assert "/usr/local/out" not in text
     assert "/data/out\0" not in text
@@ -87,7 +84,7 @@ def test_a_protected_path_inside_a_shown_folder_is_absent_not_covered() -> None:
 
 
 def test_an_unlistable_shown_folder_is_hidden_whole() -> None:
-    args = filesystem_args(["/srv/secret"], network=False, shown=["/srv"], scan=scan)
+    args = filesystem_args(["/srv/secret"], shown=["/srv"], scan=scan)
     assert not any(a.startswith("/srv") for a in args)
 
 
@@ -262,12 +259,10 @@ def test_a_mount_may_sit_in_scratch_whose_other_entries_stay_out() -> None:
     that holds the scratch folder leaves it out."""
     tree = {"/data": [Entry("scratch", "dir"), Entry("venv", "dir")]}
     inside = filesystem_args(
-        [], network=False, shown=["/data/scratch/venv"], scratch=["/data/scratch"], scan=tree.get
+        [], shown=["/data/scratch/venv"], scratch=["/data/scratch"], scan=tree.get
     )
     assert "--ro-bind-try\0/data/scratch/venv\0/data/scratch/venv" in "\0".join(inside)
-    holding = filesystem_args(
-        [], network=False, shown=["/data"], scratch=["/data/scratch"], scan=tree.get
-    )
+    holding = filesystem_args([], shown=["/data"], scratch=["/data/scratch"], scan=tree.get)
     text = "\0".join(holding)
     assert "--ro-bind-try\0/data/venv\0/data/venv" in text
     assert "/data/scratch" not in text

@@ -192,7 +192,9 @@ def test_network_is_off_unless_the_atom_asks(kit: Kit, network: bool) -> None:
     assert kit.record("t1", "a")["seal"]["network"] is network
     assert kit.record("t1", "b")["seal"]["network"] is False
     probe = next(p for p in kit.probes() if p["coordinate"].startswith("t1/a"))
-    assert (probe["interfaces"] != ["lo"]) is network
+    assert probe["interfaces"] == ["lo"]  # the network is the egress port on it, or nothing
+    assert ("HTTPS_PROXY" in probe["env"]) is network
+    assert ("egress" in kit.record("t1", "a")) is network
     assert probe["origin"] == ("<exit 2>" if network else "https://github.com/owner/repo.git")
     assert kit.report()["seal"]["network"] == {"a": 1 if network else 0, "b": 0}
     report = (kit.out / "report.md").read_text()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import socket
 import uuid
 from pathlib import Path
 
@@ -207,3 +208,49 @@ def test_a_fork_bomb_recipe_ends_on_its_limit_and_its_sibling_is_accepted(
     line = next(line for line in lines if line.startswith("- t1 b rep-1: "))
     assert line.startswith("- t1 b rep-1: incomplete;")
     assert line.endswith("; resource-limit: pids")
+
+
+REACH_PRELUDE = r"""
+/usr/bin/python3 - >&2 <<'PY' || true
+import http.client, os, socket, urllib.parse
+try:
+    socket.create_connection(("127.0.0.1", PORT), timeout=5).close()
+    print("direct reached")
+except OSError as error:
+    print("direct refused", error)
+proxy = urllib.parse.urlsplit(os.environ["HTTP_PROXY"])
+through = http.client.HTTPConnection(proxy.hostname, proxy.port, timeout=10)
+through.request("GET", "http://127.0.0.1:PORT/")
+print("proxied", through.getresponse().status)
+PY
+exec "$@"
+"""
+
+
+def test_a_networked_recipe_cannot_reach_a_service_on_the_hosts_loopback(kit: Kit) -> None:
+    """With `network: true` through a real run: a listener on the host's 127.0.0.1 (where a
+    Dask scheduler would be) accepts nothing, directly or through the egress proxy, and the
+    proxy's refusal is in the attempt's record; the honest fix behind the attempt is accepted."""
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        port = listener.getsockname()[1]
+        listener.setblocking(False)
+        kit.cohort(
+            a=with_prelude(
+                kit, "a", REACH_PRELUDE.replace("PORT", str(port)), atom={"network": True}
+            ),
+            b=kit.formula("b", model="m2"),
+            tasks={"t1": kit.plan("t1")},
+        )
+        kit.approve()
+        with pytest.raises(BlockingIOError):
+            listener.accept()
+    record = kit.record("t1", "a")
+    assert record["correct"] is True
+    decisions = record["egress"]["decisions"]
+    assert {
+        "destination": f"127.0.0.1:{port}",
+        "decision": "refused",
+    }.items() <= decisions[0].items(), decisions
+    assert "loopback" in decisions[0]["reason"]
+    report = (kit.out / "report.md").read_text()
+    assert f"  - network: refused 127.0.0.1:{port} (loopback" in report
