@@ -44,11 +44,18 @@ TOKEN_CHECK_PATH = "/token-check"
 """Where the page asks whether its token is good (a failed upgrade cannot say why)."""
 
 
+OPEN_TIMEOUT_S = 10.0
+"""websockets' own default: past the throttle's longest hold (4 s), short for a dial that idles."""
+
+
 class SocketServer:
     """Serves one `Supervisor` over WebSocket on `[server] bind:port`."""
 
-    def __init__(self, supervisor: Supervisor) -> None:
+    def __init__(self, supervisor: Supervisor, *, open_timeout_s: float = OPEN_TIMEOUT_S) -> None:
         self.supervisor = supervisor
+        self.open_timeout_s = open_timeout_s
+        """How long a connection may take to finish its opening handshake, on the event loop's
+        own clock (a test whose throttle holds run on a manual clock lengthens it)."""
         self.site = StaticSite.load()
         self._server: Server | None = None
         self.auth: SocketAuth | None = None
@@ -75,6 +82,7 @@ class SocketServer:
             ping_interval=settings.ping_interval_s,
             ping_timeout=settings.ping_timeout_s,
             close_timeout=min(CLOSE_TIMEOUT_S, settings.ping_timeout_s),
+            open_timeout=self.open_timeout_s,
         )
         _warn_about_reach(settings, tls=self.tls is not None, token=self.auth is not None)
         log.info(

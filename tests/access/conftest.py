@@ -82,7 +82,9 @@ async def serve(
         port = port_on(host)
         loaded = load_config(config, overrides={"server.bind": host, "server.port": port})
         supervisor = Supervisor(loaded, clock=clock)
-        server = SocketServer(supervisor)
+        # A hold runs on `clock`; the handshake's bound on the loop's: a loaded machine must not
+        # close a connection a manual clock is still holding.
+        server = SocketServer(supervisor, open_timeout_s=600.0)
         await server.start()
         served = Served(supervisor, server, host, port, log)
         running.append(served)
