@@ -202,9 +202,8 @@ def test_a_real_sandbox_shows_only_its_trees(tmp_path: Path) -> None:
     assert str(elsewhere) not in out
 
 
-async def test_the_workspace_is_a_clone_the_source_never_shares(tmp_path: Path) -> None:
-    """The recipe's workspace has its own git folder (objects copied, not linked): what it writes
-    there never reaches forge's source, and the source holds no remote at all."""
+async def attempt_source(tmp_path: Path) -> tuple[Path, str, Path]:
+    """A one-commit repository, its base commit and the attempt source forge makes of it."""
     repo = tmp_path / "repo"
     repo.mkdir()
     git(repo, "init", "-q")
@@ -214,6 +213,13 @@ async def test_the_workspace_is_a_clone_the_source_never_shares(tmp_path: Path) 
     base = git(repo, "rev-parse", "HEAD")
     source = tmp_path / "attempt-source"
     await make_attempt_source(repo, base, source)
+    return repo, base, source
+
+
+async def test_the_workspace_is_a_clone_the_source_never_shares(tmp_path: Path) -> None:
+    """The recipe's workspace has its own git folder (objects copied, not linked): what it writes
+    there never reaches forge's source, and the source holds no remote at all."""
+    _, base, source = await attempt_source(tmp_path)
     workspace = tmp_path / "workspace"
     await make_workspace(source, base, workspace, None)
     assert git(source, "remote") == ""
@@ -230,15 +236,7 @@ async def test_the_workspace_is_a_clone_the_source_never_shares(tmp_path: Path) 
 
 
 async def test_a_workspace_reads_back_its_origin_refspec_and_head(tmp_path: Path) -> None:
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    git(repo, "init", "-q")
-    (repo / "f").write_text("x")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "base")
-    base = git(repo, "rev-parse", "HEAD")
-    source = tmp_path / "attempt-source"
-    await make_attempt_source(repo, base, source)
+    repo, base, source = await attempt_source(tmp_path)
     dest = tmp_path / "workspace"
     url = 'https://example.com/a "quoted" \\ repo.git'
     await make_workspace(source, base, dest, url)
