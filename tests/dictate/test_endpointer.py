@@ -8,6 +8,7 @@ from forge.workers.dictate.endpointer import (
     Phase,
     PhaseChanged,
     SegmentClosed,
+    SegmentOpened,
     Timing,
 )
 
@@ -69,10 +70,13 @@ def test_finish_closes_the_open_segment_at_the_last_voice() -> None:
     assert phases(actions)[-1] == Phase.TRANSCRIBING
 
 
-def test_a_segment_is_cut_at_its_longest() -> None:
-    timing = Timing(max_frames=100)
-    _, actions = run("v" * 250, timing=timing, finish=True)
-    assert segments(actions) == [(0, 100), (100, 200), (200, 250)]
+def test_long_speech_is_one_segment_from_its_opening() -> None:
+    """Speech that never pauses was cut every 20 s, mid-word, and the word there was lost: now
+    it is one segment, opened where the voice began (windows.py reads it 30 s at a time)."""
+    _, actions = run("." * 40 + "v" * 2000, finish=True)
+    start = 40 + T.onset_voiced - 1 - (T.onset_window - 1) - T.preroll_frames
+    assert [a.start for a in actions if isinstance(a, SegmentOpened)] == [start]
+    assert segments(actions) == [(start, 2040)]
 
 
 def test_a_level_every_five_frames_as_an_rms() -> None:

@@ -41,6 +41,16 @@ def test_the_terminal_context_writes_symbols_for_a_shell(heard: str, shaped: str
     assert shape(heard, Axes(context="terminal")) == shaped
 
 
+@pytest.mark.parametrize("styling", ["casual", "semi_formal", "formal"])
+def test_an_ellipsis_whisper_wrote_is_not_the_speakers(styling: str) -> None:
+    heard = "Open the settings in the editor and... change the font\u2026 to a larger size..."
+    shaped = shape(heard, Axes(styling))
+    assert "..." not in shaped
+    assert "\u2026" not in shaped
+    assert words(shaped) == words(heard)
+    assert shape(heard, Axes("verbatim")) == heard
+
+
 def test_nothing_heard_is_nothing_shaped() -> None:
     assert shape("", Axes()) == ""
     assert shape("  um.  ", Axes()) == ""

@@ -1,5 +1,6 @@
 """Dictation through a real socket and a real dictate worker: the committed clips streamed as
-kind-0 frames at real-time pace and faster, scored against the same engine on the whole WAV."""
+kind-0 frames at real-time pace and faster, scored against the same engine on the whole WAV (and
+a long take against its long-form mode); a take's words are its own whatever another seat says."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from forge.workers.dictate import wer
+from forge.workers.dictate import corpus, wer
 from forge.workers.dictate.corpus import Clip
 from forge.workers.dictate.engine import Engine
 from forge.workers.dictate.models import choose
@@ -194,4 +195,65 @@ async def test_a_take_with_no_audio_lands_nothing(served: Served) -> None:
     ended = await client.take(b"", pace=None)
     assert ended["kind"] == "dictate_ended", ended
     assert (ended["text"], ended["audio_ms"], ended["segments"]) == ("", 0, 0)
+    await client.close()
+
+
+async def test_a_takes_words_are_its_own_whatever_another_seat_dictates_before_beside_or_after(
+    served: Served, clips: dict[str, Clip]
+) -> None:
+    """The attack: the worker handed one webrtcvad gate (which adapts to what it hears) to every
+    take, so a take on one seat moved another seat's segments and changed its words. A noisy
+    paused sentence (p5: pink noise at 15 dB through a 5 s pause) and a clean one, each alone,
+    then one after the other in both orders, then both at once: each lands the same words and
+    segments every time."""
+    one, two = await Client.open(served.url), await Client.open(served.url)
+    noisy, clean = clips["p5"].samples(), clips["espeak-us-1"].samples()
+
+    def heard(ended: dict[str, Any]) -> tuple[str, int]:
+        assert ended["kind"] == "dictate_ended", ended
+        return ended["raw"], ended["segments"]
+
+    alone = heard(await two.take(noisy, pace=None, seat=OTHER))
+    clean_alone = heard(await one.take(clean, pace=None))
+    assert heard(await two.take(noisy, pace=None, seat=OTHER)) == alone
+    assert heard(await one.take(clean, pace=None)) == clean_alone
+    assert heard(await two.take(noisy, pace=None, seat=OTHER)) == alone
+    both = await asyncio.gather(one.take(clean, pace=4.0), two.take(noisy, pace=4.0, seat=OTHER))
+    assert (heard(both[0]), heard(both[1])) == (clean_alone, alone)
+    await one.close()
+    await two.close()
+
+
+@pytest.mark.parametrize("name", ["p1", "p4"])
+async def test_a_sentence_paused_mid_way_lands_the_floors_words_with_no_added_dots(
+    served: Served, clips: dict[str, Clip], floor: Engine, name: str
+) -> None:
+    """The attack: a 2-3 s pause mid-sentence closed a segment and each half was decoded alone
+    ("...editor and... Change the front to enlarge your size"), words the whole clip did not
+    have. The half before the pause is read again with the half after it."""
+    client = await Client.open(served.url)
+    clip = clips[name]
+    ended = await client.take(clip.samples(), pace=2.0)
+    assert ended["kind"] == "dictate_ended", ended
+    assert ended["segments"] == 2  # the pause did close a segment
+    direct = (await asyncio.to_thread(floor.hear, clip.samples())).text
+    assert wer.words(ended["raw"]) == wer.words(direct)
+    assert "..." not in ended["text"]
+    await client.close()
+
+
+async def test_long_speech_loses_no_word_where_it_is_cut(served: Served, floor: Engine) -> None:
+    """The attack: speech that never paused long enough was cut every 20 s, mid-word, and the
+    word at each cut was lost (47.5 % WER on this take). The first 14 sentences of the corpus's
+    long take (46 s, their natural 0.2-0.4 s gaps): no worse than faster-whisper's own
+    long-form mode on the same audio, to a point."""
+    parts = corpus.named("long-a")[0].parts[:14]
+    pcm = b"".join(part.samples() for part in parts)
+    said = " ".join(part.text for part in parts)
+    client = await Client.open(served.url)
+    ended = await client.take(pcm, pace=None)
+    assert ended["kind"] == "dictate_ended", ended
+    long_form = await asyncio.to_thread(floor.long_form, pcm)
+    streamed, reference = wer.score(said, ended["raw"]), wer.score(said, long_form)
+    assert streamed.rate <= reference.rate + 0.01, (ended["raw"], long_form)
     await client.close()

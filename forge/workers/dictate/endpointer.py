@@ -1,12 +1,12 @@
-"""The endpointer: voiced/unvoiced 20 ms frames in, phases, levels and closed segments out. Pure.
+"""The endpointer: voiced/unvoiced 20 ms frames in, phases, levels and segments of speech out. Pure.
 
 Phases follow one take: `listening` until a voice starts, `speech` while it lasts, `silence` once
 it pauses (the segment is still open and a voice may carry on in it), `transcribing` once the
-take is stopped, `done` when its words are back (the worker says that one). A segment closes
-after `close_frames` of silence, or at `max_frames` of length, so Whisper decodes it while the
-person goes on talking and the end of a take only waits for the open segment. Each segment
-carries `preroll_frames` before the onset and `postroll_frames` after the last voiced frame: the
-soft first and last phonemes webrtcvad calls unvoiced are where a cut-off last word comes from.
+take is stopped, `done` when its words are back (the worker says that one). A segment opens when
+a voice starts and closes after `close_frames` of silence; it is as long as the voice goes on
+(long speech is read in Whisper's 30 s windows, `windows.py`, not cut here). Each segment carries
+`preroll_frames` before the onset and `postroll_frames` after the last voiced frame: the soft
+first and last phonemes webrtcvad calls unvoiced are where a cut-off last word comes from.
 """
 
 from __future__ import annotations
@@ -35,8 +35,6 @@ class Timing:
     """This many unvoiced frames in a row turn `speech` into `silence`."""
     close_frames: int = 30
     """This many unvoiced frames in a row close the segment (600 ms)."""
-    max_frames: int = 1000
-    """A segment is cut at 20 s even mid-speech (Whisper reads 30 s windows)."""
     preroll_frames: int = 15
     postroll_frames: int = 15
     level_frames: int = 5
@@ -55,13 +53,19 @@ class Level:
 
 
 @dataclass(frozen=True, slots=True)
+class SegmentOpened:
+    start: int
+    """The frame index of the take it begins at (its preroll included)."""
+
+
+@dataclass(frozen=True, slots=True)
 class SegmentClosed:
     start: int
     end: int
     """Frame indices of the take, end exclusive."""
 
 
-Action = PhaseChanged | Level | SegmentClosed
+Action = PhaseChanged | Level | SegmentOpened | SegmentClosed
 
 
 class Endpointer:
@@ -98,6 +102,7 @@ class Endpointer:
             if sum(self._recent) >= t.onset_voiced:
                 onset = index - len(self._recent) + 1
                 self._segment_start = max(onset - t.preroll_frames, 0)
+                actions.append(SegmentOpened(self._segment_start))
                 actions.append(self._enter(Phase.SPEECH))
         else:
             if self.phase is Phase.SILENCE and sum(self._recent) >= t.onset_voiced:
@@ -108,14 +113,11 @@ class Endpointer:
                 actions.append(
                     self._close(min(self._last_voiced + 1 + t.postroll_frames, index + 1))
                 )
-            elif index + 1 - self._segment_start >= t.max_frames:
-                actions.append(self._close(index + 1))
-                self._segment_start = index + 1
         actions.extend(self._level(mean_square))
         return [a for a in actions if a is not None]
 
     def finish(self) -> list[Action]:
-        """The take was stopped: close the open segment (voice or not) and say `transcribing`."""
+        """The take was stopped: close the open segment and say `transcribing`."""
         actions: list[Action] = []
         if self._segment_start is not None and self._last_voiced >= self._segment_start:
             end = min(self._last_voiced + 1 + self.timing.postroll_frames, self.frames)

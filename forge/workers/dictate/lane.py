@@ -1,6 +1,6 @@
-"""One decode at a time, final segments first: the model is one and the cores are few.
+"""One decode at a time, a take's reads first: the model is one and the cores are few.
 
-A closed segment's decode queues on the lane and always runs; a partial runs only when the lane
+A take's read (`windows.py`) queues on the lane and always runs; a partial runs only when the lane
 is idle (no decode running or waiting) and the machine has a core to spare (its one-minute load
 average below its core count), so partials take the spare time and never delay words that will
 land: a decode cannot be stopped once it runs, and on a machine loaded past its cores a partial
@@ -13,9 +13,10 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
-from forge.workers.dictate.engine import Engine, Heard
+from forge.workers.dictate.engine import Engine
+from forge.workers.dictate.windows import Heard
 
 
 def spare_core() -> bool:
@@ -34,8 +35,11 @@ class Lane:
         """Nothing decodes or waits to, and a core is spare: a partial may run."""
         return not self._lock.locked() and self._waiting == 0 and self._spare()
 
-    async def final(self, engine: Engine, pcm: bytes) -> tuple[Heard, float]:
-        """The words in a closed segment, and the decode's own seconds (queueing excluded)."""
+    async def final(
+        self, engine: Engine, pcm: bytes, prompt: Sequence[int] = (), *, window: bool = False
+    ) -> tuple[Heard, float]:
+        """The words in a take's read (`Engine.hear`), and the decode's own seconds (queueing
+        excluded)."""
         self._waiting += 1
         try:
             await self._lock.acquire()
@@ -43,14 +47,14 @@ class Lane:
             self._waiting -= 1
         try:
             started = time.perf_counter()
-            heard = await asyncio.to_thread(engine.hear, pcm)
+            heard = await asyncio.to_thread(engine.hear, pcm, prompt=prompt, window=window)
             return heard, time.perf_counter() - started
         finally:
             self._lock.release()
 
-    async def partial(self, engine: Engine, pcm: bytes) -> Heard | None:
-        """The words so far in an open segment, or None when the lane was busy."""
+    async def partial(self, engine: Engine, pcm: bytes, prompt: Sequence[int] = ()) -> Heard | None:
+        """The words so far in a take's open window, or None when the lane was busy."""
         if not self.idle:
             return None
         async with self._lock:
-            return await asyncio.to_thread(engine.hear, pcm, partial=True)
+            return await asyncio.to_thread(engine.hear, pcm, partial=True, prompt=prompt)

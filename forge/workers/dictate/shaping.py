@@ -4,7 +4,8 @@ Three axes, each a name (forge.toml's `[dictate]` gives the defaults; a take car
 
 - styling: `verbatim` (the engine's words as they are), `casual` (fillers dropped, no closing
   full stop), `semi_formal` (fillers dropped, every sentence capitalised and closed), `formal`
-  (semi_formal, and contractions spelled out).
+  (semi_formal, and contractions spelled out). Every styling but `verbatim` drops the "..."
+  Whisper writes where speech trails off or pauses: nobody dictates an ellipsis.
 - structure: `prose` (one paragraph), `lines` (one sentence per line), `list` (one `- ` item per
   sentence, no closing full stops).
 - context: `general` (nothing more), `terminal` (spoken symbols become symbols - "dash dash" is
@@ -23,6 +24,7 @@ STYLINGS = ("verbatim", "casual", "semi_formal", "formal")
 STRUCTURES = ("prose", "lines", "list")
 CONTEXTS = ("general", "terminal")
 
+TRAILING_OFF = re.compile(r"\s*(?:\.\.\.|\u2026)\s*")
 FILLERS = re.compile(r"\b(?:um+|uh+|erm|er|hmm+|mm+)\b[,.]?\s*", re.IGNORECASE)
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 CONTRACTIONS = {
@@ -74,6 +76,8 @@ class Axes:
 
 def shape(text: str, axes: Axes) -> str:
     """`text` (the engine's words, segments joined) shaped by the three axes."""
+    if axes.styling in STYLINGS[1:]:
+        text = TRAILING_OFF.sub(" ", text)
     sentences = [s for s in (part.strip() for part in SENTENCE_END.split(_squash(text))) if s]
     shell = axes.context == "terminal"
     sentences = [s for s in (_style(s, axes.styling, shell) for s in sentences) if s]

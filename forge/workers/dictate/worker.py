@@ -52,7 +52,6 @@ from forge.workers.dictate.protocol import (
 from forge.workers.dictate.shaping import Axes
 from forge.workers.dictate.take import Take
 from forge.workers.dictate.tts import Speaker, SpeechFailed
-from forge.workers.dictate.vad import VoiceGate
 
 MODEL_WAIT_S = 60.0
 """A `Begin` waits this long for the model to load before it is refused."""
@@ -72,7 +71,6 @@ class DictateWorker(Worker):
         self._model = ModelState(state="pending", at_ms=epoch_ms(self.clock))
         self._engine: asyncio.Future[Engine] = asyncio.get_running_loop().create_future()
         self._lane = Lane()
-        self._gate = VoiceGate()
         self._takes: dict[int, Take] = {}
         self._voices: list[str] | None = None
         self._loading: asyncio.Task[None] | None = None
@@ -87,7 +85,7 @@ class DictateWorker(Worker):
         if request.take in self._takes:
             raise RequestFailed("take_exists", f"take {request.take} is already open")
         axes = Axes(request.axes.styling, request.axes.structure, request.axes.context)
-        take = Take(request.take, axes, engine, self._lane, self._gate, self.emit)
+        take = Take(request.take, axes, engine, self._lane, self.emit)
         self._takes[request.take] = take
         await take.start()
         return Began(model=engine.choice.name)
@@ -237,7 +235,7 @@ class DictateWorker(Worker):
             started = time.perf_counter()
             floor, _ = await self._lane.final(engine, pcm)
             floor_s = time.perf_counter() - started
-            take = Take(-1 - number, Axes("verbatim"), engine, self._lane, VoiceGate(), _quiet)
+            take = Take(-1 - number, Axes("verbatim"), engine, self._lane, _quiet)
             for at in range(0, len(pcm), 640):
                 await take.push(at // 640 + 1, pcm[at : at + 640])
             ending = time.perf_counter()
