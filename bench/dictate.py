@@ -1,6 +1,6 @@
 """Dictation benchmark: takes streamed through a real socket beside faster-whisper on the whole WAV.
 
-    .venv/bin/python -P bench/dictate.py [--quick]
+    .venv/bin/python -P bench/dictate.py [--quick] [--no-long]
 
 A supervisor serving only dictation and voice runs in a child process (this script with
 `--serve PORT`: the same `forge.testing.dictation` rig the tests use, a real dictate worker under
@@ -8,12 +8,16 @@ it), so its CPU is its own. The client (this process) streams the committed corp
 frames at real-time pace, one take at a time, then two takes at once, and reports:
 
 - the floor: the same engine (int8, the packaged tiny.en) called in this process on each whole
-  WAV, its WER and RTF, in the same run;
-- streamed WER per voice beside the floor's; end of take (dictate_stop sent -> dictate_ended
-  read) p50/p95 and its ratio to the floor's decode of the same clip (one sentence is one
-  segment: the floor's whole-clip decode is the decode the end of the take waits on);
+  WAV right after its take (the machine as loaded as it was for the take), its WER and RTF;
+- streamed WER beside the floor's on the clips forge was never tuned on (`unseen`: 24 sentences
+  in eight voice and noise conditions; `paused`: six sentences paused 1-5 s mid-way), per
+  condition; end of take (dictate_stop sent -> dictate_ended read) p50/p95 and its ratio to the
+  floor's decode of the same clip (the take's last read is of the clip's voiced audio);
+- the long takes (`long-a`, `long-b`, 3.3 minutes each) streamed in real time beside
+  faster-whisper's own long-form mode on the same audio (`Engine.long_form`);
 - first partial (first frame sent -> first dictate_partial);
-- CPU seconds per audio second of the supervisor and of the worker, with 1 and 2 takes at once;
+- CPU seconds per audio second of the supervisor and of the worker, with 1 and 2 takes at once
+  (the `local` clips);
 - TTS first audio (espeak-ng, the adapter in this process) and `voice_say` -> `voice_audio`
   through the socket;
 - the socket floor: a bare websockets server (`--bare`) fed the same frames at the same pace,
@@ -187,10 +191,19 @@ def pct(samples: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(len(ordered) * q))]
 
 
-async def main(quick: bool) -> None:
-    clips = [c for c in corpus.load() if c.text]
+QUICK = ("u01-0", "u02-1", "u05-4", "u06-5", "p1", "p4")
+
+
+async def main(quick: bool, long: bool) -> None:
+    everything = corpus.load()
+    clips = [c for c in everything if c.group in ("unseen", "paused")]
     if quick:
-        clips = [c for c in clips if c.name in ("flite-1", "flite-2", "espeak-us-1")]
+        clips = [c for c in clips if c.name in QUICK]
+    quiet = [c for c in everything if c.name in ("silence", "noise")]
+    longs = [c for c in everything if c.group == "long"] if long and not quick else []
+    local = [c for c in everything if c.group == "local" and c.text]
+    if quick:
+        local = local[:2]
     load_before = os.getloadavg()
     when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     machine = platform.processor() or platform.machine()
@@ -198,28 +211,37 @@ async def main(quick: bool) -> None:
 
     engine = Engine(choose(None), cpu_threads=2)
     floor: dict[str, tuple[str, float]] = {}
-    for clip in clips:
+
+    def decode_floor(clip: corpus.Clip) -> None:
+        """The floor of `clip`, decoded here right after its take (the same load on the machine)."""
         started = time.perf_counter()
-        heard = engine.hear(clip.samples())
-        floor[clip.name] = (heard.text, time.perf_counter() - started)
+        text = engine.long_form(clip.samples()) if clip.group == "long" else None
+        if text is None:
+            text = engine.hear(clip.samples()).text
+        floor[clip.name] = (text, time.perf_counter() - started)
 
     port = free_port()
     announce = Path(tempfile.mkdtemp()) / "ready.json"
     argv = [sys.executable, "-P", __file__, "--serve", str(port), "--announce", str(announce)]
-    quiet = subprocess.DEVNULL
-    server = subprocess.Popen(argv, stdout=quiet, stderr=quiet)  # noqa: ASYNC220
+    quiet_out = subprocess.DEVNULL
+    server = subprocess.Popen(argv, stdout=quiet_out, stderr=quiet_out)  # noqa: ASYNC220
     try:
         worker_pid = await announced(announce)
         supervisor, worker = psutil.Process(server.pid), psutil.Process(worker_pid)
         url = f"ws://127.0.0.1:{port}/socket"
         one = await client(url)
         takes: dict[str, Take] = {}
-        base = (cpu(supervisor), cpu(worker))
-        audio = 0.0
-        for clip in clips:
+        for clip in clips + quiet + longs:
             take = Take(one, SEAT)
             await take.run(clip.samples(), pace=1.0)
             takes[clip.name] = take
+            if clip.text:
+                decode_floor(clip)
+
+        base = (cpu(supervisor), cpu(worker))
+        audio = 0.0
+        for clip in local:
+            await Take(one, SEAT).run(clip.samples(), pace=1.0)
             audio += seconds(clip.samples())
         single = ((cpu(supervisor) - base[0]) / audio, (cpu(worker) - base[1]) / audio)
 
@@ -227,7 +249,7 @@ async def main(quick: bool) -> None:
         other = dict(SEAT, label="bench-2")
         base = (cpu(supervisor), cpu(worker))
         audio = 0.0
-        pairs = list(zip(clips[0::2], clips[1::2], strict=False))
+        pairs = list(zip(local[0::2], local[1::2], strict=False))
         for left, right in pairs:
             await asyncio.gather(
                 Take(one, SEAT).run(left.samples(), 1.0), Take(two, other).run(right.samples(), 1.0)
@@ -249,43 +271,66 @@ async def main(quick: bool) -> None:
         server.terminate()
         server.wait()
 
-    floor_cpu = await socket_floor(clips)
+    floor_cpu = await socket_floor(local)
     speaker = Speaker()
-    firsts = [(await speaker.render(clip.text)).first_audio_s for clip in clips]
+    firsts = [(await speaker.render(clip.text)).first_audio_s for clip in local]
 
-    print("\n| clip | floor WER | streamed WER | floor decode s | end of take s | ratio |", end="")
-    print(" first partial s |\n|---|---|---|---|---|---|---|")
-    for clip in clips:
-        take = takes[clip.name]
-        heard = take.ended["raw"] if take.ended else ""
-        text, decode_s = floor[clip.name]
-        print(
-            f"| {clip.name} | {wer.score(clip.text, text).rate:.0%} | "
-            f"{wer.score(clip.text, heard).rate:.0%} | {decode_s:.2f} | {take.end_s:.2f} | "
-            f"{take.end_s / decode_s:.2f} | "
-            f"{'-' if take.first_partial is None else f'{take.first_partial:.2f}'} |"
-        )
-    print()
-    for voice in ("flite", "espeak"):
-        chosen = [c for c in clips if c.voice.startswith(voice)]
-        streamed = total(
-            wer.score(c.text, (takes[c.name].ended or {}).get("raw", "")) for c in chosen
-        )
+    def heard(clip: corpus.Clip) -> str:
+        return str((takes[clip.name].ended or {}).get("raw", ""))
+
+    print("\n| voice | condition | clips | words | floor WER | streamed WER |")
+    print("|---|---|---|---|---|---|")
+    for voice, condition in dict.fromkeys((c.voice, c.condition) for c in clips):
+        chosen = [c for c in clips if (c.voice, c.condition) == (voice, condition)]
+        streamed = total(wer.score(c.text, heard(c)) for c in chosen)
         floored = total(wer.score(c.text, floor[c.name][0]) for c in chosen)
         print(
-            f"- {voice}: streamed WER {streamed.rate:.1%} beside the floor's {floored.rate:.1%} "
-            f"({streamed.words} words)"
+            f"| {voice} | {condition} | {len(chosen)} | {streamed.words} | {floored.rate:.1%} | "
+            f"{streamed.rate:.1%} |"
+        )
+    print()
+    for group in ("unseen", "paused"):
+        chosen = [c for c in clips if c.group == group]
+        if chosen:
+            streamed = total(wer.score(c.text, heard(c)) for c in chosen)
+            floored = total(wer.score(c.text, floor[c.name][0]) for c in chosen)
+            print(
+                f"- {group}: streamed WER {streamed.rate:.2%} beside the floor's "
+                f"{floored.rate:.2%} ({streamed.words} words, {len(chosen)} clips)"
+            )
+    streamed = total(wer.score(c.text, heard(c)) for c in clips)
+    floored = total(wer.score(c.text, floor[c.name][0]) for c in clips)
+    print(f"- all: streamed WER {streamed.rate:.2%} beside the floor's {floored.rate:.2%}")
+    differ = [c for c in clips if wer.words(heard(c)) != wer.words(floor[c.name][0])]
+    for clip in differ:
+        print(f"  - {clip.name}: floor {floor[clip.name][0]!r}, streamed {heard(clip)!r}")
+    landed = {c.name: heard(c) for c in quiet}
+    print(f"- silence and noise landed: {landed}")
+    for clip in longs:
+        take = takes[clip.name]
+        text, decode_s = floor[clip.name]
+        print(
+            f"- {clip.name} ({seconds(clip.samples()):.0f} s, {len(wer.words(clip.text))} words): "
+            f"streamed WER {wer.score(clip.text, heard(clip)).rate:.2%} beside long-form "
+            f"{wer.score(clip.text, text).rate:.2%} (long-form decode {decode_s:.1f} s); end of "
+            f"take {take.end_s:.2f} s"
         )
     audio_total = sum(seconds(c.samples()) for c in clips)
-    floor_total = sum(decode for _, decode in floor.values())
-    ends = [t.end_s for t in takes.values()]
-    partials = [t.first_partial for t in takes.values() if t.first_partial is not None]
+    floor_total = sum(floor[c.name][1] for c in clips)
+    ends = [takes[c.name].end_s for c in clips]
+    ratios = [takes[c.name].end_s / floor[c.name][1] for c in clips]
+    partials = [takes[c.name].first_partial for c in clips]
+    firsts_seen = [p for p in partials if p is not None]
     rtf = floor_total / audio_total
     print(f"- floor RTF {rtf:.2f} ({floor_total:.1f} s decoding {audio_total:.1f} s)")
-    print(f"- end of take p50 {statistics.median(ends):.2f} s, p95 {pct(ends, 0.95):.2f} s")
-    if partials:
-        had = f"{len(partials)}/{len(takes)} takes had one"
-        print(f"- first partial p50 {statistics.median(partials):.2f} s ({had})")
+    print(
+        f"- end of take p50 {statistics.median(ends):.2f} s, p95 {pct(ends, 0.95):.2f} s; "
+        f"over the floor's decode of the same clip p50 {statistics.median(ratios):.2f}, "
+        f"p95 {pct(ratios, 0.95):.2f}"
+    )
+    if firsts_seen:
+        had = f"{len(firsts_seen)}/{len(clips)} takes had one"
+        print(f"- first partial p50 {statistics.median(firsts_seen):.2f} s ({had})")
     print(f"- CPU s per audio s, 1 take: supervisor {single[0]:.4f}, worker {single[1]:.2f}")
     print(f"- CPU s per audio s, 2 at once: supervisor {double[0]:.4f}, worker {double[1]:.2f}")
     print(
@@ -301,7 +346,8 @@ async def main(quick: bool) -> None:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="three clips only")
+    parser.add_argument("--quick", action="store_true", help="six clips, no long take")
+    parser.add_argument("--no-long", action="store_true", help="leave the long takes out")
     parser.add_argument("--serve", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--announce", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--bare", type=int, help=argparse.SUPPRESS)
@@ -312,4 +358,4 @@ if __name__ == "__main__":
         os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp())
         asyncio.run(serve(arguments.serve, arguments.announce))
     else:
-        asyncio.run(main(arguments.quick))
+        asyncio.run(main(arguments.quick, not arguments.no_long))

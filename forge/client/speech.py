@@ -45,12 +45,19 @@ def render_bench(answer: dict[str, Any]) -> str:
     run = answer["run"]
     lines = [
         f"dictation: {run['model']}, {run['clips']} clips, {run['audio_s']} s of audio "
-        f"(corpus {run['corpus_digest']})",
-        f"  WER {run['wer']:.1%} streamed, {run['floor_wer']:.1%} whole-clip floor",
-        f"  RTF {run['rtf']}  end of take p50 {run['end_of_take_p50_s']} s, "
-        f"p95 {run['end_of_take_p95_s']} s  first partial {run['first_partial_s']} s  "
+        f"(corpus {run['corpus_digest']}), load average {run.get('load_before')} -> "
+        f"{run.get('load_after')}",
+        f"  WER {run['wer']:.1%} streamed in real time, {run['floor_wer']:.1%} whole-clip floor",
+        f"  RTF {run['rtf']}  end of take p50 {run['end_of_take_p50_s']} s "
+        f"({run.get('end_ratio_p50')}x the floor's decode), p95 {run['end_of_take_p95_s']} s  "
+        f"first partial {run['first_partial_s']} s  "
         f"peak RSS +{run['peak_rss_bytes'] // 2**20} MiB",
     ]
+    if run.get("long_wer") is not None:
+        lines.append(
+            f"  long takes: WER {run['long_wer']:.1%} streamed, "
+            f"{run['long_form_wer']:.1%} faster-whisper long-form on the same audio"
+        )
     for row in run["rows"]:
         lines.append(f"  {row['name']:<12} {row['streamed']!r}")
     speaking = answer.get("speaking")

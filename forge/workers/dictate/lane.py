@@ -11,12 +11,16 @@ thread, keeping the worker's loop free for heartbeats and audio.
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import time
 from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 from forge.workers.dictate.engine import Engine
 from forge.workers.dictate.windows import Heard
+
+T = TypeVar("T")
 
 
 def spare_core() -> bool:
@@ -40,6 +44,10 @@ class Lane:
     ) -> tuple[Heard, float]:
         """The words in a take's read (`Engine.hear`), and the decode's own seconds (queueing
         excluded)."""
+        return await self.run(functools.partial(engine.hear, pcm, prompt=prompt, window=window))
+
+    async def run(self, decode: Callable[[], T]) -> tuple[T, float]:
+        """Any decode in turn with a take's reads (the bench's floors), and its own seconds."""
         self._waiting += 1
         try:
             await self._lock.acquire()
@@ -47,8 +55,8 @@ class Lane:
             self._waiting -= 1
         try:
             started = time.perf_counter()
-            heard = await asyncio.to_thread(engine.hear, pcm, prompt=prompt, window=window)
-            return heard, time.perf_counter() - started
+            result = await asyncio.to_thread(decode)
+            return result, time.perf_counter() - started
         finally:
             self._lock.release()
 

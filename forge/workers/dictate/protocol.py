@@ -122,16 +122,21 @@ class ClipResult(msgspec.Struct, frozen=True, kw_only=True):
     voice: str
     said: str
     floor: str
-    """What the engine heard on the whole clip in one call."""
+    """What the engine heard on the whole clip in one call (a long take: faster-whisper's own
+    long-form mode)."""
     streamed: str
-    """What the take pipeline heard, the clip pushed through it frame by frame."""
+    """What a take heard, the clip pushed through it in real time."""
     audio_s: float
     floor_s: float
     end_of_take_s: float
+    condition: str = "clean"
+    group: str = "local"
 
 
 class BenchRun(msgspec.Struct, frozen=True, kw_only=True):
-    """One `forge dictate bench` run over the local corpus (see `dictate_models.results`)."""
+    """One `forge dictate bench` run over the committed corpus (see `dictate_models.results`):
+    each clip streamed through a take in real time beside the floor on the whole clip. WER, RTF
+    and the end of take are of the clips that are not long takes; those have their own row."""
 
     model: str
     clips: int
@@ -146,6 +151,15 @@ class BenchRun(msgspec.Struct, frozen=True, kw_only=True):
     first_partial_s: float | None
     peak_rss_bytes: int
     rows: list[ClipResult]
+    end_ratio_p50: float | None = None
+    """The end of a take over the floor's decode of the same clip, the median."""
+    long_wer: float | None = None
+    """The long takes' WER, streamed (None when none ran)..."""
+    long_form_wer: float | None = None
+    """...and faster-whisper's long-form mode on the same audio."""
+    load_before: float | None = None
+    load_after: float | None = None
+    """The machine's one-minute load average as the run began and ended."""
 
 
 class SpeakingRun(msgspec.Struct, frozen=True, kw_only=True):
@@ -167,7 +181,7 @@ class Benched(msgspec.Struct, frozen=True, kw_only=True):
 class Bench(WorkerRequest[Benched], tag="bench", frozen=True):
     speaking: bool = True
     clips: list[str] = msgspec.field(default_factory=list)
-    """The corpus clips to run, by name; empty runs them all."""
+    """The corpus clips to run, by name; empty runs the bench's own set (`bench.DEFAULT`)."""
 
 
 class TakeLevel(WorkerEvent, tag="take_level", frozen=True):

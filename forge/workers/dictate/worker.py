@@ -9,21 +9,13 @@ Takes are keyed by the supervisor's take id; their audio is the bulk stream `tak
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import os
-import resource
-import statistics
-import time
-from typing import Any
-
-import psutil
 
 from forge.clock import epoch_ms
 from forge.ipc.errors import RequestFailed
 from forge.ipc.messages import Reply, StreamFrame
 from forge.ipc.worker import Worker, handles
-from forge.workers.dictate import corpus, wer
-from forge.workers.dictate.audio import resample_to_rate, seconds
+from forge.workers.dictate import bench as corpus_bench
 from forge.workers.dictate.engine import Engine
 from forge.workers.dictate.lane import Lane
 from forge.workers.dictate.models import FACTS, ModelChoice, ModelMissing, choose, verify
@@ -34,16 +26,13 @@ from forge.workers.dictate.protocol import (
     Begin,
     Bench,
     Benched,
-    BenchRun,
     Cancel,
-    ClipResult,
     Finish,
     Finished,
     GetStatus,
     ModelState,
     Preflight,
     Say,
-    SpeakingRun,
     SpeakingState,
     Spoken,
     Status,
@@ -152,11 +141,13 @@ class DictateWorker(Worker):
     @handles(Bench)
     async def bench(self, request: Bench) -> Benched:
         engine = await self._loaded()
-        clips = [c for c in corpus.load() if not request.clips or c.name in request.clips]
+        clips = corpus_bench.chosen(request.clips)
         if not clips:
             raise RequestFailed("no_clips", f"no corpus clip is named {', '.join(request.clips)}")
-        dictation = await self._bench_dictation(engine, clips)
-        speaking = await self._bench_speaking(engine, clips) if request.speaking else None
+        dictation = await corpus_bench.dictation(engine, self._lane, clips)
+        speaking = None
+        if request.speaking:
+            speaking = await corpus_bench.speaking(self._speaker, engine, self._lane, clips)
         return Benched(dictation=dictation, speaking=speaking)
 
     # The model.
@@ -219,87 +210,3 @@ class DictateWorker(Worker):
             state="ready" if self._voices else "pending",
             error=error,
         )
-
-    # The bench.
-
-    async def _bench_dictation(self, engine: Engine, clips: list[corpus.Clip]) -> BenchRun:
-        baseline = psutil.Process().memory_info().rss
-        rows: list[ClipResult] = []
-        digest = hashlib.sha256()
-        floor_errors = wer.Score(0, 0)
-        errors = wer.Score(0, 0)
-        first_partials: list[float] = []
-        for number, clip in enumerate(clips):
-            pcm = clip.samples()
-            digest.update(clip.text.encode() + pcm)
-            started = time.perf_counter()
-            floor, _ = await self._lane.final(engine, pcm)
-            floor_s = time.perf_counter() - started
-            take = Take(-1 - number, Axes("verbatim"), engine, self._lane, _quiet)
-            for at in range(0, len(pcm), 640):
-                await take.push(at // 640 + 1, pcm[at : at + 640])
-            ending = time.perf_counter()
-            finished = await take.finish(0)
-            end_s = time.perf_counter() - ending
-            if take.first_partial_s is not None:
-                first_partials.append(take.first_partial_s)
-            floor_errors += wer.score(clip.text, floor.text)
-            errors += wer.score(clip.text, finished.raw)
-            rows.append(
-                ClipResult(
-                    name=clip.name,
-                    voice=clip.voice,
-                    said=clip.text,
-                    floor=floor.text,
-                    streamed=finished.raw,
-                    audio_s=seconds(pcm),
-                    floor_s=round(floor_s, 3),
-                    end_of_take_s=round(end_s, 3),
-                )
-            )
-        ends = sorted(row.end_of_take_s for row in rows)
-        audio_s = sum(row.audio_s for row in rows)
-        return BenchRun(
-            model=engine.choice.name,
-            clips=len(rows),
-            audio_s=round(audio_s, 2),
-            corpus_digest=digest.hexdigest()[:16],
-            wer=round(errors.rate, 4),
-            floor_wer=round(floor_errors.rate, 4),
-            rtf=round(sum(row.floor_s for row in rows) / audio_s, 3),
-            end_of_take_p50_s=round(statistics.median(ends), 3),
-            end_of_take_p95_s=round(ends[min(len(ends) - 1, int(0.95 * len(ends)))], 3),
-            first_partial_s=round(min(first_partials), 3) if first_partials else None,
-            peak_rss_bytes=max(_peak_rss() - baseline, 0),
-            rows=rows,
-        )
-
-    async def _bench_speaking(self, engine: Engine, clips: list[corpus.Clip]) -> SpeakingRun:
-        baseline = psutil.Process().memory_info().rss
-        lines = sorted({clip.text for clip in clips if clip.text})
-        errors = wer.Score(0, 0)
-        firsts, render_s, audio_s = [], 0.0, 0.0
-        for line in lines:
-            rendered = await self._speaker.render(line)
-            firsts.append(rendered.first_audio_s * 1000)
-            render_s += rendered.render_s
-            pcm = resample_to_rate(rendered.pcm, rendered.sample_rate)
-            audio_s += seconds(pcm)
-            heard, _ = await self._lane.final(engine, pcm)
-            errors += wer.score(line, heard.text)
-        return SpeakingRun(
-            model=self._speaker.model_name,
-            clips=len(lines),
-            round_trip_wer=round(errors.rate, 4),
-            first_audio_ms_p50=round(statistics.median(firsts), 1),
-            rtf=round(render_s / audio_s, 4) if audio_s else 0.0,
-            peak_rss_bytes=max(_peak_rss() - baseline, 0),
-        )
-
-
-async def _quiet(event: Any) -> None:
-    """A bench take's events go nowhere."""
-
-
-def _peak_rss() -> int:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
