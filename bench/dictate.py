@@ -358,4 +358,11 @@ if __name__ == "__main__":
         os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp())
         asyncio.run(serve(arguments.serve, arguments.announce))
     else:
+        # The served supervisor's state (its socket token, the bench results) and sockets live in
+        # a directory of the run's own, which the client here reads the token from too.
+        scratch = Path(tempfile.mkdtemp())
+        for name in ("state", "runtime"):
+            (scratch / name).mkdir(mode=0o700)
+        os.environ["XDG_STATE_HOME"] = str(scratch / "state")
+        os.environ["XDG_RUNTIME_DIR"] = str(scratch / "runtime")
         asyncio.run(main(arguments.quick, not arguments.no_long))

@@ -44,7 +44,7 @@ async def test_a_take_at_real_time_pace_has_phases_levels_and_both_sentences(
     assert ended["kind"] == "dictate_ended", ended
     assert ended["surface"] == "composer"
     assert ended["key"] == SEAT
-    assert ended["segments"] == 2  # the first sentence was decoded while the second was spoken
+    assert ended["segments"] == 2  # the first sentence was read ahead while the second was spoken
     assert wer.score(said, ended["text"]).rate <= 0.06, ended["text"]
     assert ended["options"] == {
         "styling": "semi_formal",

@@ -9,12 +9,14 @@ segment Whisper itself calls no speech (`no_speech_prob` above `NO_SPEECH_MAX`) 
 Whisper says "You" over silence, and noise the voice gate let through is dropped here.
 
 A read of more than `TIMESTAMPS_S` asks for timestamps, as Whisper was trained to read a 30 s
-window: without them tiny.en skipped whole sentences of dense speech (a 22 s stretch of the
-corpus's long take: 35 % WER without, 19 % with), while a sentence or two reads as well or better
-without (23.1 % beside 24.1 % on the `unseen` and `paused` clips). A read is prompted with the
-tokens of the take's final words (`windows.py`); several windows in one read are each conditioned
-on the ones before, as faster-whisper's long-form mode does. A `window` read (a take's `commit`)
-keeps only its first window's segments and says where the last of them ends.
+window: without them tiny.en skipped whole sentences of dense speech (the corpus's long take read
+in stretches of about 22 s: 35 % WER without, 19 % with), while a sentence or two reads as well or
+better without (23.1 % beside 24.1 % on the `unseen` and `paused` clips). A read is prompted
+with the tokens of the take's final words (`windows.py`); several windows in one read are each
+conditioned on the ones before, as faster-whisper's long-form mode does. A `window` read (a
+take's `commit`) keeps only its first window's segments and says where the last of them ends
+(faster-whisper goes on to read from there to the end of the audio; the take reads that again,
+whole, as the head of its next window).
 """
 
 from __future__ import annotations
@@ -68,7 +70,7 @@ class Engine:
         finished: float | None = None
         for segment in segments:
             if window and segment.seek != 0:
-                break  # faster-whisper reads on from the last segment's end: the next window's
+                break
             finished = segment.end
             if segment.no_speech_prob <= NO_SPEECH_MAX:
                 texts.append(segment.text.strip())
