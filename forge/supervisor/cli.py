@@ -22,6 +22,7 @@ from forge.logs import LEVELS
 
 if TYPE_CHECKING:
     from forge.config import LoadedConfig, ServerConfig
+    from forge.supervisor.statelock import StateLock
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -50,7 +51,23 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run(args: argparse.Namespace) -> int:
-    """Refuse a config that does not load (ConfigError: its message, exit 2), else serve."""
+    """Refuse a second supervisor on this state directory (`statelock`) and a config that does
+    not load (ConfigError: its message, exit 2), else serve."""
+    from forge import paths
+    from forge.supervisor import statelock
+
+    # Made private before `--tls self-signed` writes in it; one an older forge left open is
+    # closed below, once the log can say so.
+    paths.state_dir().mkdir(mode=0o700, parents=True, exist_ok=True)
+    # Before anything writes there: a second supervisor touches none of the first one's files.
+    lock = statelock.hold(paths.state_dir())
+    try:
+        return _run(args, lock)
+    finally:
+        lock.release()
+
+
+def _run(args: argparse.Namespace, lock: StateLock) -> int:
     from forge import filemodes, paths
     from forge.allocator import tune_for_long_life
     from forge.config import load_config, require_config_path
@@ -58,9 +75,6 @@ def run(args: argparse.Namespace) -> int:
     from forge.logs_rotation import Rotation
     from forge.testhooks import SUPERVISOR_DRILLS
 
-    # Made private before `--tls self-signed` writes in it; one an older forge left open is
-    # closed below, once the log can say so.
-    paths.state_dir().mkdir(mode=0o700, parents=True, exist_ok=True)
     overrides: dict[str, Any] = {}
     for flag, pattern in (
         ("bind", "server.bind"),
@@ -81,11 +95,13 @@ def run(args: argparse.Namespace) -> int:
     set_level(loaded.config.log.level)
     filemodes.private_dir(paths.state_dir())
     get_logger(__name__).info("allocator_tuned", tuned=tune_for_long_life())
-    eventloop.run(serve(loaded, log_file=log_file, drills=SUPERVISOR_DRILLS.enabled()))
+    eventloop.run(serve(loaded, log_file=log_file, lock=lock, drills=SUPERVISOR_DRILLS.enabled()))
     return 0
 
 
-async def serve(loaded: LoadedConfig, *, log_file: Path, drills: bool = False) -> None:
+async def serve(
+    loaded: LoadedConfig, *, log_file: Path, lock: StateLock, drills: bool = False
+) -> None:
     """Serve until SIGINT or SIGTERM; then close the socket and run the shutdown hooks."""
     from forge.access.pairing import announce
     from forge.config import page_url, record_listening, socket_url
@@ -114,6 +130,7 @@ async def serve(loaded: LoadedConfig, *, log_file: Path, drills: bool = False) -
             log.error("socket_listen_failed", bind=server.bind, port=server.port, error=str(error))
             raise _cannot_listen(server, error) from None
         record_listening(loaded.source, socket_url(server))
+        lock.listening(page_url(server))
         print(
             f"forge supervise: serving {page_url(server)} (socket {socket_url(server)}); "
             f"log: {log_file}",

@@ -198,3 +198,45 @@ async def test_ctrl_c_stops_it_with_no_traceback_from_any_child(
         _, err = await process.communicate()
     assert "Traceback" not in err.decode(), err.decode()
     assert (process.returncode, err) == (0, b"")
+
+
+async def test_a_second_supervisor_on_the_same_state_directory_is_refused(
+    supervise: Start, forge_dirs: dict[str, Path], tmp_path: Path
+) -> None:
+    """Issue 36 item 7: a second `forge supervise` on the same state directory (another port, so
+    the socket alone would not stop it) is one line naming the first one's pid and URL, exit 2,
+    and `listening.json` still names the first one's port; a first one killed outright leaves no
+    lock behind."""
+    first = await supervise(project_toml(tmp_path))
+    state = forge_dirs["state"] / "forge"
+    listening = (state / "listening.json").read_bytes()
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        other_port = probe.getsockname()[1]
+    second = await supervise_process("--config", str(first.config), "--port", str(other_port))
+    try:
+        async with asyncio.timeout(STARTUP_S):
+            out, err = await second.communicate()
+    finally:
+        if second.returncode is None:  # it started: what this test stands against
+            second.kill()
+            await second.wait()
+    assert (second.returncode, out) == (2, b"")
+    assert err.decode() == (
+        f"forge: another forge supervise (pid {first.process.pid}) serves "
+        f"http://127.0.0.1:{first.port}/ from {state}; stop it first, or give this one its own "
+        "state directory (XDG_STATE_HOME)\n"
+    )
+    assert (state / "listening.json").read_bytes() == listening
+
+    first.process.kill()
+    await first.stop()
+    third = await supervise_process("--config", str(first.config), "--port", str(other_port))
+    try:
+        assert third.stdout is not None
+        async with asyncio.timeout(STARTUP_S):
+            assert (await third.stdout.readline()).startswith(b"forge supervise: serving")
+    finally:
+        third.send_signal(signal.SIGTERM)
+        await third.communicate()
+    assert third.returncode == 0
