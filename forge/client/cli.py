@@ -95,8 +95,8 @@ def _add_location(parser: argparse.ArgumentParser) -> None:
 
 
 def _quiet_logs(process: str) -> None:
-    """Records go to forge.log beside the supervisor's, never to the terminal: status's stdout is
-    its answer and attach's terminal is in raw mode."""
+    """Records go to forge.log beside the supervisor's, never to the terminal: status's and
+    evaluate's stdout is their answer and attach's terminal is in raw mode."""
     import logging
 
     from forge import paths
@@ -216,4 +216,6 @@ def run_evaluate(args: argparse.Namespace) -> int:
 
     local = args.local or args.executor == "dask"
     url, tls = (None, None) if local else _where(args)
+    if url is not None:
+        _quiet_logs("evaluate")  # the dial's records, never ahead of the preview on stdout
     return eventloop.run(evaluate(args, url, tls))

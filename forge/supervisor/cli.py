@@ -1,8 +1,10 @@
 """`forge supervise`: load forge.toml, serve the socket, watch the config, stop on a signal.
 
-Once it listens it prints one line: the page and socket URLs and the log's path. An address it
-cannot listen on is a one-line refusal naming it and the flag that changes it (exit 2). Imports
-of the server stay inside `run`, so registering the verb costs other verbs nothing.
+Once it listens it prints one line: the page and socket URLs and the log's path. On a terminal,
+the log's warnings and errors follow as short human lines (`--log-console json`: every record's
+JSON line); the records themselves go to forge.log. An address it cannot listen on is a one-line
+refusal naming it and the flag that changes it (exit 2). Imports of the server stay inside `run`,
+so registering the verb costs other verbs nothing.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from forge import eventloop
 from forge.errors import UserError
-from forge.logs import LEVELS
+from forge.logs import CONSOLES, LEVELS
 
 if TYPE_CHECKING:
     from forge.config import LoadedConfig, ServerConfig
@@ -40,6 +42,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--port", type=int, help="the TCP port (overrides [server] port)")
     parser.add_argument(
         "--log-level", choices=tuple(LEVELS), help="the lowest level logged (overrides [log] level)"
+    )
+    parser.add_argument(
+        "--log-console",
+        choices=CONSOLES,
+        default="human",
+        help="what a terminal shows of the log: human lines for warnings and errors (the "
+        "default), or every record's JSON line as forge.log has it",
     )
     parser.add_argument(
         "--tls",
@@ -91,7 +100,7 @@ def _run(args: argparse.Namespace, lock: StateLock) -> int:
     log_file = paths.log_file()
     log = loaded.config.log
     rotation = Rotation(max_bytes=log.max_size_mib * 1024 * 1024, backups=log.backups)
-    configure(log_file, process="supervisor", rotation=rotation)
+    configure(log_file, console=args.log_console, process="supervisor", rotation=rotation)
     set_level(loaded.config.log.level)
     filemodes.private_dir(paths.state_dir())
     get_logger(__name__).info("allocator_tuned", tuned=tune_for_long_life())

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -15,9 +16,12 @@ from typing import Any
 
 import psutil
 import pytest
-from websockets.asyncio.client import ClientConnection
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import InvalidStatus
+from websockets.typing import Origin
 
 from forge.testing.supervised import STARTUP_S, Start, Supervised, quiet
+from tests.client.pty_run import FORGE, PtyRun
 
 SEAT = {"org": "acme", "project": "proj", "label": "lead"}
 
@@ -240,3 +244,52 @@ async def test_a_second_supervisor_on_the_same_state_directory_is_refused(
         third.send_signal(signal.SIGTERM)
         await third.communicate()
     assert third.returncode == 0
+
+
+async def refused_origin(port: int) -> None:
+    """A page elsewhere dials the socket: the supervisor refuses it with a warning."""
+    with pytest.raises(InvalidStatus):
+        await connect(f"ws://127.0.0.1:{port}/socket", origin=Origin("https://evil.example"))
+
+
+async def test_the_terminal_shows_human_lines_and_the_json_goes_to_the_log(
+    forge_dirs: dict[str, Path], free_port: int, tmp_path: Path
+) -> None:
+    """Issue 36 item 4: on a terminal, `forge supervise` prints its URL and then only the log's
+    warnings and errors, each one short human line (it printed every record's JSON, thousands an
+    hour, and the pairing URL scrolled away); forge.log keeps every record as JSON."""
+    config = tmp_path / "forge.toml"
+    config.write_text(project_toml(tmp_path), encoding="utf-8")
+    argv = [*FORGE, "supervise", "--config", str(config), "--port", str(free_port)]
+    with PtyRun(argv) as run:
+        await run.expect(b"Open in a browser on this machine:")
+        await refused_origin(free_port)
+        await run.expect(b" warning socket_origin_refused origin=https://evil.example peer=")
+        run.process.kill(signal.SIGTERM)
+        assert await run.finish() == 0
+    lines = run.output.decode().splitlines()
+    assert f"forge supervise: serving http://127.0.0.1:{free_port}/" in run.output.decode()
+    assert not [line for line in lines if line.startswith("{") or '"record"' in line]
+    (warning,) = [line for line in lines if "socket_origin_refused" in line]
+    assert re.fullmatch(
+        r"\d\d:\d\d:\d\d warning socket_origin_refused origin=https://evil\.example "
+        r"peer=127\.0\.0\.1:\d+",
+        warning,
+    ), warning
+    log = (forge_dirs["state"] / "forge" / "forge.log").read_text(encoding="utf-8")
+    names = {json.loads(line)["record"] for line in log.splitlines()}
+    assert {"socket_listening", "socket_origin_refused", "supervisor_stopped"} <= names
+
+
+async def test_log_console_json_prints_the_records_as_before(
+    forge_dirs: dict[str, Path], free_port: int, tmp_path: Path
+) -> None:
+    """`--log-console json` keeps the old console: every record's JSON line, info included."""
+    del forge_dirs
+    config = tmp_path / "forge.toml"
+    config.write_text(project_toml(tmp_path), encoding="utf-8")
+    argv = [*FORGE, "supervise", "--config", str(config), "--port", str(free_port)]
+    with PtyRun([*argv, "--log-console", "json"]) as run:
+        await run.expect(b'"record": "socket_listening"')
+        run.process.kill(signal.SIGTERM)
+        assert await run.finish() == 0
