@@ -165,11 +165,12 @@ def run_say(args: argparse.Namespace) -> int:
 
 
 def run_dictate_bench(args: argparse.Namespace) -> int:
-    from forge.client.speech import bench, render_bench
+    from forge.client.speech import BENCH_RUNNING, bench, render_bench, ticking
 
     url, tls = _where(args)
     _quiet_logs("dictate-bench")
-    answer = _answer("dictate bench", bench(url, args.clip, tls=tls))
+    running = ticking(bench(url, args.clip, tls=tls), sys.stderr, BENCH_RUNNING)
+    answer = _answer("dictate bench", running)
     if answer is None:
         return 1
     print(render_bench(answer))
