@@ -140,6 +140,7 @@ class _Documents:
         connection.send(
             DocumentList(
                 session=seat,
+                asked=message.root,
                 root=str(listing.root),
                 documents=[
                     ListedDocument(

@@ -47,6 +47,8 @@ class DocumentList(
     msgspec.Struct, tag_field="kind", tag="document_list", frozen=True, kw_only=True
 ):
     session: Seat
+    asked: str | None
+    """`root` as the ask sent it (null: the tree), so a client matches the answer to its ask."""
     root: str
     """The resolved absolute folder listed; a document reads as `<root>/<path>`."""
     documents: list[ListedDocument]

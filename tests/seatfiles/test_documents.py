@@ -161,7 +161,7 @@ async def test_the_tree_lists_its_documents_and_no_link_out(
     (tree / "node_modules" / "readme.md").write_text("no\n")
     frame = await listing(documents_rig)
     assert frame["kind"] == "document_list", frame
-    assert frame["root"] == str(tree)
+    assert (frame["asked"], frame["root"]) == (None, str(tree))
     assert frame["truncated"] is False
     assert [(d["path"], d["document_kind"]) for d in frame["documents"]] == [
         ("%2e%2e/literal.md", "markdown"),
@@ -180,7 +180,11 @@ async def test_a_document_root_lists_by_its_configured_name_and_nothing_else_doe
 ) -> None:
     roots = tmp_path / "roots"
     frame = await listing(documents_rig, str(roots))
-    assert (frame["kind"], frame["root"]) == ("document_list", str(roots))
+    assert (frame["kind"], frame["asked"], frame["root"]) == (
+        "document_list",
+        str(roots),
+        str(roots),
+    )
     assert [d["path"] for d in frame["documents"]] == ["spec.md"]
     for asked in (str(tmp_path / "outside"), "/", str(roots) + "/", "../outside"):
         refused = await listing(documents_rig, asked)

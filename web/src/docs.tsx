@@ -53,7 +53,8 @@ class DocumentReads implements Surface {
   message(message: ServerMessage): boolean {
     if (message.kind === "document_list" || (message.kind === "error" && message.what === "document_list")) {
       const root = this.listed;
-      if (root === undefined) return true;
+      // An answer to an earlier ask (the person chose another root meanwhile) is not this one's.
+      if (root === undefined || (message.kind === "document_list" && message.asked !== root)) return true;
       this.listed = undefined;
       this.onListing(
         message.kind === "error"

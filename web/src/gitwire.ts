@@ -95,6 +95,8 @@ export interface DocumentAnswer {
 /** `document_list`'s answer: the documents under `root`, each `path` relative to it. */
 export interface DocumentListing {
   session: Seat;
+  /** The root as it was asked for (null: the tree). */
+  asked: string | null;
   root: string;
   documents: { path: string; document_kind: DocumentKind; size: number }[];
   truncated: boolean;
