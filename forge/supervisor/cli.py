@@ -140,6 +140,7 @@ async def serve(
             raise _cannot_listen(server, error) from None
         record_listening(loaded.source, socket_url(server))
         lock.listening(page_url(server))
+        log.info("supervisor_serving", page=page_url(server))  # after the files that name it
         print(
             f"forge supervise: serving {page_url(server)} (socket {socket_url(server)}); "
             f"log: {log_file}",

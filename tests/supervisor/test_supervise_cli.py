@@ -213,6 +213,7 @@ async def test_a_second_supervisor_on_the_same_state_directory_is_refused(
     lock behind."""
     first = await supervise(project_toml(tmp_path))
     state = forge_dirs["state"] / "forge"
+    await first.record("supervisor_serving")  # listening.json and supervisor.json are written
     listening = (state / "listening.json").read_bytes()
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
