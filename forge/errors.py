@@ -3,7 +3,7 @@
 ForgeError
  ├─ UserError        the person's input is wrong (a flag, a file, a config key): fix the input
  │   ├─ ConfigError, SettingError, LabRefusal, UnknownProject, TerminalHeld, ShellUnavailable,
- │   │  BrowserMissing, SupervisorUnreachable, NoRealGhError
+ │   │  BrowserMissing, SupervisorUnreachable, NoRealGhError, SupervisorRunning
  │   ├─ RequestFailed        a worker refused what it was asked (its code: bad_url, bad_request)
  │   └─ WorkerConfigError    a worker's configuration cannot work; it is not restarted
  ├─ PeerError        the other side broke a contract (a client frame, a worker message)

@@ -7,17 +7,24 @@ Workers inherit the log path through `FORGE_LOG_FILE` and append to the same fil
 level written (`[log] level`, set with `set_level`) through `FORGE_LOG_LEVEL`, and the file's
 rotation (`[log] max_size_mib` and `backups`) through `FORGE_LOG_ROTATION`. Every writer of the file
 follows a rotation another one made; only those given a rotation make one (`forge.logs_rotation`).
+
+A console (`forge supervise`'s terminal) gets either human lines, one short line per warning or
+error (`12:03:04 warning socket_origin_refused origin=https://evil.example peer=...`), so what a
+person must read (the URL, a refusal) does not scroll away under the records, or the file's own
+JSON lines at the file's level (`console="json"`, `forge supervise --log-console json`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, MutableMapping
+from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import structlog
 
@@ -38,6 +45,14 @@ LEVELS = {
 }
 """`[log] level`'s names."""
 
+Console = Literal["human", "json"]
+"""How records are written to a console: short human lines (warnings and errors) or JSON."""
+CONSOLES: tuple[Console, ...] = ("human", "json")
+HUMAN_LEVEL = logging.WARNING
+"""The lowest level a human console shows; the rest is in the log file."""
+HUMAN_SKIPPED = frozenset({"record", "level", "ts", "process", "pid", "logger", "exception"})
+"""Fields a human line shows in its own places (or, `process` and `pid`, not at all)."""
+
 _SHARED_PROCESSORS: list[Any] = [
     structlog.contextvars.merge_contextvars,
     structlog.stdlib.add_log_level,
@@ -50,12 +65,14 @@ def configure(
     log_file: Path | None,
     *,
     to_stderr: bool | None = None,
+    console: Console = "human",
     level: int = logging.DEBUG,
     process: str | None = None,
     rotation: Rotation | None = None,
 ) -> None:
-    """Route every record (ours and the libraries') to `log_file` and, on a terminal, stderr;
-    `log_file` is rotated per `rotation` (without one, this process only appends)."""
+    """Route every record (ours and the libraries') to `log_file` and, when `to_stderr` (by
+    default: on a terminal), to stderr as `console` says; `log_file` is rotated per `rotation`
+    (without one, this process only appends)."""
     formatter = _formatter()
     handlers: list[logging.Handler] = []
     if log_file is not None:
@@ -66,16 +83,17 @@ def configure(
             os.environ.pop(LOG_ROTATION_ENV, None)
         else:
             os.environ[LOG_ROTATION_ENV] = f"{rotation.max_bytes}:{rotation.backups}"
+    for handler in handlers:
+        handler.setFormatter(formatter)
     if to_stderr is None:
         to_stderr = sys.stderr.isatty()
     if to_stderr:
-        handlers.append(logging.StreamHandler(sys.stderr))
+        handlers.append(_console_handler(console))
     root = logging.getLogger()
     for old in list(root.handlers):
         root.removeHandler(old)
         old.close()
     for handler in handlers:
-        handler.setFormatter(formatter)
         root.addHandler(handler)
     root.setLevel(level)
     logging.getLogger("websockets").setLevel(logging.WARNING)
@@ -114,6 +132,53 @@ def _formatter() -> logging.Formatter:
         ],
         foreign_pre_chain=[*_SHARED_PROCESSORS, structlog.stdlib.add_logger_name],
     )
+
+
+def _console_handler(console: Console) -> logging.Handler:
+    handler = logging.StreamHandler(sys.stderr)
+    if console == "json":
+        handler.setFormatter(_formatter())
+        return handler
+    handler.setLevel(HUMAN_LEVEL)
+    handler.setFormatter(
+        structlog.stdlib.ProcessorFormatter(
+            processors=[
+                structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+                structlog.processors.format_exc_info,
+                human_line,
+            ],
+            foreign_pre_chain=[*_SHARED_PROCESSORS, structlog.stdlib.add_logger_name],
+        )
+    )
+    return handler
+
+
+def human_line(_logger: Any, _method: str, event: MutableMapping[str, Any]) -> str:
+    """One record as a person reads it: local time, level, record name, its fields as
+    `key=value` (a value with spaces quoted), then any traceback on the lines below."""
+    when = _local_time(event.get("ts"))
+    fields = " ".join(
+        f"{key}={_human_value(value)}" for key, value in event.items() if key not in HUMAN_SKIPPED
+    )
+    parts = (when, event.get("level"), event.get("record"), fields)
+    line = " ".join(part for part in parts if part)
+    exception = event.get("exception")
+    return f"{line}\n{exception}" if exception else line
+
+
+def _local_time(stamp: object) -> str:
+    try:
+        return datetime.fromisoformat(str(stamp)).astimezone().strftime("%H:%M:%S")
+    except ValueError:
+        return ""
+
+
+def _human_value(value: object) -> str:
+    """A string as is unless it needs quotes to read as one value; anything else as JSON."""
+    if not isinstance(value, str):
+        return json.dumps(value, default=str, separators=(",", ":"))
+    plain = value and not any(c.isspace() or c == '"' for c in value)
+    return value if plain else json.dumps(value)
 
 
 @contextlib.contextmanager

@@ -97,8 +97,8 @@ def _add_location(parser: argparse.ArgumentParser) -> None:
 
 
 def _quiet_logs(process: str) -> None:
-    """Records go to forge.log beside the supervisor's, never to the terminal: status's stdout is
-    its answer and attach's terminal is in raw mode."""
+    """Records go to forge.log beside the supervisor's, never to the terminal: status's and
+    evaluate's stdout is their answer and attach's terminal is in raw mode."""
     import logging
 
     from forge import paths
@@ -167,11 +167,12 @@ def run_say(args: argparse.Namespace) -> int:
 
 
 def run_dictate_bench(args: argparse.Namespace) -> int:
-    from forge.client.speech import bench, render_bench
+    from forge.client.speech import BENCH_RUNNING, bench, render_bench, ticking
 
     url, tls = _where(args)
     _quiet_logs("dictate-bench")
-    answer = _answer("dictate bench", bench(url, args.clip, tls=tls))
+    running = ticking(bench(url, args.clip, tls=tls), sys.stderr, BENCH_RUNNING)
+    answer = _answer("dictate bench", running)
     if answer is None:
         return 1
     print(render_bench(answer))
@@ -218,4 +219,6 @@ def run_evaluate(args: argparse.Namespace) -> int:
 
     local = args.local or args.executor == "dask"
     url, tls = (None, None) if local else _where(args)
+    if url is not None:
+        _quiet_logs("evaluate")  # the dial's records, never ahead of the preview on stdout
     return eventloop.run(evaluate(args, url, tls))

@@ -3,13 +3,17 @@
 `say` asks the supervisor to speak a line on a seat's voice stream (`voice_say`): the clip goes
 to the clients with voice on, nothing is played here. `bench` asks it to run the local corpus
 through the models in use (`dictate_bench`) and prints the run it lands in `dictate_models`.
-`render_bench` is a plain function of the reply.
+`render_bench` is a plain function of the reply. A bench takes tens of seconds and reports
+nothing until it ends, so on a terminal `ticking` says it is running and counts the seconds.
 """
 
 from __future__ import annotations
 
+import asyncio
 import ssl
-from typing import Any
+import time
+from collections.abc import Awaitable
+from typing import Any, TextIO, TypeVar
 
 from forge.client.connection import connect
 from forge.wire.client import DictateBench, VoiceSay
@@ -18,6 +22,10 @@ from forge.wire.seats import Seat
 SAID = 0
 NOT_SAID = 1
 """Nobody had voice on for the seat, [tts] is off, or the engine failed: nothing was said."""
+BENCH_RUNNING = "forge dictate bench: running the corpus through the models in use"
+TICK_S = 1.0
+
+T = TypeVar("T")
 
 
 async def say(
@@ -39,6 +47,25 @@ async def bench(
         return answer
 
 
+async def ticking(call: Awaitable[T], out: TextIO, said: str) -> T:
+    """`call`'s result; meanwhile, when `out` is a terminal, `said` and the seconds so far on
+    one line, cleared once the result is in (a pipe or a file gets nothing: it wants the result)."""
+    task = asyncio.ensure_future(call)
+    if not out.isatty():
+        return await task
+    started = time.monotonic()
+    try:
+        while not task.done():
+            out.write(f"\r{said}… {time.monotonic() - started:.0f} s")
+            out.flush()
+            await asyncio.wait({task}, timeout=TICK_S)
+    finally:
+        task.cancel()  # a no-op once it is done; Ctrl-C here must not leave it running
+        out.write("\r\x1b[K")
+        out.flush()
+    return task.result()
+
+
 def render_bench(answer: dict[str, Any]) -> str:
     if not answer.get("ok"):
         return f"bench failed: {answer.get('why')}"
@@ -50,7 +77,7 @@ def render_bench(answer: dict[str, Any]) -> str:
         f"  WER {run['wer']:.1%} streamed in real time, {run['floor_wer']:.1%} whole-clip floor",
         f"  RTF {run['rtf']}  end of take p50 {run['end_of_take_p50_s']} s "
         f"({run.get('end_ratio_p50')}x the floor's decode), p95 {run['end_of_take_p95_s']} s  "
-        f"first partial {run['first_partial_s']} s  "
+        f"{_first_partial(run['first_partial_s'])}  "
         f"peak RSS +{run['peak_rss_bytes'] // 2**20} MiB",
     ]
     if run.get("long_wer") is not None:
@@ -68,3 +95,8 @@ def render_bench(answer: dict[str, Any]) -> str:
             f"{speaking['first_audio_ms_p50']} ms, RTF {speaking['rtf']}"
         )
     return "\n".join(lines)
+
+
+def _first_partial(seconds: float | None) -> str:
+    """None when no clip gave a partial before its end (short clips)."""
+    return "no partial before a take's end" if seconds is None else f"first partial {seconds} s"

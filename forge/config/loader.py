@@ -55,10 +55,14 @@ _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 
 
 class ConfigError(UserError):
-    """forge.toml (or a command-line override) does not load; the message says where and why."""
+    """forge.toml (or a command-line override) does not load; the message says where and why:
+    `<path> line <n>: <reason>`, or `<path>: <reason>` when no line is known."""
 
-    def __init__(self, message: str, *, path: Path, line: int | None, key: str | None) -> None:
-        super().__init__(message)
+    def __init__(self, reason: str, *, path: Path, line: int | None, key: str | None) -> None:
+        where = f"{path} line {line}" if line is not None else str(path)
+        super().__init__(f"{where}: {reason}")
+        self.reason = reason
+        """What is wrong, without where: for text that is not the file (an unsaved edit)."""
         self.path = path
         self.line = line
         self.key = key
@@ -92,7 +96,7 @@ def require_config_path(cli_path: str | Path | None, environ: Mapping[str, str])
     path = resolve_config_path(cli_path, environ)
     if cli_path and not path.exists():
         raise ConfigError(
-            f"{path}: no such file; --config must name a forge.toml that exists "
+            "no such file; --config must name a forge.toml that exists "
             "(without --config, a missing forge.toml means the defaults)",
             path=path,
             line=None,
@@ -113,9 +117,7 @@ def read_raw(path: Path) -> bytes:
         return b""
     except OSError as error:
         reason = error.strerror or str(error)
-        raise ConfigError(
-            f"{path}: cannot read: {reason}", path=path, line=None, key=None
-        ) from None
+        raise ConfigError(f"cannot read: {reason}", path=path, line=None, key=None) from None
 
 
 def load_config(path: Path, *, overrides: Mapping[str, TomlValue] | None = None) -> LoadedConfig:
@@ -134,8 +136,8 @@ def parse_config(
     except tomllib.TOMLDecodeError as error:
         line = statement_start(text, syntax_error_line(text, str(error)))
         key = key_on_line(text, line)
-        where = f"{source} line {line}: " + (f"{key}: " if key else "")
-        raise ConfigError(where + str(error), path=source, line=line, key=key) from None
+        reason = (f"{key}: " if key else "") + str(error)
+        raise ConfigError(reason, path=source, line=line, key=key) from None
     try:
         resolved = _resolve(data)
         _apply_overrides(resolved, overrides)
@@ -180,22 +182,21 @@ def _decode(raw: bytes, source: Path) -> str:
         return raw.decode("utf-8")
     except UnicodeDecodeError as error:
         line = raw[: error.start].count(b"\n") + 1
-        message = f"{source} line {line}: not UTF-8 text (byte {error.start})"
-        raise ConfigError(message, path=source, line=line, key=None) from None
+        reason = f"not UTF-8 text (byte {error.start})"
+        raise ConfigError(reason, path=source, line=line, key=None) from None
 
 
 def _located(invalid: _Invalid, text: str, source: Path) -> ConfigError:
     key = _display(invalid.path)
     if invalid.from_command_line:
         return ConfigError(
-            f"{source}: {key} (from the command line): {invalid.why}",
+            f"{key} (from the command line): {invalid.why}",
             path=source,
             line=None,
             key=key,
         )
     line = line_of(text, invalid.line_at)
-    where = f"{source} line {line}" if line is not None else str(source)
-    return ConfigError(f"{where}: {key}: {invalid.why}", path=source, line=line, key=key)
+    return ConfigError(f"{key}: {invalid.why}", path=source, line=line, key=key)
 
 
 def _display(path: KeyPath) -> str:

@@ -362,8 +362,9 @@ def _shim_install(args: argparse.Namespace) -> int:
         print(f"forge shim: gh on PATH is forge's shim ({found}); nothing to add")
         return 0
     wanted = path_line(target.parent, os.environ.get("SHELL"))
+    now = f"gh on PATH is {found}, not this shim" if found else "no gh is on PATH yet"
     print(
-        f"forge shim: gh on PATH is {found or 'nothing'}, not this shim; add this line to "
-        f"{wanted.rcfile} and open a new shell:\n  {wanted.line}"
+        f"forge shim: {now}; add this line to {wanted.rcfile} and open a new shell:\n"
+        f"  {wanted.line}"
     )
     return 0

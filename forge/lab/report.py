@@ -358,8 +358,9 @@ def _variant_lines(v: dict[str, Any], shape: str) -> list[str]:
         "",
         f"- attempts: {v['attempts']} (invalid {v['invalid']}{_reasons(v['invalidReasons'])})",
         f"- completions: {_of(v['completions'], valid, shape)}",
-        f"- correct: {_of(v['correct'], valid, shape)}; hidden-acceptance pass "
-        f"{v['hiddenAcceptancePass']} of {v['hiddenAcceptanceN']}-ran",
+        f"- correct: {_of(v['correct'], valid, shape)}; hidden-acceptance passed in "
+        f"{v['hiddenAcceptancePass']} of the {v['hiddenAcceptanceN']} "
+        f"{'attempt' if v['hiddenAcceptanceN'] == 1 else 'attempts'} where it ran",
         "- hidden-acceptance pass rate: "
         + _of(v["hiddenAcceptancePass"], v["hiddenAcceptanceN"], shape),
         f"- required-checks pass rate: {_of(v['requiredChecksPass'], v['requiredChecksN'], shape)}",

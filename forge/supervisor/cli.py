@@ -1,8 +1,10 @@
 """`forge supervise`: load forge.toml, serve the socket, watch the config, stop on a signal.
 
-Once it listens it prints one line: the page and socket URLs and the log's path. An address it
-cannot listen on is a one-line refusal naming it and the flag that changes it (exit 2). Imports
-of the server stay inside `run`, so registering the verb costs other verbs nothing.
+Once it listens it prints one line: the page and socket URLs and the log's path. On a terminal,
+the log's warnings and errors follow as short human lines (`--log-console json`: every record's
+JSON line); the records themselves go to forge.log. An address it cannot listen on is a one-line
+refusal naming it and the flag that changes it (exit 2). Imports of the server stay inside `run`,
+so registering the verb costs other verbs nothing.
 """
 
 from __future__ import annotations
@@ -18,10 +20,11 @@ from typing import TYPE_CHECKING, Any
 
 from forge import eventloop
 from forge.errors import UserError
-from forge.logs import LEVELS
+from forge.logs import CONSOLES, LEVELS
 
 if TYPE_CHECKING:
     from forge.config import LoadedConfig, ServerConfig
+    from forge.supervisor.statelock import StateLock
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -41,6 +44,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--log-level", choices=tuple(LEVELS), help="the lowest level logged (overrides [log] level)"
     )
     parser.add_argument(
+        "--log-console",
+        choices=CONSOLES,
+        default="human",
+        help="what a terminal shows of the log: human lines for warnings and errors (the "
+        "default), or every record's JSON line as forge.log has it",
+    )
+    parser.add_argument(
         "--tls",
         choices=("self-signed",),
         help="serve https:// and wss:// with a certificate made for this machine's names and "
@@ -50,7 +60,23 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run(args: argparse.Namespace) -> int:
-    """Refuse a config that does not load (ConfigError: its message, exit 2), else serve."""
+    """Refuse a second supervisor on this state directory (`statelock`) and a config that does
+    not load (ConfigError: its message, exit 2), else serve."""
+    from forge import paths
+    from forge.supervisor import statelock
+
+    # Made private before `--tls self-signed` writes in it; one an older forge left open is
+    # closed below, once the log can say so.
+    paths.state_dir().mkdir(mode=0o700, parents=True, exist_ok=True)
+    # Before anything writes there: a second supervisor touches none of the first one's files.
+    lock = statelock.hold(paths.state_dir())
+    try:
+        return _run(args, lock)
+    finally:
+        lock.release()
+
+
+def _run(args: argparse.Namespace, lock: StateLock) -> int:
     from forge import filemodes, paths
     from forge.allocator import tune_for_long_life
     from forge.config import load_config, require_config_path
@@ -58,9 +84,6 @@ def run(args: argparse.Namespace) -> int:
     from forge.logs_rotation import Rotation
     from forge.testhooks import SUPERVISOR_DRILLS
 
-    # Made private before `--tls self-signed` writes in it; one an older forge left open is
-    # closed below, once the log can say so.
-    paths.state_dir().mkdir(mode=0o700, parents=True, exist_ok=True)
     overrides: dict[str, Any] = {}
     for flag, pattern in (
         ("bind", "server.bind"),
@@ -77,15 +100,17 @@ def run(args: argparse.Namespace) -> int:
     log_file = paths.log_file()
     log = loaded.config.log
     rotation = Rotation(max_bytes=log.max_size_mib * 1024 * 1024, backups=log.backups)
-    configure(log_file, process="supervisor", rotation=rotation)
+    configure(log_file, console=args.log_console, process="supervisor", rotation=rotation)
     set_level(loaded.config.log.level)
     filemodes.private_dir(paths.state_dir())
     get_logger(__name__).info("allocator_tuned", tuned=tune_for_long_life())
-    eventloop.run(serve(loaded, log_file=log_file, drills=SUPERVISOR_DRILLS.enabled()))
+    eventloop.run(serve(loaded, log_file=log_file, lock=lock, drills=SUPERVISOR_DRILLS.enabled()))
     return 0
 
 
-async def serve(loaded: LoadedConfig, *, log_file: Path, drills: bool = False) -> None:
+async def serve(
+    loaded: LoadedConfig, *, log_file: Path, lock: StateLock, drills: bool = False
+) -> None:
     """Serve until SIGINT or SIGTERM; then close the socket and run the shutdown hooks."""
     from forge.access.pairing import announce
     from forge.config import page_url, record_listening, socket_url
@@ -114,6 +139,8 @@ async def serve(loaded: LoadedConfig, *, log_file: Path, drills: bool = False) -
             log.error("socket_listen_failed", bind=server.bind, port=server.port, error=str(error))
             raise _cannot_listen(server, error) from None
         record_listening(loaded.source, socket_url(server))
+        lock.listening(page_url(server))
+        log.info("supervisor_serving", page=page_url(server))  # after the files that name it
         print(
             f"forge supervise: serving {page_url(server)} (socket {socket_url(server)}); "
             f"log: {log_file}",

@@ -395,7 +395,10 @@ class DictationService:
     async def speak(self, seat: Seat, text: str, voice: str | None = None) -> Said:
         """Render `text` on `seat`'s voice stream; the supervisor call other areas use.
 
-        Nothing is rendered when `[tts]` is off or nobody has voice on for the seat."""
+        Nothing is rendered for a seat of no configured project, when `[tts]` is off, or when
+        nobody has voice on for the seat."""
+        if self._supervisor.loaded.config.project(seat.org, seat.project) is None:
+            return Said(ok=False, why=str(UnknownProject(seat)))
         if not self._supervisor.loaded.config.tts.enabled:
             return Said(ok=False, why="speech is off on this server ([tts] enabled = false)")
         if self.room.listeners(seat) == 0:

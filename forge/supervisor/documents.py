@@ -1,4 +1,9 @@
-"""`document_read` and `file_content`: one file of a seat's tree, for a viewer and a review page.
+"""`document_read`, `document_list` and `file_content`: a seat's documents, for a viewer and a
+review page.
+
+`document_list` lists the markdown, text and PDF files under the seat's tree or one of its
+project's `document_roots` (named as forge.toml spells it: nothing else is listed), through
+`doclist`'s bounded walk that never follows a link.
 
 `document_read` reads from the seat's working tree or its project's `document_roots`, confined
 (`confined.read_confined`: resolved once, component by component, symlinks leaving the roots
@@ -23,14 +28,17 @@ from forge.git import GitError
 from forge.supervisor.confined import Found, Refused, read_confined
 from forge.supervisor.connection import Connection
 from forge.supervisor.core import Supervisor
+from forge.supervisor.doclist import list_documents
 from forge.supervisor.gitdiff import BINARY_PROBE
 from forge.wire import client
 from forge.wire.documents import (
     ContentFailed,
     ContentRead,
     DocumentKind,
+    DocumentList,
     DocumentRead,
     FileContent,
+    ListedDocument,
 )
 from forge.wire.errors import ClientRefusal
 from forge.wire.seats import Seat
@@ -64,6 +72,7 @@ def content_hash(data: bytes) -> str:
 def install(supervisor: Supervisor) -> None:
     documents = _Documents(supervisor)
     supervisor.register_verb(client.DocumentRead, documents.document_read)
+    supervisor.register_verb(client.DocumentList, documents.document_list)
     supervisor.register_verb(client.FileContent, documents.file_content)
 
 
@@ -106,6 +115,42 @@ class _Documents:
                 content_hash=content_hash(data),
                 threads=[],
                 reviews=[],
+            )
+        )
+
+    async def document_list(self, connection: Connection, message: client.DocumentList) -> None:
+        seat = message.session
+        state = self._supervisor.require_seat("document_list", seat)
+        project = self._supervisor.loaded.config.project(seat.org, seat.project)
+        roots = {str(root): root for root in (project.document_roots if project else ())}
+        if message.root is None:
+            root = state.directory
+        elif message.root in roots:
+            root = roots[message.root]
+        else:
+            raise ClientRefusal(
+                "document_list", f"{message.root} is not one of the project's document roots", seat
+            )
+        try:
+            listing = await asyncio.to_thread(list_documents, root, KINDS)
+        except OSError as error:
+            raise ClientRefusal(
+                "document_list", f"{root} cannot be listed ({error.strerror})", seat
+            ) from None
+        connection.send(
+            DocumentList(
+                session=seat,
+                asked=message.root,
+                root=str(listing.root),
+                documents=[
+                    ListedDocument(
+                        path=document.path,
+                        document_kind=document_kind(Path(document.path)),
+                        size=document.size,
+                    )
+                    for document in listing.documents
+                ],
+                truncated=listing.truncated,
             )
         )
 

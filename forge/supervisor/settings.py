@@ -152,7 +152,8 @@ def _load(
     except ConfigError as error:
         if not refuse:
             return None
-        raise _Refusal("invalid", str(error), _key_path(error.key, edits)) from None
+        # Its reason alone: a line of the edited text, which was not written, is in no file.
+        raise _Refusal("invalid", error.reason, _key_path(error.key, edits)) from None
 
 
 def _guard(candidate: LoadedConfig, live: Sequence[Seat]) -> None:

@@ -33,5 +33,5 @@ async def host(count: int) -> None:
 
 
 if __name__ == "__main__":
-    logs.configure(None, to_stderr=True, process="manager_host")
+    logs.configure(None, to_stderr=True, console="json", process="manager_host")
     eventloop.run(host(int(sys.argv[1]) if len(sys.argv) > 1 else 2))

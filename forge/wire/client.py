@@ -351,8 +351,8 @@ class DictateBench(ClientMessage, frozen=True, tag="dictate_bench"):
 
 
 # Verbs of the protocol that `unserved` answers, so a client cannot loop on them (O-S11), and
-# three that forge.supervisor's documents and settings services serve: document_read,
-# file_content, settings_edit.
+# four that forge.supervisor's documents and settings services serve: document_read,
+# document_list, file_content, settings_edit.
 
 
 class More(ClientMessage, frozen=True, tag="more"):
@@ -365,6 +365,12 @@ class DocumentRead(ClientMessage, frozen=True, tag="document_read"):
     session: Seat
     path: str
     reviewable: bool = False
+
+
+class DocumentList(ClientMessage, frozen=True, tag="document_list"):
+    session: Seat
+    root: str | None = None
+    """One of the project's `document_roots` as forge.toml spells it; null lists the seat's tree."""
 
 
 class FileContent(ClientMessage, frozen=True, tag="file_content"):
@@ -421,6 +427,7 @@ ANY_CLIENT_MESSAGE = (
     | BrowserAudio
     | More
     | DocumentRead
+    | DocumentList
     | FileContent
     | ClientPerf
     | SettingsEdit

@@ -1,6 +1,7 @@
-"""What the server answers `document_read` and `file_content` with.
+"""What the server answers `document_read`, `document_list` and `file_content` with.
 
-`document_read` answers this message or an `error` naming `document_read` (its only two arms).
+`document_read` answers this message or an `error` naming `document_read` (its only two arms);
+`document_list` the same with its own name.
 `file_content` has no error arm: a read that could not run is a `file_content` whose content is
 `{"state": "failed", "why"}`, which a review page draws as the absence of its expand control.
 """
@@ -33,6 +34,27 @@ class DocumentRead(
     threads: list[Any]
     reviews: list[Any]
     """Empty: this server keeps no reviews yet."""
+
+
+class ListedDocument(msgspec.Struct, frozen=True, kw_only=True):
+    path: str
+    """Relative to the listed root, `/`-separated."""
+    document_kind: DocumentKind
+    size: int
+
+
+class DocumentList(
+    msgspec.Struct, tag_field="kind", tag="document_list", frozen=True, kw_only=True
+):
+    session: Seat
+    asked: str | None
+    """`root` as the ask sent it (null: the tree), so a client matches the answer to its ask."""
+    root: str
+    """The resolved absolute folder listed; a document reads as `<root>/<path>`."""
+    documents: list[ListedDocument]
+    """Markdown, text and PDF files under it, sorted by path."""
+    truncated: bool
+    """The walk stopped at its bound: more documents lie under the root than are listed."""
 
 
 class ContentRead(msgspec.Struct, tag_field="state", tag="read", frozen=True, kw_only=True):

@@ -69,4 +69,4 @@ def test_the_signatures_are_pinned() -> None:
 def test_a_config_error_is_a_user_error_with_where_and_which() -> None:
     assert issubclass(ConfigError, UserError)
     assert ConfigError.exit_code == 2
-    assert list(inspect.signature(ConfigError).parameters) == ["message", "path", "line", "key"]
+    assert list(inspect.signature(ConfigError).parameters) == ["reason", "path", "line", "key"]

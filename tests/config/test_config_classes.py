@@ -110,6 +110,8 @@ CONSUMERS: dict[tuple[str, str], ReloadClass] = {
     ("config/cli.py", "server.tls_key"): "live",  # `forge config check` looks at its mode
     # Dictation: whether to take a take and its default axes are read per take; the worker is
     # started (or not) with its models and voice when the supervisor starts.
+    ("supervisor/dictation.py", "projects[].org"): "live",
+    ("supervisor/dictation.py", "projects[].name"): "live",
     ("supervisor/dictation.py", "dictate.enabled"): "live",
     ("supervisor/dictation.py", "dictate.styling"): "live",
     ("supervisor/dictation.py", "dictate.structure"): "live",

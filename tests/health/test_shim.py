@@ -404,6 +404,18 @@ def test_issue13_item17_install_says_when_the_shim_is_already_on_path(forge_env:
     assert "export PATH" not in result.stdout
 
 
+def test_install_with_no_gh_on_path_says_so_in_words(forge_env: ForgeEnv) -> None:
+    """Issue 36 item 8: with no gh anywhere on PATH, install says there is none ("gh on PATH is
+    nothing" was the line), then the line to add."""
+    target = forge_env.root / "elsewhere"
+    result = forge_env.forge(
+        "shim", "install", "--dir", str(target), env={"SHELL": "/bin/bash", "PATH": "/nowhere"}
+    )
+    assert result.returncode == 0, result.stderr
+    assert "forge shim: no gh is on PATH yet; add this line to ~/.bashrc" in result.stdout
+    assert "nothing" not in result.stdout
+
+
 def test_issue13_item17_health_warns_when_gh_on_path_is_not_the_shim(forge_env: ForgeEnv) -> None:
     """Issue 13 item 17: `forge health` says so when `gh` on PATH bypasses the shim."""
     bypassed = {"PATH": f"{forge_env.realbin}:/usr/bin:/bin"}

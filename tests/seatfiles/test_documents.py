@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from forge.supervisor import confined
+from forge.supervisor import confined, doclist
 
 from .rig import WIRE_SEAT, Rig, Start, next_kind, run, send
 
@@ -137,6 +137,68 @@ async def test_a_document_reads_from_the_tree_or_a_document_root(
     assert frame["content_hash"] == str(int.from_bytes(hashlib.sha256(data).digest()[:8], "big"))
     assert (frame["session"], frame["threads"], frame["reviews"]) == (WIRE_SEAT, [], [])
     assert len(reads) == 1
+
+
+async def listing(rig: Rig, root: str | None = None) -> dict[str, Any]:
+    client, _ = await rig.client()
+    await send(client, {"kind": "document_list", "session": WIRE_SEAT, "root": root})
+    frame: dict[str, Any] = json.loads(await client.recv())
+    return frame
+
+
+async def test_the_tree_lists_its_documents_and_no_link_out(
+    documents_rig: Rig, tmp_path: Path
+) -> None:
+    """Issue 36 item 6: the Docs pane offers every document of the tree, not only the changed
+    ones; a link (to a file or a folder, inside or out) is never listed or walked into, and a
+    FIFO named `.md` is not a document."""
+    tree = tmp_path / "tree"
+    (tree / "docs" / "deep").mkdir()
+    (tree / "docs" / "deep" / "guide.MD").write_text("# guide\n")
+    (tree / ".git").mkdir()
+    (tree / ".git" / "hidden.md").write_text("no\n")
+    (tree / "node_modules").mkdir()
+    (tree / "node_modules" / "readme.md").write_text("no\n")
+    frame = await listing(documents_rig)
+    assert frame["kind"] == "document_list", frame
+    assert (frame["asked"], frame["root"]) == (None, str(tree))
+    assert frame["truncated"] is False
+    assert [(d["path"], d["document_kind"]) for d in frame["documents"]] == [
+        ("%2e%2e/literal.md", "markdown"),
+        ("big.md", "markdown"),
+        ("docs/deep/guide.MD", "markdown"),
+        ("latin1.md", "markdown"),
+        ("notes.txt", "text"),
+        ("paper.pdf", "pdf"),
+        ("plan.md", "markdown"),
+    ]
+    assert frame["documents"][-1]["size"] == len("# plan\n\nstep one\n")
+
+
+async def test_a_document_root_lists_by_its_configured_name_and_nothing_else_does(
+    documents_rig: Rig, tmp_path: Path
+) -> None:
+    roots = tmp_path / "roots"
+    frame = await listing(documents_rig, str(roots))
+    assert (frame["kind"], frame["asked"], frame["root"]) == (
+        "document_list",
+        str(roots),
+        str(roots),
+    )
+    assert [d["path"] for d in frame["documents"]] == ["spec.md"]
+    for asked in (str(tmp_path / "outside"), "/", str(roots) + "/", "../outside"):
+        refused = await listing(documents_rig, asked)
+        assert (refused["kind"], refused["what"]) == ("error", "document_list"), refused
+        assert refused["why"] == f"{asked} is not one of the project's document roots"
+
+
+async def test_a_listing_stops_at_its_bound_and_says_so(
+    documents_rig: Rig, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(doclist, "MAX_LISTED", 3)
+    frame = await listing(documents_rig)
+    assert frame["truncated"] is True
+    assert len(frame["documents"]) == 3
 
 
 async def content(rig: Rig, path: Any, sha: Any = None, session: Any = None) -> dict[str, Any]:

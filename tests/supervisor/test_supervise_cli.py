@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -15,9 +16,12 @@ from typing import Any
 
 import psutil
 import pytest
-from websockets.asyncio.client import ClientConnection
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import InvalidStatus
+from websockets.typing import Origin
 
 from forge.testing.supervised import STARTUP_S, Start, Supervised, quiet
+from tests.client.pty_run import FORGE, PtyRun
 
 SEAT = {"org": "acme", "project": "proj", "label": "lead"}
 
@@ -198,3 +202,95 @@ async def test_ctrl_c_stops_it_with_no_traceback_from_any_child(
         _, err = await process.communicate()
     assert "Traceback" not in err.decode(), err.decode()
     assert (process.returncode, err) == (0, b"")
+
+
+async def test_a_second_supervisor_on_the_same_state_directory_is_refused(
+    supervise: Start, forge_dirs: dict[str, Path], tmp_path: Path
+) -> None:
+    """Issue 36 item 7: a second `forge supervise` on the same state directory (another port, so
+    the socket alone would not stop it) is one line naming the first one's pid and URL, exit 2,
+    and `listening.json` still names the first one's port; a first one killed outright leaves no
+    lock behind."""
+    first = await supervise(project_toml(tmp_path))
+    state = forge_dirs["state"] / "forge"
+    await first.record("supervisor_serving")  # listening.json and supervisor.json are written
+    listening = (state / "listening.json").read_bytes()
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        other_port = probe.getsockname()[1]
+    second = await supervise_process("--config", str(first.config), "--port", str(other_port))
+    try:
+        async with asyncio.timeout(STARTUP_S):
+            out, err = await second.communicate()
+    finally:
+        if second.returncode is None:  # it started: what this test stands against
+            second.kill()
+            await second.wait()
+    assert (second.returncode, out) == (2, b"")
+    assert err.decode() == (
+        f"forge: another forge supervise (pid {first.process.pid}) serves "
+        f"http://127.0.0.1:{first.port}/ from {state}; stop it first, or give this one its own "
+        "state directory (XDG_STATE_HOME)\n"
+    )
+    assert (state / "listening.json").read_bytes() == listening
+
+    first.process.kill()
+    await first.stop()
+    third = await supervise_process("--config", str(first.config), "--port", str(other_port))
+    try:
+        assert third.stdout is not None
+        async with asyncio.timeout(STARTUP_S):
+            assert (await third.stdout.readline()).startswith(b"forge supervise: serving")
+    finally:
+        third.send_signal(signal.SIGTERM)
+        await third.communicate()
+    assert third.returncode == 0
+
+
+async def refused_origin(port: int) -> None:
+    """A page elsewhere dials the socket: the supervisor refuses it with a warning."""
+    with pytest.raises(InvalidStatus):
+        await connect(f"ws://127.0.0.1:{port}/socket", origin=Origin("https://evil.example"))
+
+
+async def test_the_terminal_shows_human_lines_and_the_json_goes_to_the_log(
+    forge_dirs: dict[str, Path], free_port: int, tmp_path: Path
+) -> None:
+    """Issue 36 item 4: on a terminal, `forge supervise` prints its URL and then only the log's
+    warnings and errors, each one short human line (it printed every record's JSON, thousands an
+    hour, and the pairing URL scrolled away); forge.log keeps every record as JSON."""
+    config = tmp_path / "forge.toml"
+    config.write_text(project_toml(tmp_path), encoding="utf-8")
+    argv = [*FORGE, "supervise", "--config", str(config), "--port", str(free_port)]
+    with PtyRun(argv) as run:
+        await run.expect(b"Open in a browser on this machine:")
+        await refused_origin(free_port)
+        await run.expect(b" warning socket_origin_refused origin=https://evil.example peer=")
+        run.process.kill(signal.SIGTERM)
+        assert await run.finish() == 0
+    lines = run.output.decode().splitlines()
+    assert f"forge supervise: serving http://127.0.0.1:{free_port}/" in run.output.decode()
+    assert not [line for line in lines if line.startswith("{") or '"record"' in line]
+    (warning,) = [line for line in lines if "socket_origin_refused" in line]
+    assert re.fullmatch(
+        r"\d\d:\d\d:\d\d warning socket_origin_refused origin=https://evil\.example "
+        r"peer=127\.0\.0\.1:\d+",
+        warning,
+    ), warning
+    log = (forge_dirs["state"] / "forge" / "forge.log").read_text(encoding="utf-8")
+    names = {json.loads(line)["record"] for line in log.splitlines()}
+    assert {"socket_listening", "socket_origin_refused", "supervisor_stopped"} <= names
+
+
+async def test_log_console_json_prints_the_records_as_before(
+    forge_dirs: dict[str, Path], free_port: int, tmp_path: Path
+) -> None:
+    """`--log-console json` keeps the old console: every record's JSON line, info included."""
+    del forge_dirs
+    config = tmp_path / "forge.toml"
+    config.write_text(project_toml(tmp_path), encoding="utf-8")
+    argv = [*FORGE, "supervise", "--config", str(config), "--port", str(free_port)]
+    with PtyRun([*argv, "--log-console", "json"]) as run:
+        await run.expect(b'"record": "socket_listening"')
+        run.process.kill(signal.SIGTERM)
+        assert await run.finish() == 0

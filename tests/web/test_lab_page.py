@@ -97,7 +97,7 @@ def test_a_held_run_shows_its_attempts_and_trees_and_stops_from_a_phone(
             ended = shown.locator('[data-view="lab-run"]')
             expect(ended).to_have_attribute("data-status", "aborted")
             expect(ended.locator(".facts .ending")).to_contain_text(
-                "exit 130 · interrupted by SIGINT"
+                "exit 130 (stopped) · interrupted by SIGINT"
             )
             expect(shown.get_by_role("button", name="Stop")).to_have_count(0)
             expect(shown.locator("section.attemptprocs")).to_have_count(0)
@@ -109,9 +109,35 @@ def test_a_held_run_shows_its_attempts_and_trees_and_stops_from_a_phone(
         assert "forge: run aborted: interrupted by SIGINT" in stderr
         page.goto(f"{supervised.url}#/lab")
         expect(page.locator(f'.labruns li[data-run="{run}"]')).to_contain_text(
-            "exit 130 · interrupted by SIGINT"
+            "exit 130 (stopped) · interrupted by SIGINT"
         )
     finally:
         if process.poll() is None:  # the run goes on in the supervisor: stop it as Ctrl-C would
+            process.send_signal(signal.SIGINT)
+            process.communicate(timeout=90)
+
+
+def test_a_finished_runs_exit_code_says_what_it_means(
+    kit: Kit, supervised: Supervised, narrow: BrowserContext
+) -> None:
+    """Issue 36 item 8: the page said "ended exit 2" without saying that 2 means the run is
+    complete and some attempts were not correct (b makes no change here: its attempts fail)."""
+    held_cohort(kit)
+    process = start_run(kit, supervised, parallel=2, held=2)
+    try:
+        (kit.ctl / "go").touch()
+        _, stderr = process.communicate(timeout=120)
+        assert process.returncode == 2, stderr
+        page = narrow.new_page()
+        page.goto(f"{supervised.url}#/lab")
+        listed = page.locator(".labruns li", has_text="exit 2")
+        expect(listed).to_contain_text("exit 2 (complete, some attempts not correct)")
+        listed.get_by_role("link").click()
+        expect(page.locator('[data-view="lab-run"] .facts .ending')).to_have_text(
+            "exit 2 (complete, some attempts not correct)"
+        )
+        assert page.evaluate("() => document.documentElement.scrollWidth <= window.innerWidth")
+    finally:
+        if process.poll() is None:
             process.send_signal(signal.SIGINT)
             process.communicate(timeout=90)

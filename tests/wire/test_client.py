@@ -130,7 +130,7 @@ def test_every_kind_in_the_contract_is_known() -> None:
         "browser_dialog_answer", "browser_audio", "more",
         "document_read", "dictate_stream", "file_content", "voice_mode", "client_perf",
         "settings_edit", "dictate_stop", "dictate_cancel", "voice_preview", "voice_say",
-        "dictate_bench",
+        "dictate_bench", "document_list",
     }  # fmt: skip
     assert contract == KINDS
 

@@ -223,6 +223,10 @@ export class App {
   /** After home's snapshot on a new link: the seat on screen, its surfaces, `showing`. */
   private replay(bootChanged: boolean): void {
     this.replaying = false;
+    if (bootChanged) {
+      // What was on screen is drawn afresh: say why it starts over rather than let it look kept.
+      this.notify("forge supervise restarted: its shells and browser tabs ended with it; these are new ones.");
+    }
     this.holdSeat();
     for (const surface of this.surfaces) surface.relink(bootChanged);
     this.perf.flush();

@@ -1,12 +1,19 @@
-// The document reader: `document_read` of a path in the seat's tree or its project's document
-// roots, drawn as text. Markdown stays as written (preformatted), its headings, lists, quotes and
-// code told apart by style only: every character is a text node, nothing is parsed into HTML.
+// The document reader: the documents of the seat's tree and of its project's document roots
+// (`document_list`), and one of them read (`document_read`): markdown rendered by `markdown.ts`
+// (marked, then DOMPurify), text as written, other kinds named.
 
 import { useEffect, useState } from "preact/hooks";
 
 import type { App, Surface } from "./app";
 import { heldSession } from "./files";
-import { byteLength, documentText, kindName, type DocumentAnswer } from "./gitwire";
+import {
+  byteLength,
+  documentText,
+  kindName,
+  type DocumentAnswer,
+  type DocumentListing,
+} from "./gitwire";
+import { markdownHtml } from "./markdown";
 import type { Seat, ServerMessage } from "./wire";
 
 type Reading =
@@ -15,10 +22,18 @@ type Reading =
   | { state: "read"; answer: DocumentAnswer }
   | { state: "failed"; path: string; why: string };
 
-/** Catches the answers to this pane's reads while it is on screen. */
+type Listing =
+  | { state: "listing"; root: string | null }
+  | { state: "listed"; root: string | null; answer: DocumentListing }
+  | { state: "failed"; root: string | null; why: string };
+
+/** Catches the answers to this pane's reads and listings while it is on screen. */
 class DocumentReads implements Surface {
   onAnswer: (reading: Reading) => void = () => undefined;
+  onListing: (listing: Listing) => void = () => undefined;
   private asked: string | null = null;
+  /** The root of the listing asked for (null: the tree), undefined when none is awaited. */
+  private listed: string | null | undefined = undefined;
 
   constructor(
     private readonly app: App,
@@ -30,7 +45,24 @@ class DocumentReads implements Surface {
     return this.app.send({ kind: "document_read", session: this.seat, path });
   }
 
+  list(root: string | null): boolean {
+    this.listed = root;
+    return this.app.send({ kind: "document_list", session: this.seat, root });
+  }
+
   message(message: ServerMessage): boolean {
+    if (message.kind === "document_list" || (message.kind === "error" && message.what === "document_list")) {
+      const root = this.listed;
+      // An answer to an earlier ask (the person chose another root meanwhile) is not this one's.
+      if (root === undefined || (message.kind === "document_list" && message.asked !== root)) return true;
+      this.listed = undefined;
+      this.onListing(
+        message.kind === "error"
+          ? { state: "failed", root, why: String(message.why) }
+          : { state: "listed", root, answer: message as unknown as DocumentListing },
+      );
+      return true;
+    }
     const asked = this.asked;
     if (message.kind === "document_read") {
       if (asked === null) return true;
@@ -58,37 +90,63 @@ class DocumentReads implements Surface {
       this.asked = null;
       this.onAnswer({ state: "failed", path, why: "the link dropped before the answer; read it again" });
     }
+    if (this.listed !== undefined) this.list(this.listed);
   }
 }
-
-const TEXT_FILE = /\.(md|markdown|mdown|mkd|txt|text)$/i;
 
 export function DocsPane({ app, seat }: { app: App; seat: Seat }) {
   const [reads, setReads] = useState<DocumentReads | null>(null);
   const [path, setPath] = useState("");
   const [reading, setReading] = useState<Reading>({ state: "idle" });
+  const [listing, setListing] = useState<Listing>({ state: "listing", root: null });
+  const [showList, setShowList] = useState(true);
   useEffect(() => {
     const made = new DocumentReads(app, seat);
     made.onAnswer = setReading;
+    made.onListing = setListing;
     app.addSurface(made);
     setReads(made);
+    made.list(null);
     return () => app.removeSurface(made);
   }, [app, seat]);
   const read = (wanted: string) => {
     const clean = wanted.trim();
     if (!clean || !reads) return;
     setPath(clean);
+    setShowList(false);
     setReading(
       reads.read(clean) ? { state: "reading", path: clean } : { state: "failed", path: clean, why: "not connected" },
     );
   };
-  const session = heldSession(app, seat);
-  const changedDocs = (session?.git?.worktree?.files ?? [])
-    .filter((file) => file.status !== "deleted" && TEXT_FILE.test(file.path))
-    .map((file) => file.path);
+  const list = (root: string | null) => {
+    if (!reads) return;
+    setShowList(true);
+    setListing(reads.list(root) ? { state: "listing", root } : { state: "failed", root, why: "not connected" });
+  };
+  const changed = new Set(
+    (heldSession(app, seat)?.git?.worktree?.files ?? []).filter((file) => file.status !== "deleted").map((file) => file.path),
+  );
   const roots = documentRoots(app, seat);
   return (
     <div class="docs pad" data-view="docs">
+      <div class="docroots" role="group" aria-label="folders">
+        <button type="button" aria-pressed={listing.root === null} onClick={() => list(null)}>
+          This tree
+        </button>
+        {roots.map((root) => (
+          <button type="button" key={root} aria-pressed={listing.root === root} title={root} onClick={() => list(root)}>
+            {root}
+          </button>
+        ))}
+      </div>
+      <details
+        class="doclisting"
+        open={showList}
+        onToggle={(event) => setShowList(event.currentTarget.open)}
+      >
+        <summary>{listingSummary(listing)}</summary>
+        <DocumentList listing={listing} changed={changed} read={read} />
+      </details>
       <form
         class="docask"
         onSubmit={(event) => {
@@ -111,26 +169,64 @@ export function DocsPane({ app, seat }: { app: App; seat: Seat }) {
           Read
         </button>
       </form>
-      {changedDocs.length || roots.length ? (
-        <div class="docpicks">
-          {changedDocs.map((file) => (
-            <button type="button" key={file} onClick={() => read(file)}>
-              {file}
-            </button>
-          ))}
-          {roots.map((root) => (
-            <button type="button" key={root} class="root" onClick={() => setPath(`${root.replace(/\/$/, "")}/`)}>
-              {root}/…
-            </button>
-          ))}
-        </div>
-      ) : null}
       <p class="muted hint">
         A relative path is read from the seat's tree; an absolute one must lie in the tree or one of the project's
         document roots.
       </p>
       <DocumentView reading={reading} />
     </div>
+  );
+}
+
+function listingSummary(listing: Listing): string {
+  const where = listing.root ?? "this tree";
+  if (listing.state === "listing") return `Listing ${where}…`;
+  if (listing.state === "failed") return `${where}: not listed`;
+  const count = listing.answer.documents.length;
+  const more = listing.answer.truncated ? "+" : "";
+  return `${count}${more} document${count === 1 ? "" : "s"} in ${where}`;
+}
+
+/** The listed root's documents, each a button that reads it; the tree's changed ones marked. */
+function DocumentList({
+  listing,
+  changed,
+  read,
+}: {
+  listing: Listing;
+  changed: Set<string>;
+  read: (path: string) => void;
+}) {
+  if (listing.state === "listing") return null;
+  if (listing.state === "failed") {
+    return (
+      <p class="capnote bad" role="alert" data-list-error>
+        {listing.why}
+      </p>
+    );
+  }
+  const { answer } = listing;
+  if (!answer.documents.length) return <p class="muted">No markdown, text or PDF documents here.</p>;
+  return (
+    <>
+      <ul class="doclist" data-listed={answer.root}>
+        {answer.documents.map((document) => {
+          const isChanged = listing.root === null && changed.has(document.path);
+          return (
+            <li key={document.path}>
+              <button type="button" data-doc={document.path} onClick={() => read(`${answer.root}/${document.path}`)}>
+                <span class="filepath">{document.path}</span>
+                {isChanged ? <span class="changed">changed</span> : null}
+                <span class="muted">{kindName(document.document_kind)}</span>
+              </button>
+            </li>
+          );
+        })}
+      </ul>
+      {answer.truncated ? (
+        <p class="capnote">More documents lie here than are listed; type a path below to read one.</p>
+      ) : null}
+    </>
   );
 }
 
@@ -170,7 +266,7 @@ function DocumentView({ reading }: { reading: Reading }) {
           {kind === "pdf" ? " (open it on the workstation)" : ""}.
         </p>
       ) : kind === "markdown" ? (
-        <Markdownish text={text} />
+        <Markdown text={text} />
       ) : (
         <pre class="doctext">{text}</pre>
       )}
@@ -178,54 +274,7 @@ function DocumentView({ reading }: { reading: Reading }) {
   );
 }
 
-type LineKind = "h1" | "h2" | "h3" | "item" | "quote" | "fence" | "code" | "rule" | "text" | "blank";
-
-/** Each line's role in a markdown document, by its leading marks (fences open and close code). */
-export function markdownLines(text: string): { kind: LineKind; text: string }[] {
-  let fenced = false;
-  return text.split("\n").map((line) => {
-    if (/^\s*(```|~~~)/.test(line)) {
-      fenced = !fenced;
-      return { kind: "fence", text: line };
-    }
-    if (fenced) return { kind: "code", text: line };
-    const heading = /^(#{1,6})\s/.exec(line);
-    if (heading) {
-      const level = heading[1]?.length ?? 3;
-      return { kind: level === 1 ? "h1" : level === 2 ? "h2" : "h3", text: line };
-    }
-    if (/^\s*([-*+]|\d+[.)])\s/.test(line)) return { kind: "item", text: line };
-    if (/^\s*>/.test(line)) return { kind: "quote", text: line };
-    if (/^\s*([-*_])(\s*\1){2,}\s*$/.test(line)) return { kind: "rule", text: line };
-    if (/^ {4}|^\t/.test(line)) return { kind: "code", text: line };
-    return { kind: line.trim() ? "text" : "blank", text: line };
-  });
-}
-
-function Markdownish({ text }: { text: string }) {
-  return (
-    <div class="markdownish" data-markdown>
-      {markdownLines(text).map((line, index) => (
-        <div class={`md md-${line.kind}`} key={index}>
-          {line.kind === "text" || line.kind === "item" || line.kind === "quote" ? (
-            <Inline text={line.text} />
-          ) : (
-            line.text || " "
-          )}
-        </div>
-      ))}
-    </div>
-  );
-}
-
-/** `code` spans set in monospace; everything else as written. */
-function Inline({ text }: { text: string }) {
-  const parts = text.split(/(`[^`]+`)/);
-  return (
-    <>
-      {parts.map((part, index) =>
-        part.startsWith("`") && part.endsWith("`") && part.length > 2 ? <code key={index}>{part}</code> : part,
-      )}
-    </>
-  );
+/** Rendered markdown: marked's HTML, sanitized by DOMPurify before it is inserted. */
+function Markdown({ text }: { text: string }) {
+  return <div class="markdown" data-markdown dangerouslySetInnerHTML={{ __html: markdownHtml(text) }} />;
 }

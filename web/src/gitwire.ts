@@ -92,6 +92,16 @@ export interface DocumentAnswer {
   content_hash: string;
 }
 
+/** `document_list`'s answer: the documents under `root`, each `path` relative to it. */
+export interface DocumentListing {
+  session: Seat;
+  /** The root as it was asked for (null: the tree). */
+  asked: string | null;
+  root: string;
+  documents: { path: string; document_kind: DocumentKind; size: number }[];
+  truncated: boolean;
+}
+
 /** The letter a file list shows for a status, as `git status --short` would. */
 export const STATUS_LETTER: Record<FileStatus, string> = {
   modified: "M",

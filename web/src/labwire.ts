@@ -83,9 +83,19 @@ function withRun(runs: LabRun[], id: string, change: (run: LabRun) => LabRun): L
   return runs.map((run) => (run.run === id ? change(run) : run));
 }
 
-/** How a run's end reads: a stop by signal is the person's, not a failure. */
+/** What each of `forge evaluate`'s exit codes means for a run (docs/cli.md). */
+const EXIT_MEANING: Record<number, string> = {
+  0: "complete, every attempt correct",
+  1: "aborted",
+  2: "complete, some attempts not correct",
+  130: "stopped",
+  143: "stopped",
+};
+
+/** How a run's end reads: its exit code with what it means, then why it stopped, if it did. */
 export function runEnding(run: LabRun): string | null {
   if (run.exit_code === null) return null;
+  const meaning = EXIT_MEANING[run.exit_code];
   const reason = run.abort_reason ?? run.stop_reason;
-  return `exit ${run.exit_code}${reason ? ` · ${reason}` : ""}`;
+  return `exit ${run.exit_code}${meaning ? ` (${meaning})` : ""}${reason ? ` · ${reason}` : ""}`;
 }

@@ -2,7 +2,7 @@
 
 import { useEffect, useRef, useState } from "preact/hooks";
 
-import { App, PANES, type Pane } from "./app";
+import { App, PANES, routeHash, type Pane } from "./app";
 import { BrowserSurface } from "./browser";
 import { DocsPane } from "./docs";
 import { ChangesPane, SeatWork } from "./files";
@@ -281,10 +281,10 @@ function SeatRow({ app, agent }: { app: App; agent: AgentRow }) {
   const go = (pane: Pane) => () => app.go({ view: "seat", seat, pane });
   return (
     <li class="seat" data-seat={seatKey(seat)}>
-      <span class="label">
+      <a class="label" href={routeHash({ view: "seat", seat, pane: "terminal" })}>
         {app.unseen(seat) ? <span class="unseen" title="unseen activity" aria-label="unseen" /> : null}
         {agent.label}
-      </span>
+      </a>
       <span class={`state state-${agent.lifecycle}`}>{agent.failed ? `failed: ${agent.failed}` : agent.lifecycle}</span>
       <span class="muted when">{ago(agent.last_active_ms)}</span>
       <WorkRow work={agent.work} />
@@ -391,6 +391,17 @@ function TerminalPane({ app, seat }: { app: App; seat: Seat }) {
   const keep = (event: Event) => {
     event.preventDefault(); // the keyboard stays up: focus never leaves the input
   };
+  const [moreTools, setMoreTools] = useState(false);
+  const keysRow = useRef<HTMLDivElement>(null);
+  const [keysMore, setKeysMore] = useState("");
+  useEffect(() => {
+    const row = keysRow.current;
+    if (!row) return;
+    const measure = () => setKeysMore(hiddenSides(row));
+    const watch = new ResizeObserver(measure);
+    watch.observe(row);
+    return () => watch.disconnect();
+  }, []);
   return (
     <div class={`terminalpane ${touch ? "touch" : ""}`}>
       <div class="toolbar">
@@ -413,21 +424,33 @@ function TerminalPane({ app, seat }: { app: App; seat: Seat }) {
         )}
         <MicButton app={app} seat={seat} box="terminal" land={(text) => surface?.type(text)} />
         <span class="spacer" />
-        <button type="button" aria-label="smaller text" onClick={() => surface?.setFontSize(-1)}>
-          A−
+        <button
+          type="button"
+          class="moretools"
+          aria-label="more tools"
+          aria-expanded={moreTools}
+          onClick={() => setMoreTools(!moreTools)}
+        >
+          ⋯
         </button>
-        <button type="button" aria-label="larger text" onClick={() => surface?.setFontSize(1)}>
-          A+
-        </button>
-        <button type="button" onClick={() => void surface?.copy()}>
-          Copy
-        </button>
-        <button type="button" onClick={() => void surface?.paste()}>
-          Paste
-        </button>
-        <button type="button" onClick={() => surface?.close()} title="kill the shell's processes">
-          Close
-        </button>
+        {/* On a phone these fold behind ⋯, so the toolbar stays one row. */}
+        <span class={`toolmore ${moreTools ? "open" : ""}`} onClick={() => setMoreTools(false)}>
+          <button type="button" aria-label="smaller text" onClick={() => surface?.setFontSize(-1)}>
+            A−
+          </button>
+          <button type="button" aria-label="larger text" onClick={() => surface?.setFontSize(1)}>
+            A+
+          </button>
+          <button type="button" onClick={() => void surface?.copy()}>
+            Copy
+          </button>
+          <button type="button" onClick={() => void surface?.paste()}>
+            Paste
+          </button>
+          <button type="button" onClick={() => surface?.close()} title="kill the shell's processes">
+            Close
+          </button>
+        </span>
       </div>
       <div class="termwrap" onClick={focus}>
         <div class="term" ref={host} />
@@ -470,43 +493,59 @@ function TerminalPane({ app, seat }: { app: App; seat: Seat }) {
           </div>
         ) : null}
       </div>
-      <div class="extrakeys" role="toolbar" aria-label="extra keys">
-        <button
-          type="button"
-          aria-pressed={surface?.sticky.ctrl ?? false}
-          data-key="ctrl"
-          onPointerDown={keep}
-          onClick={stickyKey("ctrl")}
+      <div class="keyswrap" data-more={keysMore}>
+        <div
+          class="extrakeys"
+          role="toolbar"
+          aria-label="extra keys"
+          ref={keysRow}
+          onScroll={(event) => setKeysMore(hiddenSides(event.currentTarget))}
         >
-          Ctrl
-        </button>
-        <button
-          type="button"
-          aria-pressed={surface?.sticky.alt ?? false}
-          data-key="alt"
-          onPointerDown={keep}
-          onClick={stickyKey("alt")}
-        >
-          Alt
-        </button>
-        {EXTRA_KEYS.map(([label, key]) => (
           <button
             type="button"
-            key={label}
-            data-key={key}
+            aria-pressed={surface?.sticky.ctrl ?? false}
+            data-key="ctrl"
             onPointerDown={keep}
-            onClick={() => {
-              if (key.length === 1) surface?.type(surface.sticky.apply(key));
-              else surface?.extraKey(key as ExtraKey);
-              bump();
-            }}
+            onClick={stickyKey("ctrl")}
           >
-            {label}
+            Ctrl
           </button>
-        ))}
+          <button
+            type="button"
+            aria-pressed={surface?.sticky.alt ?? false}
+            data-key="alt"
+            onPointerDown={keep}
+            onClick={stickyKey("alt")}
+          >
+            Alt
+          </button>
+          {EXTRA_KEYS.map(([label, key]) => (
+            <button
+              type="button"
+              key={label}
+              data-key={key}
+              onPointerDown={keep}
+              onClick={() => {
+                if (key.length === 1) surface?.type(surface.sticky.apply(key));
+                else surface?.extraKey(key as ExtraKey);
+                bump();
+              }}
+            >
+              {label}
+            </button>
+          ))}
+        </div>
       </div>
     </div>
   );
+}
+
+/** Which sides of a scrolled row hide keys ("left", "right", both or ""), for its hints. */
+function hiddenSides(row: HTMLElement): string {
+  const sides = [];
+  if (row.scrollLeft > 1) sides.push("left");
+  if (row.scrollLeft + row.clientWidth < row.scrollWidth - 1) sides.push("right");
+  return sides.join(" ");
 }
 
 function BrowserPane({ app, seat }: { app: App; seat: Seat }) {

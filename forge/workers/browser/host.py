@@ -305,16 +305,31 @@ class BrowserHost:
         return next((t.number for t in self._tabs.values() if t.target == target), None)
 
     async def open_tab(self, url: str) -> int:
-        """A new tab in its own window; answers once the tab is followed, with its number."""
-        created = await self._cdp.call(
-            "Target.createTarget", {"url": check_url(url), "newWindow": True}
-        )
+        """A new tab in its own window; answers once the tab is followed, with its number.
+
+        The first address opened replaces the boot tab while that is still the only tab, still
+        blank and unviewed (it is closed once the new one is followed), so the person does not
+        find an extra about:blank tab beside their page."""
+        checked = check_url(url)
+        blank = self._only_blank_tab() if checked != "about:blank" else None
+        created = await self._cdp.call("Target.createTarget", {"url": checked, "newWindow": True})
         target = created["targetId"]
         while (number := self.tab_of_target(target)) is None:
             self._tab_attached.clear()
             await self._tab_attached.wait()
         await self._tabs[number].ready.wait()
+        if blank is not None and blank.number in self._tabs:
+            await self.close_tab(blank.number)
         return number
+
+    def _only_blank_tab(self) -> _Tab | None:
+        """The boot tab when it is the only tab, nobody views it, and it never left about:blank."""
+        if len(self._tabs) != 1:
+            return None
+        (tab,) = self._tabs.values()
+        moved = tab.nav_state is not None and (tab.nav_state.can_back or tab.nav_state.can_forward)
+        untouched = tab.url == "about:blank" and tab.pump is None and not moved
+        return tab if untouched else None
 
     async def navigate(self, number: int, url: str) -> None:
         tab = self._tab(number)
