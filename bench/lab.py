@@ -14,9 +14,11 @@
    measures the CPU as much as the parallelism; at 3 s the harness is sleep-bound.
 3. The real-sized case: a generated ~700-file Python repository whose suite takes ~0.4 s, one
    required pytest check. forge's own time per attempt (its wall time minus the recipe's and every
-   check's processes, from attempt.json and verification.json) beside a floor measured in the same
-   run on the same disk: the bare tree work the attempt's trees need (a worktree for the workspace
-   and each of the three verification views, one diff, their removal), in a plain clone.
+   check's processes, from attempt.json and verification.json) beside two floors measured in the
+   same run on the same disk, in a plain clone: the bare tree work the attempt's trees need
+   (the workspace with a git folder of its own, a `clone --no-hardlinks`, since the recipe must
+   never share forge's; a worktree for each of the three verification views; one diff; their
+   removal), and the older floor with a worktree for the workspace too.
 """
 
 from __future__ import annotations
@@ -179,11 +181,15 @@ def own_ms(attempt: Path) -> float:
     return float(record["elapsedMs"] - record.get("harnessMs", 0) - checks)
 
 
-def floor_s(repo: Path, base: str, where: Path) -> float:
-    """The bare tree work of one attempt: 4 worktrees (workspace, 3 views), a diff, removals."""
+def floor_s(repo: Path, base: str, where: Path, *, clone: bool = True) -> float:
+    """The bare tree work of one attempt: the workspace (a clone with its own git folder, or a
+    worktree), 3 view worktrees, a diff, removals."""
     started = time.perf_counter()
     trees = [where / name for name in ("workspace", "candidate", "protected", "independent")]
-    for tree in trees:
+    if clone:
+        KIT.git(where.parent, "clone", "-q", "--no-hardlinks", str(repo), str(trees[0]))
+        KIT.git(trees[0], "checkout", "-q", "--detach", base)
+    for tree in trees[1:] if clone else trees:
         KIT.git(repo, "worktree", "add", "-q", "--detach", str(tree), base)
     (trees[0] / "calc.py").write_text("changed\n")
     KIT.git(trees[0], "diff")
@@ -217,25 +223,31 @@ def real_sized(root: Path, attempts: int) -> None:
     try:
         # The floor before, between and after the runs: the load on a shared machine drifts.
         floor = [floor_s(clone, kit.base, scratch / f"0-{i}") for i in range(4)]
+        worktrees = [floor_s(clone, kit.base, scratch / f"w0-{i}", clone=False) for i in range(4)]
         owns = {}
         for step, (label, env) in enumerate((("sandboxed", None), ("no sandbox", NO_SANDBOX))):
             out = root / f"real-{label[:2]}"
             evaluate(kit, out=out, env=env)
             owns[label] = [own_ms(p) / 1000 for p in sorted((out / "attempts").glob("*/*/rep-*"))]
             floor += [floor_s(clone, kit.base, scratch / f"{step + 1}-{i}") for i in range(4)]
+            worktrees += [
+                floor_s(clone, kit.base, scratch / f"w{step + 1}-{i}", clone=False)
+                for i in range(4)
+            ]
         for label, own in owns.items():
-            report(label, own, floor)
+            report(label, own, floor, worktrees)
     finally:
         shutil.rmtree(scratch)
 
 
-def report(label: str, own: list[float], floor: list[float]) -> None:
+def report(label: str, own: list[float], floor: list[float], worktrees: list[float]) -> None:
     mine, bare = statistics.median(own), statistics.median(floor)
+    older = statistics.median(worktrees)
     print(
         f"real-sized, {label}: forge's own time per attempt median {mine:.3f} s "
         f"(p90 {sorted(own)[int(0.9 * len(own))]:.3f} s, n={len(own)}); floor median "
-        f"{bare:.3f} s (n={len(floor)}); ratio {mine / bare:.2f}x "
-        f"(load {os.getloadavg()[0]:.1f})"
+        f"{bare:.3f} s (n={len(floor)}); ratio {mine / bare:.2f}x; against the worktree-only "
+        f"floor {older:.3f} s, {mine / older:.2f}x (load {os.getloadavg()[0]:.1f})"
     )
 
 
