@@ -72,12 +72,10 @@ def render_bench(answer: dict[str, Any]) -> str:
     run = answer["run"]
     lines = [
         f"dictation: {run['model']}, {run['clips']} clips, {run['audio_s']} s of audio "
-        f"(corpus {run['corpus_digest']}), load average {run.get('load_before')} -> "
-        f"{run.get('load_after')}",
+        f"(corpus {run['corpus_digest']}){_load(run)}",
         f"  WER {run['wer']:.1%} streamed in real time, {run['floor_wer']:.1%} whole-clip floor",
-        f"  RTF {run['rtf']}  end of take p50 {run['end_of_take_p50_s']} s "
-        f"({run.get('end_ratio_p50')}x the floor's decode), p95 {run['end_of_take_p95_s']} s  "
-        f"{_first_partial(run['first_partial_s'])}  "
+        f"  RTF {run['rtf']}  end of take p50 {run['end_of_take_p50_s']} s{_ratio(run)}, "
+        f"p95 {run['end_of_take_p95_s']} s  {_first_partial(run['first_partial_s'])}  "
         f"peak RSS +{run['peak_rss_bytes'] // 2**20} MiB",
     ]
     if run.get("long_wer") is not None:
@@ -95,6 +93,18 @@ def render_bench(answer: dict[str, Any]) -> str:
             f"{speaking['first_audio_ms_p50']} ms, RTF {speaking['rtf']}"
         )
     return "\n".join(lines)
+
+
+def _load(run: dict[str, Any]) -> str:
+    """`, load average 1.2 -> 1.3` where the bench measured it."""
+    before, after = run.get("load_before"), run.get("load_after")
+    return "" if before is None or after is None else f", load average {before} -> {after}"
+
+
+def _ratio(run: dict[str, Any]) -> str:
+    """` (1.06x the floor's decode)` where the bench measured the floor's decode."""
+    ratio = run.get("end_ratio_p50")
+    return "" if ratio is None else f" ({ratio}x the floor's decode)"
 
 
 def _first_partial(seconds: float | None) -> str:
