@@ -195,7 +195,7 @@ def start_pairs(wrap: list[str]) -> Pairs:
     found = probe(os.environ)
     if found.program is None:
         raise SystemExit(f"bubblewrap cannot run here: {found.reason}")
-    box = Sandbox.for_attempt(found.program, hidden=(), mounts=(), network=False)
+    box = Sandbox.for_attempt(found.program, hidden=(), mounts=())
 
     def run(command: list[str], prefix: list[str]) -> None:
         fd = args_fd(box.args_bytes(command, Path("/")))

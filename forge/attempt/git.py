@@ -24,8 +24,6 @@ from forge import git as forge_git
 from forge.attempt.errors import LabRefusal
 from forge.git import GitError
 
-__all__ = ["GitError"]
-
 NO_FETCH_REFSPEC = "+refs/forge-none/*:refs/forge-none/*"
 """A refspec that matches nothing, so a stray bare `git fetch origin` fetches nothing."""
 DIFF_CAP_BYTES = 5 * 1024 * 1024

@@ -45,7 +45,6 @@ from forge.attempt.egress.proxy import EgressProxy, machine_addresses, proxy_env
 from forge.attempt.errors import RunAborted
 from forge.attempt.git import (
     Capture,
-    GitError,
     add_worktree,
     cap_diff,
     capture_tree,
@@ -95,6 +94,7 @@ from forge.attempt.sandbox import Sandbox, Trees
 from forge.attempt.settings import LabSettings
 from forge.attempt.verify import Observation, Step, ViewResult, run_view, view_steps
 from forge.clock import SYSTEM_CLOCK, Clock
+from forge.git import GitError
 from forge.logs import get_logger
 from forge.procs import find_by_environ, kill_processes
 
@@ -279,7 +279,6 @@ class _Attempt:
             probe.program,
             hidden=self.spec.hidden,
             mounts=self.atom.mounts,
-            network=network,
             scratch=[str(self.work.parent)],
             tmpfs_bytes=self.spec.settings.limits.disk_bytes,
             launcher=launcher,

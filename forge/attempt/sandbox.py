@@ -242,11 +242,10 @@ class Sandbox:
     system: tuple[str, ...]
     """`filesystem_args` of the attempt: the allow-list without the protected paths, computed
     once per attempt (an allowed folder holding a protected path is listed once)."""
-    network: bool
-    """Whether its steps get the egress port (`launcher` opens it)."""
     trees: Trees = Trees()
     launcher: tuple[str, ...] = ()
-    """What runs bubblewrap: the egress port's launcher when the atom has the network."""
+    """What runs bubblewrap: the egress port's launcher when the atom has the network (the
+    port is its steps' only way out), else nothing."""
 
     @classmethod
     def for_attempt(
@@ -255,7 +254,6 @@ class Sandbox:
         *,
         hidden: Iterable[str],
         mounts: Iterable[str],
-        network: bool,
         scratch: Iterable[str] = (),
         tmpfs_bytes: int | None = None,
         launcher: Sequence[str] = (),
@@ -266,7 +264,7 @@ class Sandbox:
             scratch=realpaths(scratch),
             tmpfs_bytes=tmpfs_bytes,
         )
-        return cls(program, tuple(layout), network, launcher=tuple(launcher))
+        return cls(program, tuple(layout), launcher=tuple(launcher))
 
     def with_trees(self, trees: Trees) -> Sandbox:
         """The same system for a step that sees `trees`."""

@@ -18,11 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from forge.attempt.command import CommandResult, run_command
-from forge.attempt.git import GitError, content_tree, git, save_index
+from forge.attempt.git import content_tree, git, save_index
 from forge.attempt.limits import Bounds
 from forge.attempt.plan import Command
 from forge.attempt.sandbox import Sandbox
 from forge.clock import Clock
+from forge.git import GitError
 
 CHECK_OUTPUT_CAP = 8 * 1024 * 1024
 """Per stream; a check that prints more is killed and recorded as not complete (O-23)."""

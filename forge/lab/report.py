@@ -420,8 +420,8 @@ def _attempt_lines(record: AttemptRecord) -> list[str]:
 
 def _limit(record: AttemptRecord) -> str:
     """`; resource-limit: pids` (the limit named) for an attempt killed at one of its bounds."""
-    outcome = known(record.outcome)
-    return f"; {outcome}" if str(outcome).startswith("resource-limit: ") else ""
+    outcome = known(record.outcome) or ""
+    return f"; {outcome}" if outcome.startswith("resource-limit: ") else ""
 
 
 def _unsealed(record: AttemptRecord) -> str:

@@ -52,12 +52,10 @@ def _homes(env: Mapping[str, str]) -> list[str]:
     return sorted({os.path.realpath(h) for h in (env.get("HOME"), str(Path.home())) if h})
 
 
-def check_mounts(
-    cohort: Cohort, hidden: Sequence[str], env: Mapping[str, str] | None = None
-) -> list[str]:
+def check_mounts(cohort: Cohort, hidden: Sequence[str], env: Mapping[str, str]) -> list[str]:
     """Problems with the Formulas' `mounts`: one may sit in the home directory (an interpreter
     installed there), never hold the home itself, nor hold or sit inside a protected path."""
-    homes = _homes(env if env is not None else os.environ)
+    homes = _homes(env)
     problems = []
     for index, variant in enumerate(cohort.variants):
         for position, mount in enumerate(variant.formula.coding.mounts):

@@ -36,6 +36,19 @@ async def serving(
         await proxy.stop()
 
 
+@contextlib.asynccontextmanager
+async def public_proxy(
+    **options: int,
+) -> AsyncIterator[tuple[EgressProxy, int, list[bytes], Connector]]:
+    """A public-mode proxy whose `public.example:443` is an echo server on loopback: the
+    proxy, its port, what the echo server received, and the connector's record."""
+    names = Names({"public.example": [PUBLIC_STAND_IN]})
+    async with echo_server() as (echo_port, received):
+        connector = Connector({443: echo_port})
+        async with serving(public_policy(own=()), names, connector, **options) as (proxy, port):
+            yield proxy, port, received, connector
+
+
 def decisions(proxy: EgressProxy) -> list[tuple[str, str, str, int]]:
     return [(e.destination, e.decision, e.reason, e.count) for e in proxy.log.record().decisions]
 
@@ -88,21 +101,15 @@ async def test_a_private_or_loopback_literal_is_refused_before_resolving() -> No
 
 
 async def test_a_public_destination_tunnels_bytes_both_ways() -> None:
-    names = Names({"public.example": [PUBLIC_STAND_IN]})
-    async with echo_server() as (echo_port, received):
-        connector = Connector({443: echo_port})
-        async with (
-            serving(public_policy(own=()), names, connector) as (proxy, port),
-            client(port) as c,
-        ):
-            status, _ = await c.request(b"CONNECT", b"public.example:443")
-            assert status == 200
-            hello = b"\x16\x03\x01 client hello"
-            c.writer.write(hello)
-            assert await c.reader.readexactly(len(hello)) == hello
-            c.writer.write(b"more")
-            c.writer.write_eof()
-            assert await c.reader.read() == b"more", "the half-close went through, and back"
+    async with public_proxy() as (proxy, port, received, connector), client(port) as c:
+        status, _ = await c.request(b"CONNECT", b"public.example:443")
+        assert status == 200
+        hello = b"\x16\x03\x01 client hello"
+        c.writer.write(hello)
+        assert await c.reader.readexactly(len(hello)) == hello
+        c.writer.write(b"more")
+        c.writer.write_eof()
+        assert await c.reader.read() == b"more", "the half-close went through, and back"
     assert b"".join(received) == b"\x16\x03\x01 client hellomore"
     assert connector.tried == [(PUBLIC_STAND_IN, 443)]
     assert decisions(proxy) == [("public.example:443", "admitted", "public address 1.2.3.4", 1)]
@@ -212,17 +219,11 @@ async def test_what_is_not_a_proxy_request_gets_a_400() -> None:
 
 
 async def test_stop_ends_every_tunnel() -> None:
-    names = Names({"public.example": [PUBLIC_STAND_IN]})
-    async with echo_server() as (echo_port, _):
-        connector = Connector({443: echo_port})
-        async with (
-            serving(public_policy(own=()), names, connector) as (proxy, port),
-            client(port) as c,
-        ):
-            status, _ = await c.request(b"CONNECT", b"public.example:443")
-            assert status == 200
-            await proxy.stop()
-            assert await asyncio.wait_for(c.reader.read(), 30) == b""
+    async with public_proxy() as (proxy, port, _, _), client(port) as c:
+        status, _ = await c.request(b"CONNECT", b"public.example:443")
+        assert status == 200
+        await proxy.stop()
+        assert await asyncio.wait_for(c.reader.read(), 30) == b""
 
 
 async def test_the_system_resolver_gives_each_address_once() -> None:
@@ -231,17 +232,14 @@ async def test_the_system_resolver_gives_each_address_once() -> None:
 
 
 async def test_connections_beyond_the_bound_are_closed_and_counted() -> None:
-    names = Names({"public.example": [PUBLIC_STAND_IN]})
-    async with echo_server() as (echo_port, _):
-        connector = Connector({443: echo_port})
-        async with (
-            serving(public_policy(own=()), names, connector, max_connections=2) as (proxy, port),
-            client(port) as first,
-            client(port) as second,
-        ):
-            for c in (first, second):
-                status, _ = await c.request(b"CONNECT", b"public.example:443")
-                assert status == 200
-            async with client(port) as third:
-                assert await third.reader.read() == b"", "closed unanswered"
+    async with (
+        public_proxy(max_connections=2) as (proxy, port, _, _),
+        client(port) as first,
+        client(port) as second,
+    ):
+        for c in (first, second):
+            status, _ = await c.request(b"CONNECT", b"public.example:443")
+            assert status == 200
+        async with client(port) as third:
+            assert await third.reader.read() == b"", "closed unanswered"
     assert decisions(proxy)[-1] == ("*", "refused", "more than 2 connections at once", 1)

@@ -48,7 +48,7 @@ def sandbox(work: Path) -> Sandbox:
     found = probe(os.environ)
     if found.program is None:
         pytest.skip(f"bubblewrap cannot run here: {found.reason}")
-    box = Sandbox.for_attempt(found.program, hidden=(), mounts=[sys.base_prefix], network=False)
+    box = Sandbox.for_attempt(found.program, hidden=(), mounts=[sys.base_prefix])
     return box.with_trees(Trees(writable=(str(work),)))
 
 

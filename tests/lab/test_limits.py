@@ -120,9 +120,7 @@ async def run(
 
 def boxed(bwrap: str, work: Path) -> Sandbox:
     """The attempt's sandbox with `work` its only writable tree."""
-    box = Sandbox.for_attempt(
-        bwrap, hidden=[], mounts=[], network=False, tmpfs_bytes=SMALL.disk_bytes
-    )
+    box = Sandbox.for_attempt(bwrap, hidden=[], mounts=[], tmpfs_bytes=SMALL.disk_bytes)
     return box.with_trees(Trees(writable=(str(work),)))
 
 

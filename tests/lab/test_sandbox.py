@@ -176,7 +176,7 @@ def test_a_real_sandbox_shows_only_its_trees(tmp_path: Path) -> None:
     work.mkdir()
     shared = Path("/tmp") / f"forge-sandbox-test-{uuid.uuid4().hex}"
     shared.write_text("outside")
-    box = Sandbox.for_attempt(program, hidden=[str(hidden)], mounts=[], network=False)
+    box = Sandbox.for_attempt(program, hidden=[str(hidden)], mounts=[])
     box = box.with_trees(Trees(writable=(str(work),)))
     script = (
         'test ! -e "$HIDDEN/answer" && ! touch /usr/forge-probe 2>/dev/null && '

@@ -15,6 +15,7 @@ import shutil
 import socket
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -87,9 +88,9 @@ exec "$@"
 """
 
 
-def with_prelude(kit: Kit, name: str, prelude: str, **formula: object) -> str:
+def with_prelude(kit: Kit, name: str, prelude: str, **formula: Any) -> str:
     """A Formula whose command runs `prelude` in the workspace, then the fake harness."""
-    rel = kit.formula(name, **formula)  # type: ignore[arg-type]
+    rel = kit.formula(name, **formula)
     path = kit.cohort_dir / rel
     document = json.loads(path.read_text())
     atom = document["atoms"][0]
