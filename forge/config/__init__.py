@@ -1,6 +1,6 @@
 """forge.toml: embedded defaults, the key catalogue, loading, the settings document and reloads.
 
-The public surface other areas import; see docs/architecture.md "Config".
+The public surface other areas import; see docs/architecture/config.md.
 """
 
 from __future__ import annotations

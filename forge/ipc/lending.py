@@ -8,7 +8,7 @@ its first answer is. The pair lives as long as the generation: closing the super
 releases anything lent and never borrowed (the kernel closes descriptors still in flight).
 
 The terminal host lends its PTY master, so a keystroke is written by the supervisor itself
-and skips a ZeroMQ hop and the host's loop (docs/architecture.md, "Keystrokes").
+and skips a ZeroMQ hop and the host's loop (docs/architecture/terminal.md, "Keystrokes").
 """
 
 from __future__ import annotations
