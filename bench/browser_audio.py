@@ -85,9 +85,9 @@ async def serve(config: Path, port: int) -> None:
     """The supervisor process: the browser verbs (and so the sound server), until killed."""
     from forge.config import load_config
     from forge.ipc.manager import WorkerManager
-    from forge.supervisor import browsers
-    from forge.supervisor.core import Supervisor
-    from forge.supervisor.server import SocketServer
+    from forge.supervisor.browser import service as browsers
+    from forge.supervisor.socket.core import Supervisor
+    from forge.supervisor.socket.server import SocketServer
 
     supervisor = Supervisor(load_config(config, overrides={"server.port": port}))
     async with WorkerManager() as manager:

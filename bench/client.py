@@ -35,7 +35,7 @@ from forge.client.auth import subprotocols
 from forge.client.connection import ForgeConnection
 from forge.client.frames import OtherFrame, TerminalOutput
 from forge.logs import configure
-from forge.supervisor.drills import DrillListen, DrillStream
+from forge.supervisor.socket.drills import DrillListen, DrillStream
 from forge.testhooks import SUPERVISOR_DRILLS
 
 SIZES = (100, 4 * 1024, 64 * 1024)

@@ -42,9 +42,10 @@ async def serve(config: Path) -> None:
     """The server role: the socket and the seat-files services, until stdin closes."""
     from forge.config import ConfigWatcher, load_config
     from forge.logs import configure
-    from forge.supervisor import documents, gitwatch, settings
-    from forge.supervisor.core import Supervisor
-    from forge.supervisor.server import SocketServer
+    from forge.supervisor import settings
+    from forge.supervisor.seatfiles import documents, gitwatch
+    from forge.supervisor.socket.core import Supervisor
+    from forge.supervisor.socket.server import SocketServer
     from forge.wire.seats import Seat
 
     configure(config.parent / "forge.log", to_stderr=False, level=logging.INFO, process="bench")
@@ -171,7 +172,7 @@ async def snapshots(
 
 async def reads(tree: Path, rounds: int, phase_s: float) -> tuple[list[float], list[float]]:
     """`scan` and `read_diff` run here, as `snapshots` paces them: each one's milliseconds."""
-    from forge.supervisor.gitwork import read_diff, scan
+    from forge.supervisor.seatfiles.gitstate import read_diff, scan
 
     scans: list[float] = []
     diffs: list[float] = []

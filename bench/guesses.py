@@ -50,8 +50,8 @@ QUIET_S = 3.0
 async def serve_forge(config: Path, port: int, log: Path) -> None:
     from forge.config import load_config
     from forge.logs import configure
-    from forge.supervisor.core import Supervisor
-    from forge.supervisor.server import SocketServer
+    from forge.supervisor.socket.core import Supervisor
+    from forge.supervisor.socket.server import SocketServer
 
     configure(log, to_stderr=False)
     supervisor = Supervisor(load_config(config, overrides={"server.port": port}))

@@ -73,9 +73,9 @@ def server_context(pair: CertPair) -> ssl.SSLContext:
 async def serve_forge(config: Path, port: int) -> None:
     from forge.config import load_config
     from forge.logs import configure
-    from forge.supervisor import drills
-    from forge.supervisor.core import Supervisor
-    from forge.supervisor.server import SocketServer
+    from forge.supervisor.socket import drills
+    from forge.supervisor.socket.core import Supervisor
+    from forge.supervisor.socket.server import SocketServer
 
     configure(None, to_stderr=False)
     supervisor = Supervisor(load_config(config, overrides={"server.port": port}))

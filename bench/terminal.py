@@ -10,7 +10,7 @@ Six ways of moving the same shell's output, measured in one run, alternating:
 - unix-socket and two-process floors: the relay split as forge is, a PTY reader batching up to
   64 KiB into a plain unix socket, or into ZeroMQ ipc, and a second process writing to TCP
   (forge's shape with none of its work; the second shows what ZeroMQ adds to the hop);
-- forge: a supervisor process (socket, `forge.supervisor.terminals`) with its terminal host
+- forge: a supervisor process (socket, `forge.supervisor.terminal.service`) with its terminal host
   worker, read by a websockets client (PTY -> host -> ZeroMQ -> supervisor -> WebSocket);
 - terminado: tornado + terminado's `TermSocket` in its own process, read the same way.
 The same shell (`bash --noprofile --norc -i`) runs the same keystrokes in each. Printed: flood
@@ -72,9 +72,9 @@ async def serve_forge(port: int, project: Path) -> None:
     from forge import logs
     from forge.config import load_config
     from forge.ipc.manager import WorkerManager
-    from forge.supervisor.core import Supervisor
-    from forge.supervisor.server import SocketServer
-    from forge.supervisor.terminals import install
+    from forge.supervisor.socket.core import Supervisor
+    from forge.supervisor.socket.server import SocketServer
+    from forge.supervisor.terminal.service import install
 
     logs.configure(None, to_stderr=False)
     toml = project / "forge.toml"

@@ -7,7 +7,7 @@ doors a test has into production code:
 
     variable                  what it does                                   read by
     FORGE_SUPERVISOR_DRILLS   "1": `forge supervise` registers the drill     forge.supervisor.cli
-                              verbs (forge/supervisor/drills.py)
+                              verbs (forge/supervisor/socket/drills.py)
     FORGE_LAB_TEST_HOOKS      JSON: hold a coordinate at a phase until a     forge.attempt.settings
                               file appears, lower the acceptance timeout,
                               force a capture/cleanup/report-save failure
@@ -53,7 +53,7 @@ class Hook:
 
 SUPERVISOR_DRILLS = Hook(
     "FORGE_SUPERVISOR_DRILLS",
-    '"1": forge supervise registers the drill verbs (forge.supervisor.drills)',
+    '"1": forge supervise registers the drill verbs (forge.supervisor.socket.drills)',
     ("forge.supervisor.cli",),
 )
 LAB_TEST_HOOKS = Hook(

@@ -28,10 +28,10 @@ from forge import git as forge_git
 from forge.attempt.git import has_commit, list_files
 from forge.clock import PinnedClock
 from forge.lab import replay_git
-from forge.supervisor.gitwork import LocalTrees, Seen
-from forge.supervisor.treeproto import Event
-from forge.supervisor.trees import TreeProcess
-from forge.supervisor.treeside import git_folders
+from forge.supervisor.seatfiles.gitstate import LocalTrees, Seen
+from forge.supervisor.seatfiles.treeproto import Event
+from forge.supervisor.seatfiles.trees import TreeProcess
+from forge.supervisor.seatfiles.treeside import git_folders
 from forge.wire.git import Diff, Populated
 
 WHERE = ("config", "include", "worktree")

@@ -1,13 +1,10 @@
 """The supervisor: the one process that owns the client socket and every client-facing fact.
 
-Modules: `server` (websockets at /socket, refusals before the handshake), `connection` (one
-client: reader, dispatcher, writer, monitor, one teardown), `outbound` (the backlog's drop
-policies, pure), `liveness` (the write-bound and watchdog rule, pure),
-`core` (`Supervisor`: seats, subscriptions, numbering, verb dispatch), `seats`, `subjects`,
-`settings` (`settings_edit`), `documents` and `confined` (`document_read`, `file_content`),
-`gitwork`, `gitstatus`, `gitdiff` (git reads and their parsing), `trees`, `treeproto` and
-`treeside` (the tree process that runs them and the watches), `gitwatch` (`work_changed`),
-`drills` (test and bench verbs, off in production) and `cli` (`forge supervise`).
+The top level is the composition root (`app`: one running supervisor, every feature installed
+on one core and one worker manager) and its CLI (`cli`: `forge supervise`); each feature is a
+package or a module beside them: `socket` (the core every feature registers on: connections,
+seats, subjects, verb dispatch), `terminal`, `browser`, `voice`, `seatfiles` (git state and
+documents), `lab`, `processes` (seat process views) and `settings` (`settings_edit`).
 
 The API the terminal, browser, dictate and worker areas build on
 -----------------------------------------------------------------
@@ -46,8 +43,9 @@ no seq; `set_fatal_error(message)` and `mark_unseen(seat)` are the O-H5 and O-H4
 `supervisor.is_held(seat)` says whether any connection subscribes the seat's session (the
 process walker walks only held seats).
 
-Sending to one connection (`forge.supervisor.connection.Connection`). Every frame goes through
-the connection's backlog and its one writer, whose writes are bounded by `write_timeout_s`:
+Sending to one connection (`forge.supervisor.socket.connection.Connection`). Every frame goes
+through the connection's backlog and its one writer, whose writes are bounded by
+`write_timeout_s`:
 
 - `connection.send(message)` / `send_frame(JsonFrame)`: JSON control frames, never dropped; a
   connection whose backlog passes 64 MiB is closed (`socket_backlog_overflow`).

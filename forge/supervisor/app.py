@@ -25,19 +25,14 @@ from forge.config.watcher import OnChange
 from forge.health.service import home_service_status, service_status
 from forge.ipc.manager import WorkerManager, WorkerRow, WorkerState
 from forge.logs import get_logger
-from forge.supervisor import (
-    browsers,
-    client_perf,
-    dictation,
-    documents,
-    gitwatch,
-    lab,
-    processes,
-    settings,
-    terminals,
-)
-from forge.supervisor.core import Supervisor
-from forge.supervisor.loopwatch import LoopWatch
+from forge.supervisor import lab, processes, settings
+from forge.supervisor.browser import service as browser
+from forge.supervisor.seatfiles import documents, gitwatch
+from forge.supervisor.socket import client_perf
+from forge.supervisor.socket.core import Supervisor
+from forge.supervisor.socket.loopwatch import LoopWatch
+from forge.supervisor.terminal import service as terminal
+from forge.supervisor.voice import service as voice
 
 log = get_logger(__name__)
 
@@ -69,14 +64,14 @@ async def running_supervisor(
             supervisor.apply_config(new)
 
         watcher = ConfigWatcher(loaded.source, loaded, reloaded)
-        shells = terminals.install(supervisor, manager)
+        shells = terminal.install(supervisor, manager)
         views = processes.install(supervisor, manager, shells.shell_pids)
-        browsers.install(supervisor, manager)
+        browser.install(supervisor, manager)
         settings.install(supervisor, watcher.check)
         documents.install(supervisor)
         gitwatch.install(supervisor)
         client_perf.install(supervisor)
-        dictation.install(supervisor, manager)
+        voice.install(supervisor, manager)
         lab.install(supervisor, manager, views.walker_handle)
         _publish_workers(supervisor, manager)
         await _refresh_service_status(supervisor)

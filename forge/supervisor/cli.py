@@ -24,7 +24,7 @@ from forge.logs import CONSOLES, LEVELS
 
 if TYPE_CHECKING:
     from forge.config import LoadedConfig, ServerConfig
-    from forge.supervisor.statelock import StateLock
+    from forge.supervisor.socket.statelock import StateLock
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     """Refuse a second supervisor on this state directory (`statelock`) and a config that does
     not load (ConfigError: its message, exit 2), else serve."""
     from forge import paths
-    from forge.supervisor import statelock
+    from forge.supervisor.socket import statelock
 
     # Made private before `--tls self-signed` writes in it; one an older forge left open is
     # closed below, once the log can say so.
@@ -115,9 +115,9 @@ async def serve(
     from forge.access.pairing import announce
     from forge.config import page_url, record_listening, socket_url
     from forge.logs import get_logger, set_level
-    from forge.supervisor import drills as drill_verbs
     from forge.supervisor.app import running_supervisor
-    from forge.supervisor.server import SocketServer
+    from forge.supervisor.socket import drills as drill_verbs
+    from forge.supervisor.socket.server import SocketServer
 
     log = get_logger(__name__)
     stop = asyncio.Event()

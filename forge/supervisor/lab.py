@@ -41,9 +41,9 @@ from forge.lab.live import LiveRun, Update, runs_to_forget
 from forge.lab.runners import RunnerPool
 from forge.lab.scheduler import CohortRun, ProgressEvent
 from forge.logs import get_logger, tee
-from forge.supervisor.connection import Connection
-from forge.supervisor.core import Supervisor
 from forge.supervisor.processes import WALK_INTERVAL_S, WALK_TIMEOUT_S, moved
+from forge.supervisor.socket.connection import Connection
+from forge.supervisor.socket.core import Supervisor
 from forge.wire import server
 from forge.wire.lab import LAB, LabAnswer, LabStart, LabStop, LabView, RunStatus
 from forge.wire.seats import Subject

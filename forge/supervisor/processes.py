@@ -23,7 +23,7 @@ from forge.ipc.errors import RequestFailed, WorkerError
 from forge.ipc.manager import WorkerHandle, WorkerManager
 from forge.ipc.protocol import call
 from forge.logs import get_logger
-from forge.supervisor.core import Supervisor
+from forge.supervisor.socket.core import Supervisor
 from forge.wire.seats import Seat, SessionSubject, Subject
 from forge.workers.walker.protocol import WALKER, ProcessRow, Walk
 

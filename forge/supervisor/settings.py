@@ -23,8 +23,8 @@ from forge.config.edits import EditRefused, apply_edits
 from forge.config.loader import fingerprint_of
 from forge.config.writer import WriteRefused, read_current, replace_file
 from forge.logs import get_logger
-from forge.supervisor.connection import Connection
-from forge.supervisor.core import Supervisor
+from forge.supervisor.socket.connection import Connection
+from forge.supervisor.socket.core import Supervisor
 from forge.wire.client import SettingsEdit
 from forge.wire.seats import Seat
 from forge.wire.settings import Edit, SettingsRefused, SettingsSaved, decode_edit

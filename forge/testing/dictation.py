@@ -14,9 +14,9 @@ from pathlib import Path
 from forge.config import load_config
 from forge.ipc.manager import WorkerManager
 from forge.ipc.policy import LifecycleTimings
-from forge.supervisor import dictation
-from forge.supervisor.core import Supervisor
-from forge.supervisor.server import SocketServer
+from forge.supervisor.socket.core import Supervisor
+from forge.supervisor.socket.server import SocketServer
+from forge.supervisor.voice import service as dictation
 
 TIMINGS = LifecycleTimings(hello_timeout=60.0, request_timeout=60.0, kill_grace=1.0)
 """Generous on a loaded machine: the model loads beside the handshake, decodes queue."""

@@ -9,7 +9,8 @@ wraps `Supervisors`; a test asks it for a supervisor with its own forge.toml, th
         assert await ask(client, {"kind": "ping"}) == {"kind": "pong"}
         await supervised.record("socket_listening")   # wait for a log record: the log is the event
 
-The supervisor runs with the drill verbs on (`forge.supervisor.drills`) unless `drills=False`.
+The supervisor runs with the drill verbs on (`forge.supervisor.socket.drills`) unless
+`drills=False`.
 It logs to `$XDG_STATE_HOME/forge/forge.log`, so the fixture `forge_dirs` must isolate XDG first.
 """
 

@@ -32,9 +32,9 @@ from forge.client.auth import subprotocols
 from forge.config import load_config
 from forge.ipc.manager import WorkerManager
 from forge.ipc.policy import LifecycleTimings
-from forge.supervisor.core import Supervisor
-from forge.supervisor.server import SocketServer
-from forge.supervisor.terminals import TerminalService, install
+from forge.supervisor.socket.core import Supervisor
+from forge.supervisor.socket.server import SocketServer
+from forge.supervisor.terminal.service import TerminalService, install
 from forge.testing.vtscreen import TerminalScreen
 from forge.wire.binary import TERMINAL_OUTPUT_HEADER, terminal_input
 

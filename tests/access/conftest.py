@@ -16,8 +16,8 @@ import pytest
 from forge.clock import SYSTEM_CLOCK, Clock
 from forge.config import load_config
 from forge.logs import LOG_FILE_ENV, configure
-from forge.supervisor.core import Supervisor
-from forge.supervisor.server import SocketServer
+from forge.supervisor.socket.core import Supervisor
+from forge.supervisor.socket.server import SocketServer
 
 RECORD_S = 10.0
 

@@ -14,7 +14,7 @@ import pytest_asyncio
 
 from forge.ipc.manager import WorkerHandle, WorkerManager, WorkerState
 from forge.ipc.protocol import call
-from forge.supervisor.sound import SoundService
+from forge.supervisor.browser.sound import SoundService
 from forge.workers.audio.protocol import (
     AUDIO,
     AudioConfig,

@@ -16,8 +16,8 @@ import pytest
 from forge.config import load_config
 from forge.ipc.manager import WorkerManager
 from forge.supervisor.app import running_supervisor
-from forge.supervisor.core import Supervisor
-from forge.supervisor.server import SocketServer
+from forge.supervisor.socket.core import Supervisor
+from forge.supervisor.socket.server import SocketServer
 
 PROJECT_TOML = """
 [[projects]]

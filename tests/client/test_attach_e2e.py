@@ -11,7 +11,7 @@ import psutil
 from forge.client.connection import ForgeConnection, connect
 from forge.client.frames import TerminalControl as ControlFrame
 from forge.client.frames import Update
-from forge.supervisor.core import Supervisor
+from forge.supervisor.socket.core import Supervisor
 from forge.testing.supervised import Start
 from forge.wire.client import TerminalClose, TerminalControl, TerminalView
 from forge.wire.seats import Seat, session

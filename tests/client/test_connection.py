@@ -12,7 +12,7 @@ from forge.client.connection import ForgeConnection, connect
 from forge.client.errors import ConnectionLost, ServerRefused, SupervisorUnreachable
 from forge.client.frames import OtherFrame, Snapshot, TerminalOutput, Update
 from forge.client.probe import ProbeTiming
-from forge.supervisor.drills import DrillListen, DrillSeatUpdate, DrillStartSeat, DrillStream
+from forge.supervisor.socket.drills import DrillListen, DrillSeatUpdate, DrillStartSeat, DrillStream
 from forge.testing.clock import ManualClock
 from forge.testing.supervised import Start
 from forge.wire.client import Command

@@ -9,7 +9,7 @@ from structlog.testing import capture_logs
 from forge.client.connection import connect
 from forge.client.frames import OtherFrame, Snapshot
 from forge.client.session import ClientSession, Disconnected, Reconnected, Redial, SessionEvent
-from forge.supervisor.drills import DrillStartSeat, DrillUnseen
+from forge.supervisor.socket.drills import DrillStartSeat, DrillUnseen
 from forge.testing.supervised import Start
 from forge.wire.seats import HOME, Seat, session
 

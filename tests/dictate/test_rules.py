@@ -1,4 +1,4 @@
-"""The take and voice rules of the socket as tables (forge/supervisor/dictation_rules.py)."""
+"""The take and voice rules of the socket as tables (forge/supervisor/voice/rules.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from forge.supervisor.dictation_rules import Note, TakeBook, VoiceChange, VoiceRoom
+from forge.supervisor.voice.rules import Note, TakeBook, VoiceChange, VoiceRoom
 from forge.wire.seats import Seat
 
 A = Seat("acme", "proj", "a")

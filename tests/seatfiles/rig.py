@@ -21,9 +21,10 @@ from websockets.asyncio.client import ClientConnection, connect
 from forge.client.auth import subprotocols
 from forge.clock import SYSTEM_CLOCK, Clock
 from forge.config import ConfigWatcher, load_config
-from forge.supervisor import documents, gitwatch, settings
-from forge.supervisor.core import Supervisor
-from forge.supervisor.server import SocketServer
+from forge.supervisor import settings
+from forge.supervisor.seatfiles import documents, gitwatch
+from forge.supervisor.socket.core import Supervisor
+from forge.supervisor.socket.server import SocketServer
 from forge.wire.seats import Seat
 
 SEAT = Seat("acme", "proj", "lead")

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from forge.supervisor import confined, doclist
+from forge.supervisor.seatfiles import confined, doclist
 
 from .rig import WIRE_SEAT, Rig, Start, next_kind, run, send
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import msgspec
 
-from forge.supervisor.gitdiff import DiffReader, header_paths, unquote, untracked_file
-from forge.supervisor.gitstatus import ahead, parse_changes, parse_status, pick_base
-from forge.supervisor.treeside import relevant
+from forge.supervisor.seatfiles.gitdiff import DiffReader, header_paths, unquote, untracked_file
+from forge.supervisor.seatfiles.gitparse import ahead, parse_changes, parse_status, pick_base
+from forge.supervisor.seatfiles.treeside import relevant
 from forge.wire.git import (
     DIFF_BYTES_MAX,
     DIFF_FILES_MAX,

@@ -1,5 +1,5 @@
-"""The tree process (`python -m forge.supervisor.treeside`) ends quietly on SIGINT, as it does when
-the supervisor closes its stdin: exit 0, nothing on stderr."""
+"""The tree process (`python -m forge.supervisor.seatfiles.treeside`) ends quietly on SIGINT, as it
+does when the supervisor closes its stdin: exit 0, nothing on stderr."""
 
 from __future__ import annotations
 
@@ -10,14 +10,14 @@ from pathlib import Path
 
 import msgspec
 
-from forge.supervisor.gitwork import Seen
-from forge.supervisor.treeproto import ReadScan, ReadWork
+from forge.supervisor.seatfiles.gitstate import Seen
+from forge.supervisor.seatfiles.treeproto import ReadScan, ReadWork
 
 
 def asked(ask: ReadWork | ReadScan) -> tuple[subprocess.Popen[bytes], bytes]:
     """A tree process started and asked `ask`: the process and its answer's line."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "forge.supervisor.treeside"],
+        [sys.executable, "-m", "forge.supervisor.seatfiles.treeside"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

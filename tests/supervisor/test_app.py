@@ -18,7 +18,7 @@ import pytest
 from forge.allocator import TRIM_EVERY_S
 from forge.health.service import home_service_status
 from forge.supervisor.app import COLLECT_EVERY, _give_back_freed
-from forge.supervisor.core import Supervisor
+from forge.supervisor.socket.core import Supervisor
 from forge.testing.clock import ManualClock
 from forge.testing.supervised import Start
 
@@ -117,7 +117,7 @@ async def test_sigusr1_logs_a_census_of_live_objects_and_what_grew_since_the_las
     supervised.process.send_signal(signal.SIGUSR1)
     second = await supervised.record("census", nth=1)
     grown = {kind: after - before for kind, before, after in second["grown"]}
-    assert grown["forge.supervisor.connection.Connection"] == len(clients)
+    assert grown["forge.supervisor.socket.connection.Connection"] == len(clients)
     assert first["holders"] == {}
     assert list(second["holders"]) == [kind for kind, _, _ in second["grown"][:3]]
     steps = [step for chain in second["holders"].values() for step in chain]

@@ -11,10 +11,10 @@ from websockets.asyncio.client import connect
 
 from forge.client.auth import subprotocols
 from forge.config import load_config
-from forge.supervisor import client_perf
-from forge.supervisor.client_perf import MAX_RECORDS, PERF_LOG, PerfLog
-from forge.supervisor.core import Supervisor
-from forge.supervisor.server import SocketServer
+from forge.supervisor.socket import client_perf
+from forge.supervisor.socket.client_perf import MAX_RECORDS, PERF_LOG, PerfLog
+from forge.supervisor.socket.core import Supervisor
+from forge.supervisor.socket.server import SocketServer
 from forge.testing.supervised import ask
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import socket
 
-from forge.supervisor.connection import Cork
+from forge.supervisor.socket.connection import Cork
 
 
 async def test_a_cork_on_a_closed_transport_is_held_and_released_without_error() -> None:

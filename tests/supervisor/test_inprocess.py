@@ -12,9 +12,9 @@ from websockets.asyncio.client import connect
 
 from forge.client.auth import subprotocols
 from forge.config import load_config
-from forge.supervisor.connection import Connection
-from forge.supervisor.core import Supervisor
-from forge.supervisor.server import SocketServer
+from forge.supervisor.socket.connection import Connection
+from forge.supervisor.socket.core import Supervisor
+from forge.supervisor.socket.server import SocketServer
 from forge.testing.supervised import ask, quiet
 from forge.wire.binary import TerminalInput, terminal_input
 from forge.wire.client import TerminalDetach

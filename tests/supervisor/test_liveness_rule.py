@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from forge.supervisor.liveness import WATCHDOG, WRITE_TIMEOUT, Liveness
+from forge.supervisor.socket.liveness import WATCHDOG, WRITE_TIMEOUT, Liveness
 
 
 def rule(progress_at: float = 0.0) -> Liveness:

@@ -11,7 +11,7 @@ from typing import Any
 
 from structlog.testing import capture_logs
 
-from forge.supervisor.loopwatch import STACK_FRAMES, LoopWatch, innermost_frames
+from forge.supervisor.socket.loopwatch import STACK_FRAMES, LoopWatch, innermost_frames
 
 
 def hold_the_loop_until_seen(records: list[dict[str, Any]]) -> None:

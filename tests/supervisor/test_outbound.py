@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from forge.supervisor.outbound import ControlOverflow, OutboundBacklog
+from forge.supervisor.socket.outbound import ControlOverflow, OutboundBacklog
 
 
 def drain(backlog: OutboundBacklog) -> list[bytes]:

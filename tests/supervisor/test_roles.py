@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from forge.supervisor.roles import Handover, WhenFree, layout_owner, may_drive, release, take
+from forge.supervisor.socket.roles import Handover, WhenFree, layout_owner, may_drive, release, take
 
 
 @pytest.mark.parametrize(

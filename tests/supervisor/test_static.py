@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from forge.config import load_config, page_url
-from forge.supervisor.core import Supervisor
-from forge.supervisor.server import SocketServer
-from forge.supervisor.static import (
+from forge.supervisor.socket.core import Supervisor
+from forge.supervisor.socket.server import SocketServer
+from forge.supervisor.socket.static import (
     CONTENT_SECURITY_POLICY,
     IMMUTABLE,
     NO_CACHE,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from forge.supervisor.terminals import ACTIVITY_PUSH_MS, activity_push_due
+from forge.supervisor.terminal.service import ACTIVITY_PUSH_MS, activity_push_due
 
 
 @pytest.mark.parametrize(

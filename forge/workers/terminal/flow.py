@@ -1,5 +1,5 @@
 """The host's flow decisions, pure (events in, actions out); the whole picture, with the
-supervisor's side, is in `forge.supervisor.terminal_flow`'s docstring.
+supervisor's side, is in `forge.supervisor.terminal.flow`'s docstring.
 
 - `SendWindow`: bytes queued towards the supervisor (the bulk socket was full). Past `SEND_HIGH`
   the PTY stops being read (`PAUSE`), under `SEND_LOW` it is read again (`RESUME`): a stalled

@@ -5,7 +5,7 @@ The supervisor imports this module and nothing else of `forge.workers.terminal`.
 - Config (`HostConfig`): the terminal's wire id, its directory, and the shell (`shell`, or an
   exact `argv` for tests and benchmarks), with an optional first size.
 - Requests: `View` (the screen as a VT stream and the seq it reflects), `Resize`, `Flow` (the
-  supervisor's flow decisions, see `forge.supervisor.terminal_flow`), `Close` (kill the shell's
+  supervisor's flow decisions, see `forge.supervisor.terminal.flow`), `Close` (kill the shell's
   session; the supervisor then removes the worker), `Summary`, `Stats`.
 - Streams: the host sends everything a viewer needs on ONE ordered bulk stream, `output`, so a
   shell's last bytes always precede the summary that says it exited. Each frame's `meta` says

@@ -18,9 +18,9 @@ from forge.client.auth import subprotocols
 from forge.config import load_config
 from forge.ipc.manager import WorkerManager
 from forge.logs import LOG_FILE_ENV, configure
-from forge.supervisor import browsers
-from forge.supervisor.core import Supervisor
-from forge.supervisor.server import SocketServer
+from forge.supervisor.browser import service as browsers
+from forge.supervisor.socket.core import Supervisor
+from forge.supervisor.socket.server import SocketServer
 
 from .harness import Recorder
 

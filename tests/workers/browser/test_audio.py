@@ -14,8 +14,8 @@ import psutil
 import pytest
 import pytest_asyncio
 
-from forge.supervisor.browsers import BrowserService
-from forge.supervisor.outbound import AUDIO_LIMIT
+from forge.supervisor.browser.service import BrowserService
+from forge.supervisor.socket.outbound import AUDIO_LIMIT
 from forge.testing.raw_client import RawClient
 from forge.workers.audio import protocol as audio_protocol
 from forge.workers.audio.protocol import SoundMissing, find_binaries

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from forge.supervisor.browser_roles import RoleTable, Size, Verdict, check_size
+from forge.supervisor.browser.tabroles import RoleTable, Size, Verdict, check_size
 from forge.wire.browser import BrowserView
 
 TAB1 = ("acme/default", 1)

@@ -1,10 +1,10 @@
-"""The supervisor's flow decisions for one terminal without processes (terminal_flow)."""
+"""The supervisor's flow decisions for one terminal without processes (supervisor.terminal.flow)."""
 
 from __future__ import annotations
 
 import pytest
 
-from forge.supervisor.terminal_flow import (
+from forge.supervisor.terminal.flow import (
     CONTROLLER_LIMIT,
     FLOW_HIGH,
     HELD_LIMIT,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from forge.supervisor.terminal_room import TerminalRoom
+from forge.supervisor.terminal.room import TerminalRoom
 from forge.wire.seats import Seat
 
 SEAT = Seat("acme", "forge", "main")

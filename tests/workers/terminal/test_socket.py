@@ -16,9 +16,9 @@ import pytest
 
 from forge.ipc.manager import WorkerHandle
 from forge.ipc.protocol import call
-from forge.supervisor.connection import Connection
-from forge.supervisor.terminal_flow import CONTROLLER_LIMIT
-from forge.supervisor.terminals import TerminalHeld
+from forge.supervisor.socket.connection import Connection
+from forge.supervisor.terminal.flow import CONTROLLER_LIMIT
+from forge.supervisor.terminal.service import TerminalHeld
 from forge.testing.terminal_client import SEAT, Client, Served, serve_terminals
 from forge.wire.seats import Seat
 from forge.workers.terminal.flow import UNPARSED_HIGH

@@ -16,8 +16,8 @@ import pytest
 from forge.config import load_config
 from forge.ipc.manager import WorkerManager
 from forge.procs import is_live
-from forge.supervisor.core import Supervisor
 from forge.supervisor.processes import ProcessViews
+from forge.supervisor.socket.core import Supervisor
 from forge.testing.clock import ManualClock
 from forge.wire.seats import Seat
 

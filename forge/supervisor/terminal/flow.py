@@ -60,7 +60,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Generic, TypeVar
 
-from forge.supervisor.outbound import TERMINAL_LIMIT
+from forge.supervisor.socket.outbound import TERMINAL_LIMIT
 
 WATCHER_LIMIT = TERMINAL_LIMIT
 """A watcher's chunk backlog bound: past it, a fresh view replaces the dropped chunks."""

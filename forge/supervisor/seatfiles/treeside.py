@@ -1,6 +1,7 @@
-"""`python -m forge.supervisor.treeside`: the supervisor's tree process, git and watches apart.
+"""`python -m forge.supervisor.seatfiles.treeside`: the supervisor's tree process, git and
+watches apart.
 
-One long-lived child of the supervisor runs every git read of a seat's tree (`gitwork`: status,
+One long-lived child of the supervisor runs every git read of a seat's tree (`gitstate`: status,
 numstat, the ahead chain, the streamed and capped diff, a file at a revision) and holds every
 watched tree's inotify watch (watchfiles' Rust `notify`, recursive, one thread per tree). They
 run here rather than in the supervisor because both stall the process that runs them: starting
@@ -30,8 +31,8 @@ from watchfiles._rust_notify import RustNotify
 
 from forge import eventloop
 from forge.git import GitError
-from forge.supervisor.gitwork import LocalTrees, git
-from forge.supervisor.treeproto import (
+from forge.supervisor.seatfiles.gitstate import LocalTrees, git
+from forge.supervisor.seatfiles.treeproto import (
     AnyAsk,
     Event,
     ReadBlob,
@@ -70,7 +71,7 @@ def relevant(path: str, git_folders: list[str]) -> bool:
 
 async def git_folders(tree: Path) -> list[Path]:
     """The tree's own git folder and the common one (they differ for a linked worktree), read
-    as every other git of the tree is (`gitwork.git`); none when git does not run there."""
+    as every other git of the tree is (`gitstate.git`); none when git does not run there."""
     try:
         out = await git(tree, "rev-parse", "--absolute-git-dir", "--git-common-dir")
     except GitError:

@@ -10,7 +10,7 @@ nothing lands); a worker that dies mid-take fails every take it held (`dictate_f
 manager restarts it, so the next take works.
 
 Voice: `voice_mode` turns one connection's switch for one seat (the rules are
-`dictation_rules.VoiceRoom`), answered as `voice_mode_state` to every subscriber of the seat.
+`rules.VoiceRoom`), answered as `voice_mode_state` to every subscriber of the seat.
 `speak(seat, text)` is the call other areas use: rendered by the worker, sent as `voice_audio`
 numbered per seat in render order to the seat's subscribers and listeners; nothing is rendered
 for a seat nobody listens to. `voice_preview` and `voice_say` (`forge say`) use it.
@@ -38,11 +38,11 @@ from forge.ipc.errors import RequestFailed, WorkerError
 from forge.ipc.manager import WorkerEvent, WorkerHandle, WorkerManager, WorkerRow, WorkerState
 from forge.ipc.protocol import call, call_raw
 from forge.logs import get_logger
-from forge.supervisor import dictate_models
-from forge.supervisor.connection import Connection
-from forge.supervisor.core import Supervisor
-from forge.supervisor.dictation_rules import NOTE_TEXT, TakeBook, VoiceChange, VoiceRoom
-from forge.supervisor.seats import UnknownProject
+from forge.supervisor.socket.connection import Connection
+from forge.supervisor.socket.core import Supervisor
+from forge.supervisor.socket.seats import UnknownProject
+from forge.supervisor.voice import models as dictate_models
+from forge.supervisor.voice.rules import NOTE_TEXT, TakeBook, VoiceChange, VoiceRoom
 from forge.wire import server
 from forge.wire.binary import Dictation
 from forge.wire.client import (

@@ -1,7 +1,7 @@
 """Who watches a terminal and who types: viewers, the controller, and whose size applies. Pure.
 
 The supervisor owns these facts (not the host) so a host crash never loses what clients were
-told. The rules are `forge.supervisor.roles`' (shared with browser tabs), with a terminal's
+told. The rules are `forge.supervisor.socket.roles`' (shared with browser tabs), with a terminal's
 choices: with no controller any attached viewer's keystrokes land (O-TM3), and the PTY takes the
 layout owner's size, passing over viewers that have sent none. Viewer numbers are unique per run
 and survive a pause (O-TM6).
@@ -13,7 +13,7 @@ from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
-from forge.supervisor import roles
+from forge.supervisor.socket import roles
 from forge.wire.seats import Seat
 
 C = TypeVar("C", bound=Hashable)
@@ -22,7 +22,7 @@ C = TypeVar("C", bound=Hashable)
 
 @dataclass(eq=False)
 class Viewer(Generic[C]):
-    """One connection's attachment to one terminal (its flow is `terminal_flow.ViewerFlow`)."""
+    """One connection's attachment to one terminal (its flow is `flow.ViewerFlow`)."""
 
     number: int
     connection: C

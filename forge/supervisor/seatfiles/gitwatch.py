@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from forge.logs import get_logger
-from forge.supervisor.core import Supervisor
-from forge.supervisor.treeproto import Event
-from forge.supervisor.trees import TreeProcess
+from forge.supervisor.seatfiles.treeproto import Event
+from forge.supervisor.seatfiles.trees import TreeProcess
+from forge.supervisor.socket.core import Supervisor
 from forge.wire.seats import Seat, SessionSubject, Subject
 
 log = get_logger(__name__)

@@ -1,5 +1,5 @@
 """The take and voice rules of the socket, pure: who may start a take, who listens, what the
-agent would be told. `dictation.py` does the I/O around them.
+agent would be told. `service` does the I/O around them.
 
 Takes (`TakeBook`): one take per connection and one live take per seat; a second
 `dictate_stream` is refused in a sentence. Voice (`VoiceRoom`): each seat's listeners are the

@@ -3,9 +3,9 @@
 `process_request` serves the web client's files for every path but `/socket` (`static.StaticSite`:
 the page at `/`, its hashed assets, 404 for anything else); for `/socket` it answers 403 for an
 origin the policy refuses (with the `socket_origin_refused{origin, peer}` record) and 401 or 429
-for a missing or wrong token (`forge.supervisor.auth`) before any greeting exists; the library
-answers 426 to a request without `Upgrade`. `/token-check` answers forge's own page and native
-clients, and 403 to any other page before the token is read (`same_origin_or_native`). The
+for a missing or wrong token (`forge.supervisor.socket.auth`) before any greeting exists; the
+library answers 426 to a request without `Upgrade`. `/token-check` answers forge's own page and
+native clients, and 403 to any other page before the token is read (`same_origin_or_native`). The
 server selects the `forge.v1` subprotocol when it is offered (a client offering none still
 connects when `[server] auth = "none"`). With `[server] tls_cert`/`tls_key` the same port speaks
 only TLS (`forge.access.tls`). permessage-deflate is off (O-T6) and one inbound message is
@@ -27,10 +27,10 @@ from websockets.typing import Subprotocol
 from forge.access.tls import CertPair, ServerTls
 from forge.config import ServerConfig
 from forge.logs import get_logger
-from forge.supervisor.auth import ROTATED_CODE, ROTATED_REASON, SocketAuth, peer_name
-from forge.supervisor.connection import Connection, Limits
-from forge.supervisor.core import Supervisor
-from forge.supervisor.static import StaticSite
+from forge.supervisor.socket.auth import ROTATED_CODE, ROTATED_REASON, SocketAuth, peer_name
+from forge.supervisor.socket.connection import Connection, Limits
+from forge.supervisor.socket.core import Supervisor
+from forge.supervisor.socket.static import StaticSite
 from forge.wire import auth as wire_auth
 from forge.wire.origin import is_loopback_host, same_origin_or_native
 

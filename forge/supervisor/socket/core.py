@@ -20,10 +20,10 @@ from forge.clock import SYSTEM_CLOCK, Clock, epoch_ms
 from forge.config import LoadedConfig, build_stamp, greeting_settings
 from forge.errors import InternalError
 from forge.logs import get_logger
-from forge.supervisor import subjects
-from forge.supervisor.connection import Connection
-from forge.supervisor.gitwork import LocalTrees, TreeReads
-from forge.supervisor.seats import SeatRegistry, SeatState
+from forge.supervisor.seatfiles.gitstate import LocalTrees, TreeReads
+from forge.supervisor.socket import subjects
+from forge.supervisor.socket.connection import Connection
+from forge.supervisor.socket.seats import SeatRegistry, SeatState
 from forge.wire import server
 from forge.wire.binary import ClientBinary, Dictation, Dropped, decode_client_binary
 from forge.wire.client import (

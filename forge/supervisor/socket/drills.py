@@ -14,8 +14,8 @@ from typing import Any
 
 import msgspec
 
-from forge.supervisor.connection import Connection
-from forge.supervisor.core import Supervisor
+from forge.supervisor.socket.connection import Connection
+from forge.supervisor.socket.core import Supervisor
 from forge.wire.binary import terminal_output
 from forge.wire.client import ClientMessage
 from forge.wire.seats import Seat

@@ -2,7 +2,7 @@
 
 Keys this server has nothing for yet are present with the document's "nothing" values (O-H1),
 so a client that reads them finds what it expects. The `work` rows, a seat's `git` layer and its
-`diff` are read with real git (`gitwork`).
+`diff` are read with real git (`forge.supervisor.seatfiles.gitstate`).
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from forge.config import ForgeConfig, ProjectConfig
-from forge.supervisor.gitwork import TreeReads
-from forge.supervisor.seats import SeatState
+from forge.supervisor.seatfiles.gitstate import TreeReads
+from forge.supervisor.socket.seats import SeatState
 from forge.wire.git import Work
 from forge.wire.seats import Seat
 

@@ -14,7 +14,7 @@ from collections.abc import Hashable
 from dataclasses import dataclass, field
 from enum import Enum
 
-from forge.supervisor import roles
+from forge.supervisor.socket import roles
 from forge.wire.browser import BrowserView
 
 Surface = tuple[str, int]

@@ -26,8 +26,8 @@ from typing import Protocol
 import msgspec
 
 from forge.git import Config, GitError, driver_overrides, failure, process, run
-from forge.supervisor.gitdiff import DiffReader, untracked_file
-from forge.supervisor.gitstatus import (
+from forge.supervisor.seatfiles.gitdiff import DiffReader, untracked_file
+from forge.supervisor.seatfiles.gitparse import (
     LOG_FORMAT,
     REFS_FORMAT,
     Counted,

@@ -35,12 +35,12 @@ from forge.ipc.manager import WorkerHandle, WorkerManager, WorkerRow, WorkerStat
 from forge.ipc.messages import StreamFrame
 from forge.ipc.protocol import WorkerRequest, call, call_raw
 from forge.logs import get_logger
-from forge.supervisor.browser_roles import RoleTable, Size, Surface, Verdict, Viewer, check_size
-from forge.supervisor.connection import Connection
-from forge.supervisor.core import Supervisor
-from forge.supervisor.outbound import AUDIO_LIMIT
-from forge.supervisor.seats import UnknownProject
-from forge.supervisor.sound import SoundService
+from forge.supervisor.browser.sound import SoundService
+from forge.supervisor.browser.tabroles import RoleTable, Size, Surface, Verdict, Viewer, check_size
+from forge.supervisor.socket.connection import Connection
+from forge.supervisor.socket.core import Supervisor
+from forge.supervisor.socket.outbound import AUDIO_LIMIT
+from forge.supervisor.socket.seats import UnknownProject
 from forge.wire import browser, server
 from forge.wire.binary import BROWSER_AUDIO_HEADER, BROWSER_FRAME_HEADER, FORMAT_JPEG
 from forge.wire.client import (

@@ -25,11 +25,11 @@ from typing import Any
 import msgspec
 
 from forge.git import GitError
-from forge.supervisor.confined import Found, Refused, read_confined
-from forge.supervisor.connection import Connection
-from forge.supervisor.core import Supervisor
-from forge.supervisor.doclist import list_documents
-from forge.supervisor.gitdiff import BINARY_PROBE
+from forge.supervisor.seatfiles.confined import Found, Refused, read_confined
+from forge.supervisor.seatfiles.doclist import list_documents
+from forge.supervisor.seatfiles.gitdiff import BINARY_PROBE
+from forge.supervisor.socket.connection import Connection
+from forge.supervisor.socket.core import Supervisor
 from forge.wire import client
 from forge.wire.documents import (
     ContentFailed,

@@ -21,8 +21,8 @@ from forge import paths
 from forge.clock import epoch_ms
 from forge.logs import LOG_FILE_ENV
 from forge.logs_rotation import Rotation, SharedRotatingFileHandler
-from forge.supervisor.connection import Connection
-from forge.supervisor.core import Supervisor
+from forge.supervisor.socket.connection import Connection
+from forge.supervisor.socket.core import Supervisor
 from forge.wire.client import ClientPerf
 
 PERF_LOG = "forge-perf-web.log"

@@ -1,6 +1,6 @@
 """The supervisor's side of its tree process (`treeside`): git reads and tree watches by asking.
 
-`TreeProcess` is a `gitwork.TreeReads` whose every read runs in the child, so the supervisor's
+`TreeProcess` is a `gitstate.TreeReads` whose every read runs in the child, so the supervisor's
 event loop never forks a git or parses its output; and it hands out tree watches. The child is
 started at once and started again by the next ask after it dies (every ask and watch open at its
 death fails in words). A read that fails is logged and answered as git not running there, so a
@@ -22,8 +22,8 @@ import msgspec
 from forge import eventloop
 from forge.git import GitError
 from forge.logs import get_logger
-from forge.supervisor.gitwork import NO_SCAN, Seen
-from forge.supervisor.treeproto import (
+from forge.supervisor.seatfiles.gitstate import NO_SCAN, Seen
+from forge.supervisor.seatfiles.treeproto import (
     Ask,
     Event,
     RawReply,
@@ -114,7 +114,7 @@ class TreeProcess:
         supervisor's process group) is the supervisor's to act on, and it ends this child by
         closing its stdin (which also happens when the supervisor dies)."""
         process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "forge.supervisor.treeside",
+            sys.executable, "-m", "forge.supervisor.seatfiles.treeside",
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, limit=LINE_LIMIT,
             start_new_session=True,
         )  # fmt: skip

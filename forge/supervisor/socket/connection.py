@@ -24,8 +24,8 @@ from websockets.exceptions import ConnectionClosed
 
 from forge.clock import Clock
 from forge.logs import get_logger
-from forge.supervisor.liveness import WRITE_TIMEOUT, Liveness
-from forge.supervisor.outbound import TERMINAL_LIMIT, ControlOverflow, OutboundBacklog
+from forge.supervisor.socket.liveness import WRITE_TIMEOUT, Liveness
+from forge.supervisor.socket.outbound import TERMINAL_LIMIT, ControlOverflow, OutboundBacklog
 from forge.wire import server
 from forge.wire.seats import Seat, Subject
 from forge.wire.server import JsonFrame

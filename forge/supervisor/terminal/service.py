@@ -12,7 +12,7 @@ wrote output or was typed into; home hears of it at most every `ACTIVITY_PUSH_MS
 
 Chunks are relayed as the host framed them (one bytes object for every viewer); every flow
 decision (per-viewer bounds and resyncs, the controller's throttle, muting the host, held
-chunks) is `terminal_flow`'s, and its docstring says how they fit together. It speaks to hosts
+chunks) is `flow`'s, and its docstring says how they fit together. It speaks to hosts
 only through `forge.workers.terminal.protocol`, and builds what clients see with
 `forge.wire.terminal`.
 """
@@ -38,10 +38,10 @@ from forge.ipc.protocol import call
 from forge.ipc.streams import Subscription
 from forge.logs import get_logger
 from forge.ptyinput import PtyInput
-from forge.supervisor.connection import Connection
-from forge.supervisor.core import Supervisor
-from forge.supervisor.seats import SeatState, UnknownProject
-from forge.supervisor.terminal_flow import (
+from forge.supervisor.socket.connection import Connection
+from forge.supervisor.socket.core import Supervisor
+from forge.supervisor.socket.seats import SeatState, UnknownProject
+from forge.supervisor.terminal.flow import (
     FLOW_LOW,
     SEND,
     Mute,
@@ -49,7 +49,7 @@ from forge.supervisor.terminal_flow import (
     ViewerFlow,
     chunk_limit,
 )
-from forge.supervisor.terminal_room import TerminalRoom, Viewer
+from forge.supervisor.terminal.room import TerminalRoom, Viewer
 from forge.wire import server
 from forge.wire import terminal as wire
 from forge.wire.binary import TerminalInput

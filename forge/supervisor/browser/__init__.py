@@ -1,0 +1,3 @@
+"""Browser tabs on the socket: `service` (the verbs over one browser host worker per profile),
+`tabroles` (who views, controls and sizes a tab: pure) and `sound` (the audio worker's sinks).
+"""
