@@ -52,6 +52,7 @@ from forge.lab.replay_git import (
     worktree,
 )
 from forge.lab.replay_github import GitHub, linked_issue_number
+from forge.lab.replay_layout import NAMES_ENV, Layout, find_layout, foreign_imports, merged
 from forge.lab.replay_pytest import (
     CONFTEST_FAILURE,
     EVENTS_ENV,
@@ -81,9 +82,11 @@ RUN_TIMEOUT_MS = 600_000
 RUN_OUTPUT_CAP = 8 * 1024 * 1024
 REPO_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]*/[A-Za-z0-9_.-]+")
 SANDBOX_NOTE = (
-    "scrubbed environment (PATH, LANG, TMPDIR, a private HOME), throwaway worktrees with hooks "
-    "off; no sandbox is available to the Lab yet"
+    "while building, a scrubbed environment (PATH, LANG, TMPDIR, a private HOME) in throwaway "
+    "worktrees with hooks off, not sandboxed; an attempt runs the checks and acceptance in its "
+    "sandboxed views (docs/lab.md, The seal)"
 )
+LAYOUT_MANIFESTS = ("pyproject.toml", "setup.cfg")
 WORK_DIR = ".replay-work"
 
 
@@ -229,7 +232,11 @@ class _Builder:
         base = await self._base(merge)
         hidden = hidden_test_files(pull)
         paths = [h.path for h in hidden]
-        await self._check_merge_tree(merge, paths)
+        merge_files = await self._check_merge_tree(merge, paths)
+        layout = merged(
+            await self._layout(base.commit, set(await list_files(self.source, base.commit))),
+            await self._layout(merge, merge_files),
+        )
         hidden_bytes = {path: await blob(self.source, merge, path) for path in paths}
         nodeids = self._nodeids(hidden_bytes)
         folder = self.work / f"pr-{number}"
@@ -238,8 +245,10 @@ class _Builder:
             await worktree(self.scratch, base_tree, base.commit)
             await asyncio.to_thread(_apply_hidden, base_tree, hidden_bytes, hidden)
             await worktree(self.scratch, merge_tree, merge)
-            initial = await self._initial_failure(base_tree, merge_tree, hidden_bytes, nodeids)
-            await self._passes_at_merge(merge_tree, nodeids)
+            initial = await self._initial_failure(
+                base_tree, merge_tree, hidden_bytes, nodeids, layout
+            )
+            await self._passes_at_merge(merge_tree, nodeids, layout)
         finally:
             for tree in (base_tree, merge_tree):
                 await drop_worktree(self.scratch, tree)
@@ -258,6 +267,7 @@ class _Builder:
             hidden_bytes=hidden_bytes,
             nodeids=tuple(nodeids),
             python=self.options.python,
+            layout=layout,
             **initial,
         )
 
@@ -269,7 +279,16 @@ class _Builder:
             return merge_base_rule(await merge_base(self.source, found[0], found[1]))
         raise Skip(f"infrastructure: merge commit {merge} has {len(found)} parents")
 
-    async def _check_merge_tree(self, merge: str, paths: list[str]) -> None:
+    async def _layout(self, commit: str, files: set[str]) -> Layout:
+        manifests = {
+            name: await blob(self.source, commit, name)
+            for name in LAYOUT_MANIFESTS
+            if name in files
+        }
+        return find_layout(files, manifests.get)
+
+    async def _check_merge_tree(self, merge: str, paths: list[str]) -> set[str]:
+        """The merge commit's files, once the hidden tests are proved usable there."""
         merge_files = set(await list_files(self.source, merge))
         absent = [path for path in paths if path not in merge_files]
         if absent:
@@ -283,6 +302,7 @@ class _Builder:
                 raise Skip(f"symlinked test file: {path}")
             if modes.get(path) not in ("100644", "100755"):
                 raise Skip(f"infrastructure: {path} is not a regular file at the merge commit")
+        return merge_files
 
     def _nodeids(self, hidden_bytes: dict[str, bytes]) -> list[str]:
         nodeids: list[str] = []
@@ -297,15 +317,20 @@ class _Builder:
             raise Skip("hidden test node ids too long")
         return nodeids
 
-    async def _pytest(self, tree: Path, nodeids: list[str], where: str) -> RunEvents:
-        """Run only the hidden tests in `tree`; refuse an incomplete run or a missing pytest."""
+    async def _pytest(
+        self, tree: Path, nodeids: list[str], where: str, layout: Layout
+    ) -> RunEvents:
+        """Run only the hidden tests in `tree` under the layout's path rule; refuse an incomplete
+        run, a missing pytest, or a run whose project modules did not come from `tree`."""
         events_file = tree.parent / f"{where}-events.jsonl"
+        paths = [layout.pythonpath(str(tree)), str(self.work / "plugins")]
         env = {
             "PATH": self.options.caller_env.get("PATH", "/usr/bin:/bin"),
             "HOME": str(self.work / "home"),
             "PYTHONDONTWRITEBYTECODE": "1",
-            "PYTHONPATH": str(self.work / "plugins"),
+            "PYTHONPATH": ":".join(path for path in paths if path),
             EVENTS_ENV: str(events_file),
+            NAMES_ENV: ",".join(layout.names),
             MARKER_ENV: self.marker,
         }
         for name in ("LANG", "TMPDIR"):
@@ -323,6 +348,15 @@ class _Builder:
         text = events_file.read_text() if events_file.exists() else ""
         events = parse_events(text)
         _refuse_incomplete(result, events, where, self.options.python)
+        real_tree = await asyncio.to_thread(os.path.realpath, tree)
+        foreign = foreign_imports(events.imported, real_tree)
+        if foreign:
+            name, location = foreign[0]
+            raise Skip(
+                f"code under test is not the worktree's at {where}: the tests imported {name} "
+                f"from {location}, outside the worktree ({layout.describe()}); an installed "
+                f"copy in {self.options.python}'s environment or a path the tests add comes first"
+            )
         return events
 
     async def _initial_failure(
@@ -331,8 +365,9 @@ class _Builder:
         merge_tree: Path,
         hidden_bytes: dict[str, bytes],
         nodeids: list[str],
+        layout: Layout,
     ) -> dict[str, Any]:
-        events = await self._pytest(base_tree, nodeids, "base")
+        events = await self._pytest(base_tree, nodeids, "base", layout)
         if not events.collect_errors:
             failed = outcomes(events, nodeids).failed
             if not failed:
@@ -368,8 +403,8 @@ class _Builder:
             "other_errors": others,
         }
 
-    async def _passes_at_merge(self, merge_tree: Path, nodeids: list[str]) -> None:
-        events = await self._pytest(merge_tree, nodeids, "merge")
+    async def _passes_at_merge(self, merge_tree: Path, nodeids: list[str], layout: Layout) -> None:
+        events = await self._pytest(merge_tree, nodeids, "merge", layout)
         if events.collect_errors:
             detail = diagnose(events.collect_errors[0].text, [], str(merge_tree)).detail
             raise Skip(f"hidden tests do not pass at the merge commit: {detail}")

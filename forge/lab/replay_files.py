@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from forge.lab.replay_layout import Layout
 from forge.lab.replay_pytest import pytest_argv
 from forge.lab.replay_rules import BaseRule, HiddenFile
 from forge.lab.untrusted import one_line
@@ -40,6 +41,8 @@ class TaskFacts:
     hidden_bytes: dict[str, bytes]
     nodeids: tuple[str, ...]
     python: str
+    layout: Layout
+    """How the project is imported: the path rule every run of its tests follows."""
     initial_failure: str
     """`test-failure` or `test-compile`."""
     failing_at_base: tuple[str, ...] = ()
@@ -73,12 +76,22 @@ def plan_document(facts: TaskFacts) -> dict[str, Any]:
         "checks": [
             {
                 "id": "pytest",
-                "argv": [facts.python, "-m", "pytest", "-q"],
+                "argv": check_argv(facts),
                 "category": "test",
                 "timeoutMs": CHECK_TIMEOUT_MS,
             }
         ],
     }
+
+
+def check_argv(facts: TaskFacts) -> list[str]:
+    """`PYTHON -m pytest -q`, through a shell that sets the path rule when the layout has one:
+    the check runs from the view's top level, so `$PWD` is the view whatever its path."""
+    argv = [facts.python, "-m", "pytest", "-q"]
+    rule = facts.layout.shell_pythonpath()
+    if not rule:
+        return argv
+    return ["sh", "-c", f'{rule} exec "$@"', "sh", *argv]
 
 
 def issue_body(facts: TaskFacts) -> str:
@@ -119,7 +132,10 @@ def acceptance_script(facts: TaskFacts) -> str:
         encoded = base64.encodebytes(facts.hidden_bytes[path]).decode().rstrip("\n")
         lines += [f"base64 -d > {shlex.quote(path)} <<'{HEREDOC}'", encoded, HEREDOC]
     command = shlex.join(pytest_argv(facts.python, facts.nodeids, events=False))
-    lines += ["status=0", f"PYTHONDONTWRITEBYTECODE=1 {command} || status=$?", 'exit "$status"']
+    variables = " ".join(
+        filter(None, [facts.layout.shell_pythonpath(), "PYTHONDONTWRITEBYTECODE=1"])
+    )
+    lines += ["status=0", f"{variables} {command} || status=$?", 'exit "$status"']
     return "\n".join(lines) + "\n"
 
 
@@ -175,6 +191,10 @@ def approval_markdown(facts: TaskFacts, pins: Sequence[tuple[str, str]], *, sand
     lines += [
         "- Hidden tests (pytest node ids, all passing at the merge commit):",
         *(f"  - {nodeid}" for nodeid in facts.nodeids),
+        f"- Import: {facts.layout.describe()}; every run of the tests, here and in each view "
+        "of an attempt, imports the tree's own code",
+        "  - the project's modules, imported from the tree at base and at merge: "
+        + (", ".join(facts.layout.names) or "(none found)"),
         f"- Test runs: {sandbox}",
         "",
         "## Hidden artifacts",
@@ -188,8 +208,7 @@ def approval_markdown(facts: TaskFacts, pins: Sequence[tuple[str, str]], *, sand
         "- allowedFiles: " + ", ".join(facts.allowed_files),
         "- originalCheckFiles and candidateTestFiles: " + ", ".join(facts.test_paths),
         "- requireInitialFailure: true",
-        f"- checks: pytest ({shlex.join([facts.python, '-m', 'pytest', '-q'])}); hidden "
-        "acceptance runs first",
+        f"- checks: pytest ({shlex.join(check_argv(facts))}); hidden acceptance runs first",
         "",
     ]
     return "\n".join(lines)

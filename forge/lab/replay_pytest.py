@@ -13,11 +13,15 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from forge.lab.replay_layout import NAMES_ENV
+
 PLUGIN_MODULE = "forge_replay_events"
 EVENTS_ENV = "FORGE_REPLAY_EVENTS"
-PLUGIN_SOURCE = f'''"""forge replay: one JSON line per pytest report, appended to ${EVENTS_ENV}."""
+PLUGIN_SOURCE = f'''"""forge replay: one JSON line per pytest report, appended to ${EVENTS_ENV};
+at the end, the file each of the project's top-level modules (${NAMES_ENV}) was imported from."""
 import json
 import os
+import sys
 
 
 def _write(event):
@@ -35,7 +39,15 @@ def pytest_runtest_logreport(report):
             "outcome": report.outcome}})
 
 
+def _location(module):
+    where = getattr(module, "__file__", None)
+    return os.path.realpath(where) if isinstance(where, str) else None
+
+
 def pytest_sessionfinish(session, exitstatus):
+    names = [n for n in os.environ.get("{NAMES_ENV}", "").split(",") if n in sys.modules]
+    _write({{"kind": "imported",
+            "modules": {{n: _location(sys.modules[n]) for n in names}}}})
     _write({{"kind": "finish", "exitstatus": int(exitstatus)}})
 '''
 
@@ -61,6 +73,8 @@ class RunEvents:
     """(nodeid, when, outcome) per test report."""
     exitstatus: int | None = None
     """pytest's own exit status; None when the session never finished."""
+    imported: dict[str, str | None] = field(default_factory=dict)
+    """The project's top-level modules the run imported -> the real path of their file."""
 
 
 def parse_events(text: str) -> RunEvents:
@@ -77,6 +91,11 @@ def parse_events(text: str) -> RunEvents:
             events.collect_errors.append(CollectError(str(event["nodeid"]), str(event["text"])))
         elif kind == "test":
             events.reports.append((str(event["nodeid"]), str(event["when"]), str(event["outcome"])))
+        elif kind == "imported" and isinstance(event.get("modules"), dict):
+            events.imported = {
+                str(name): where if isinstance(where, str) else None
+                for name, where in event["modules"].items()
+            }
         elif kind == "finish":
             events.exitstatus = int(event["exitstatus"])
     return events
