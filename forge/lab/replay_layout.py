@@ -20,6 +20,7 @@ from __future__ import annotations
 import configparser
 import posixpath
 import shlex
+import sys
 import tomllib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -120,7 +121,7 @@ def configured_roots(read: Read) -> tuple[tuple[str, ...], str]:
 
 def project_names(files: set[str], roots: Iterable[str]) -> tuple[str, ...]:
     """Packages and modules directly in each root, and top-level packages one folder down
-    (outside tests, docs, vendored code), tests and tooling modules left out."""
+    (outside tests, docs, vendored code); tests, tooling and standard library names left out."""
     names: set[str] = set()
     for path in files:
         parts = path.split("/")
@@ -130,7 +131,7 @@ def project_names(files: set[str], roots: Iterable[str]) -> tuple[str, ...]:
             and parts[0] not in NOT_SOURCE_FOLDERS
             and f"{parts[0]}/__init__.py" not in files
             and parts[1].isidentifier()
-            and not _is_test_name(parts[1])
+            and not _never_judged(parts[1])
         ):
             names.add(parts[1])
     for root in roots:
@@ -142,7 +143,7 @@ def project_names(files: set[str], roots: Iterable[str]) -> tuple[str, ...]:
             name = first if rest else first.removesuffix(".py")
             if rest and root == "." and f"{first}/__init__.py" not in files:
                 continue  # at the top level only a real package: docs/conf.py is not one
-            if name.isidentifier() and not _is_test_name(name):
+            if name.isidentifier() and not _never_judged(name):
                 names.add(name)
     return tuple(sorted(names))[:MAX_NAMES]
 
@@ -158,9 +159,12 @@ def foreign_imports(imported: Mapping[str, str | None], tree: str) -> list[tuple
     )
 
 
-def _is_test_name(name: str) -> bool:
+def _never_judged(name: str) -> bool:
+    """Tests and tooling modules, and a standard library name (the interpreter may have imported
+    its own `types` or `code` before any test ran: that is not a shadowing copy of the project)."""
     return (
         name in NOT_PROJECT_MODULES
+        or name in sys.stdlib_module_names
         or name in ("test", "tests", "testing")
         or name.startswith("test_")
         or name.endswith("_test")

@@ -45,7 +45,9 @@ def test_without_configuration_src_then_the_top_level() -> None:
     src = layout(["src/pkg/__init__.py", "tests/test_pkg.py"], {"pyproject.toml": "[project]\n"})
     assert (src.roots, src.kind, src.names) == (("src",), "src", ("pkg",))
     assert src.pythonpath("/t") == "/t/src"
-    flat = layout(["pkg/__init__.py", "mod.py", "setup.py", "conftest.py", "tests/__init__.py"])
+    flat = layout(
+        ["pkg/__init__.py", "mod.py", "setup.py", "conftest.py", "tests/__init__.py", "types.py"]
+    )
     assert (flat.roots, flat.kind, flat.path_roots) == ((".",), "flat", ())
     assert flat.names == ("mod", "pkg")
     assert flat.shell_pythonpath() == ""
