@@ -15,7 +15,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -52,13 +52,17 @@ class Layouts:
     lib: Project
     heads: dict[str, Path]
     """Each project's developer checkout at HEAD, the one its installed copy comes from."""
+    outs: dict[str, tuple[Path, dict[int, str]]] = field(default_factory=dict)
 
-    def replay(self, project: Project, name: str, *prs: int) -> tuple[Path, dict[int, str]]:
-        out = self.root / f"out-{name}"
-        result = project.replay(out, *prs)
-        assert result.returncode == 0, result.stderr
-        skipped = json.loads((out / "skipped.json").read_text())["skipped"]
-        return out, {item["pr"]: item["reason"] for item in skipped}
+    def replay(self, name: str, *prs: int) -> tuple[Path, dict[int, str]]:
+        """`--out` and the skips of replaying `prs` of project `name` (once per module)."""
+        if name not in self.outs:
+            out = self.root / f"out-{name}"
+            result = getattr(self, name).replay(out, *prs)
+            assert result.returncode == 0, result.stderr
+            skipped = json.loads((out / "skipped.json").read_text())["skipped"]
+            self.outs[name] = (out, {item["pr"]: item["reason"] for item in skipped})
+        return self.outs[name]
 
 
 def src_project(root: Path) -> Project:
@@ -184,7 +188,7 @@ def test_the_environment_really_holds_the_head_copies(layouts: Layouts) -> None:
 
 
 def test_a_src_layout_builds_both_tasks_with_the_worktree_under_test(layouts: Layouts) -> None:
-    out, skipped = layouts.replay(layouts.src, "src", 2, 4)
+    out, skipped = layouts.replay("src", 2, 4)
     assert skipped == {}
     approval = (out / "tasks" / "pr-2" / "approval.md").read_text()
     assert "Initial failure at base: test-failure" in approval
@@ -209,46 +213,35 @@ def test_a_src_layout_builds_both_tasks_with_the_worktree_under_test(layouts: La
 def test_the_src_tasks_files_judge_the_tree_not_the_installed_copy(
     layouts: Layouts, tmp_path: Path
 ) -> None:
-    """acceptance.sh and the plan's check, run in a checkout of the base commit at a path of its
-    own, fail there (the tree's add still subtracts) although the installed copy adds."""
-    out, _ = layouts.replay(layouts.src, "src-files", 2)
+    """acceptance.sh and the plan's check, each run in a checkout at a path of its own: at base
+    both fail on the tree's own add (the installed copy adds), at the merge commit both pass."""
+    out, _ = layouts.replay("src", 2, 4)
     project = layouts.src
-    tree = tmp_path / "view"
-    git(
-        project.repo, "worktree", "add", "-q", "--detach", str(tree), project.merged[2].merge + "^1"
+    plan = json.loads((out / "hidden" / "pr-2" / "plan.json").read_text())
+    env = {"PATH": project.env["PATH"], "TMPDIR": str(tmp_path)}
+    merge = project.merged[2].merge
+    for commit, status in ((f"{merge}^1", 1), (merge, 0)):
+        tree = tmp_path / f"view-{status}"
+        git(project.repo, "worktree", "add", "-q", "--detach", str(tree), commit)
+        try:
+            acceptance = run_in(tree, [str(out / "hidden" / "pr-2" / "acceptance.sh")], env)
+            (tree / "tests" / "test_add.py").write_text(SRC_TEST_ADD)
+            check = run_in(tree, plan["checks"][0]["argv"], env)
+        finally:
+            git(project.repo, "worktree", "remove", "--force", str(tree))
+        for run in (acceptance, check):
+            assert run.returncode == status, run.stdout + run.stderr
+            assert ("assert -1 == 5" in run.stdout) == bool(status), run.stdout
+
+
+def run_in(tree: Path, argv: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        argv, cwd=tree, capture_output=True, text=True, env=env, check=False, timeout=120
     )
-    try:
-        env = {"PATH": project.env["PATH"], "TMPDIR": str(tmp_path)}
-        acceptance = subprocess.run(
-            [str(out / "hidden" / "pr-2" / "acceptance.sh")],
-            cwd=tree,
-            capture_output=True,
-            text=True,
-            env=env,
-            check=False,
-            timeout=120,
-        )
-        assert acceptance.returncode == 1, acceptance.stdout + acceptance.stderr
-        assert "assert -1 == 5" in acceptance.stdout
-        (tree / "tests" / "test_add.py").write_text(SRC_TEST_ADD)
-        plan = json.loads((out / "hidden" / "pr-2" / "plan.json").read_text())
-        check = subprocess.run(
-            plan["checks"][0]["argv"],
-            cwd=tree,
-            capture_output=True,
-            text=True,
-            env=env,
-            check=False,
-            timeout=120,
-        )
-        assert check.returncode == 1, check.stdout + check.stderr
-        assert "assert -1 == 5" in check.stdout
-    finally:
-        git(project.repo, "worktree", "remove", "--force", str(tree))
 
 
 def test_a_flat_layout_builds_its_task_with_the_worktree_under_test(layouts: Layouts) -> None:
-    out, skipped = layouts.replay(layouts.flat, "flat", 2)
+    out, skipped = layouts.replay("flat", 2)
     assert skipped == {}
     approval = (out / "tasks" / "pr-2" / "approval.md").read_text()
     assert "Initial failure at base: test-failure" in approval
@@ -260,7 +253,7 @@ def test_a_flat_layout_builds_its_task_with_the_worktree_under_test(layouts: Lay
 def test_an_installed_copy_that_still_wins_is_the_skip_reason(layouts: Layouts) -> None:
     """A package folder no configuration replay reads names: the tests import the installed
     HEAD copy, and the skip says so instead of `initial failure does not reproduce`."""
-    _, skipped = layouts.replay(layouts.lib, "lib", 2)
+    _, skipped = layouts.replay("lib", 2)
     where = layouts.heads["lib"] / "lib" / "gadget" / "__init__.py"
     assert skipped[2].startswith(
         "code under test is not the worktree's at base: the tests imported gadget from "
@@ -275,7 +268,7 @@ def test_a_cohort_over_src_tasks_runs_sealed_with_the_worktree_under_test(
     visible inside (its checkout mounted): the recipe that writes the fix is correct on both, the
     one that changes nothing is accepted on neither (the installed copy would accept it)."""
     del forge_dirs
-    cohort_dir, skipped = layouts.replay(layouts.src, "src-cohort", 2, 4)
+    cohort_dir, skipped = layouts.replay("src", 2, 4)
     assert skipped == {}
     (tmp_path / "ctl").mkdir()
     answers = tmp_path / "answers.json"
