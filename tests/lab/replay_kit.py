@@ -211,11 +211,15 @@ class Project:
 
     # -- the verb ----------------------------------------------------------------------------
 
-    def replay(self, out: Path, *prs: int) -> subprocess.CompletedProcess[str]:
+    def replay(
+        self, out: Path, *prs: int, python: Path | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        """`forge evaluate replay` of `prs` with `--python` the project's (or `python`)."""
         argv = [sys.executable, "-m", "forge.cli", "evaluate", "replay", "--repo", REPO]
         for number in prs:
             argv += ["--pr", str(number)]
-        argv += ["--source", str(self.repo), "--out", str(out), "--python", str(self.python)]
+        argv += ["--source", str(self.repo), "--out", str(out)]
+        argv += ["--python", str(python or self.python)]
         return subprocess.run(
             argv, capture_output=True, text=True, env=self.env, timeout=300, check=False
         )

@@ -47,6 +47,8 @@ class Layouts:
     root: Path
     python: Path
     """The project interpreter: a real virtualenv holding pytest and the three HEAD installs."""
+    bare_python: Path
+    """An interpreter with pytest and none of the projects installed."""
     src: Project
     flat: Project
     lib: Project
@@ -163,10 +165,13 @@ def layouts(tmp_path_factory: pytest.TempPathFactory) -> Layouts:
     for name, project in projects.items():
         heads[name] = root / "checkouts" / name
         git(root, "clone", "-q", str(project.repo), str(heads[name]))
+    bare_python = projects["src"].python
     python = project_venv(root, heads)
     for project in projects.values():
         project.python = python
-    return Layouts(root, python, projects["src"], projects["flat"], projects["lib"], heads)
+    return Layouts(
+        root, python, bare_python, projects["src"], projects["flat"], projects["lib"], heads
+    )
 
 
 def installed(layouts: Layouts, module: str, cwd: Path) -> str:
@@ -208,6 +213,16 @@ def test_a_src_layout_builds_both_tasks_with_the_worktree_under_test(layouts: La
         "pytest",
         "-q",
     )
+
+
+def test_a_src_layout_builds_with_no_install_at_all(layouts: Layouts) -> None:
+    """The first symptom of the issue: nothing installed, `No module named 'widget'` at base."""
+    out = layouts.root / "out-src-bare"
+    result = layouts.src.replay(out, 2, python=layouts.bare_python)
+    assert result.returncode == 0, result.stderr
+    assert "pr-2: built" in result.stdout, result.stdout
+    approval = (out / "tasks" / "pr-2" / "approval.md").read_text()
+    assert "failing: tests/test_add.py::test_add" in approval
 
 
 def test_the_src_tasks_files_judge_the_tree_not_the_installed_copy(
