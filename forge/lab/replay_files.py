@@ -193,8 +193,8 @@ def approval_markdown(facts: TaskFacts, pins: Sequence[tuple[str, str]], *, sand
         *(f"  - {nodeid}" for nodeid in facts.nodeids),
         f"- Import: {facts.layout.describe()}; every run of the tests, here and in each view "
         "of an attempt, imports the tree's own code",
-        "  - the project's modules, imported from the tree at base and at merge: "
-        + (", ".join(facts.layout.names) or "(none found)"),
+        "  - the project's top-level names, each checked to come from the tree whenever a run "
+        "here imported it: " + (", ".join(facts.layout.names) or "(none found)"),
         f"- Test runs: {sandbox}",
         "",
         "## Hidden artifacts",

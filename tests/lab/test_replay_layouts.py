@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from forge.attempt.plan import decode_plan
+from forge.attempt.regression import rerun_argv
 
 from .kit import INTERPRETER_MOUNTS, git
 from .replay_kit import CALC, Project, write_exec
@@ -34,6 +35,7 @@ MUL3 = "\n\ndef mul3(a: int, b: int, c: int) -> int:\n    return a * b * c\n"
 SRC_TEST_MUL3 = (
     "from widget.calc import mul3\n\n\ndef test_mul3():\n    assert mul3(1, 2, 3) == 6\n"
 )
+TEST_ADD_ID = "tests/test_add.py::test_add"
 FLAT_TEST_ADD = "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
 LIB_SETUP = (
     "from setuptools import setup\n\n"
@@ -199,6 +201,7 @@ def test_a_src_layout_builds_both_tasks_with_the_worktree_under_test(layouts: La
     assert "Initial failure at base: test-failure" in approval
     assert "failing: tests/test_add.py::test_add" in approval
     assert "src layout (src/ holds Python code): PYTHONPATH=<tree>/src" in approval
+    assert "whenever a run here imported it: widget\n" in approval
     compile_approval = (out / "tasks" / "pr-4" / "approval.md").read_text()
     assert "Initial failure at base: test-compile" in compile_approval
     assert "identifiers the hidden tests need: widget.calc.mul3" in compile_approval
@@ -228,8 +231,9 @@ def test_a_src_layout_builds_with_no_install_at_all(layouts: Layouts) -> None:
 def test_the_src_tasks_files_judge_the_tree_not_the_installed_copy(
     layouts: Layouts, tmp_path: Path
 ) -> None:
-    """acceptance.sh and the plan's check, each run in a checkout at a path of its own: at base
-    both fail on the tree's own add (the installed copy adds), at the merge commit both pass."""
+    """acceptance.sh, the plan's check and the Lab's re-run of one failed test from it, each run
+    in a checkout at a path of its own: at base all fail on the tree's own add (the installed
+    copy adds), at the merge commit all pass."""
     out, _ = layouts.replay("src", 2, 4)
     project = layouts.src
     plan = json.loads((out / "hidden" / "pr-2" / "plan.json").read_text())
@@ -242,9 +246,10 @@ def test_the_src_tasks_files_judge_the_tree_not_the_installed_copy(
             acceptance = run_in(tree, [str(out / "hidden" / "pr-2" / "acceptance.sh")], env)
             (tree / "tests" / "test_add.py").write_text(SRC_TEST_ADD)
             check = run_in(tree, plan["checks"][0]["argv"], env)
+            rerun = run_in(tree, [*rerun_argv(plan["checks"][0]["argv"], TEST_ADD_ID)], env)
         finally:
             git(project.repo, "worktree", "remove", "--force", str(tree))
-        for run in (acceptance, check):
+        for run in (acceptance, check, rerun):
             assert run.returncode == status, run.stdout + run.stderr
             assert ("assert -1 == 5" in run.stdout) == bool(status), run.stdout
 
