@@ -191,6 +191,7 @@ BROWSER = Area("browser", "the Chromium the server hosts, one process per profil
 DOCUMENTS = Area("documents", "what a client may read as a document")
 LOG = Area("log", "the supervisor's JSON-lines log")
 LAB = Area("lab", "how `forge evaluate` runs a cohort's attempts")
+AGENT = Area("agent", "the coding agent (Claude Code) an agent seat runs")
 
 AREAS: tuple[Area, ...] = (
     SERVER,
@@ -204,6 +205,7 @@ AREAS: tuple[Area, ...] = (
     DOCUMENTS,
     LOG,
     LAB,
+    AGENT,
 )
 
 KEYS: tuple[Key, ...] = (
@@ -642,6 +644,16 @@ KEYS: tuple[Key, ...] = (
         required=True,
         note="files each process of an attempt may hold open; an open past it fails inside the "
         "recipe (EMFILE); read as a run starts",
+    ),
+    Key(
+        AGENT,
+        "cli_path",
+        kind="string",
+        reload="not_read_yet",
+        rule=Text(),
+        default=None,
+        note="a Claude Code CLI of your own (`claude`); unset is the one bundled in the agent "
+        "SDK's wheel, else `claude` on PATH; for agent seats (the supervisor starts none yet)",
     ),
 )
 

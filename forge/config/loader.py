@@ -29,6 +29,7 @@ from forge.config.locate import (
     syntax_error_line,
 )
 from forge.config.model import (
+    AgentConfig,
     BrowserConfig,
     ClientConfig,
     DictateConfig,
@@ -385,6 +386,11 @@ def _typed(resolved: Mapping[str, Any], base: Path) -> ForgeConfig:
             piper_model=_path(resolved["tts"]["piper_model"], base)
             if resolved["tts"]["piper_model"]
             else None,
+        ),
+        agent=AgentConfig(
+            cli_path=_path(resolved["agent"]["cli_path"], base)
+            if resolved["agent"]["cli_path"]
+            else None
         ),
     )
 

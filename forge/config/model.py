@@ -114,6 +114,12 @@ class LabConfig:
 
 
 @dataclass(frozen=True)
+class AgentConfig:
+    cli_path: Path | None = None
+    """A `claude` of the person's own; None: the agent SDK's bundled CLI, else `claude` on PATH."""
+
+
+@dataclass(frozen=True)
 class ForgeConfig:
     server: ServerConfig
     client: ClientConfig
@@ -126,6 +132,7 @@ class ForgeConfig:
     log: LogConfig
     lab: LabConfig
     tts: TtsConfig = TtsConfig()
+    agent: AgentConfig = AgentConfig()
 
     def project(self, org: str, name: str) -> ProjectConfig | None:
         """The configured project `org/name`, or None (a seat of an unknown project is refused)."""

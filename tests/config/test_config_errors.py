@@ -44,8 +44,8 @@ REFUSALS = [
      "expected an integer from 1 to 1024, got 0"),
     ('server = "x"\n', 1, "server", 'expected a table, got "x"'),
     ("[sever]\nport = 1\n", 1, "sever",
-     "unknown key; forge.toml has browser, client, dictate, documents, lab, log, orgs, projects, "
-     "server, terminal, tts"),
+     "unknown key; forge.toml has agent, browser, client, dictate, documents, lab, log, orgs, "
+     "projects, server, terminal, tts"),
     ("[server]\nport = 1\nprot = 2\n", 3, "server.prot",
      "unknown key; [server] has allowed_origins, auth, bind, ping_interval_s, ping_timeout_s, "
      "port, tls_cert, tls_key, watchdog_s, write_timeout_s"),
