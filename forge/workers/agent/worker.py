@@ -1,0 +1,98 @@
+"""The agent worker: the SDK and a CLI are checked before hello, then one session per `start`.
+
+The session (`session.AgentSession`, which imports the SDK) is loaded only after `setup` found
+the SDK, so a supervisor without `forge[agent]` gets a `failed` row whose reason names the
+install command rather than a crash loop. A CLI that ends unasked ends the worker too: the
+manager restarts it and the supervisor resumes the session by id.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from forge.ipc.errors import RequestFailed, WorkerConfigError
+from forge.ipc.worker import Worker, handles
+from forge.workers.agent.locate import find_cli, require_sdk, seat_folder
+from forge.workers.agent.protocol import (
+    AGENT,
+    Answer,
+    Answered,
+    ContextUsage,
+    GetContextUsage,
+    Interrupt,
+    Interrupted,
+    Prompt,
+    PromptAccepted,
+    SeatConfig,
+    SetModel,
+    SetPermissionMode,
+    Start,
+    Started,
+    Stop,
+    Stopped,
+)
+
+
+class AgentHost(Worker):
+    kind = AGENT.kind
+
+    async def setup(self) -> None:
+        try:
+            config = msgspec.convert(dict(self.config), SeatConfig)
+        except msgspec.ValidationError as error:
+            raise WorkerConfigError(f"agent seat config: {error}") from None
+        cwd = seat_folder(config.cwd)
+        cli_path = find_cli(config.cli_path, require_sdk())
+        from forge.workers.agent.session import AgentSession
+
+        self.session = AgentSession(
+            cwd=cwd,
+            cli_path=cli_path,
+            model=config.model,
+            permission_mode=config.permission_mode,
+            emit=self.emit,
+            lost=self.request_stop,
+        )
+
+    @handles(Start)
+    async def start(self, request: Start) -> Started:
+        if self.session.started:
+            raise RequestFailed("already_started", "the agent's session is running (stop it first)")
+        try:
+            await self.session.start(request.session_id)
+        except Exception as error:
+            self.log.warning("agent_cli_start_failed", reason=str(error))
+            raise RequestFailed("cli_failed", f"Claude Code did not start: {error}") from None
+        return Started(cli_path=str(self.session.cli_path), resumed=request.session_id)
+
+    @handles(Prompt)
+    async def prompt(self, request: Prompt) -> PromptAccepted:
+        return await self.session.prompt(request.text)
+
+    @handles(Interrupt)
+    async def interrupt(self, request: Interrupt) -> Interrupted:
+        return Interrupted(interrupted=await self.session.interrupt())
+
+    @handles(Answer)
+    async def answer(self, request: Answer) -> Answered:
+        await self.session.answer(request.ask_id, request.decision)
+        return Answered(ask_id=request.ask_id)
+
+    @handles(SetPermissionMode)
+    async def set_permission_mode(self, request: SetPermissionMode) -> None:
+        await self.session.set_permission_mode(request.mode)
+
+    @handles(SetModel)
+    async def set_model(self, request: SetModel) -> None:
+        await self.session.set_model(request.model)
+
+    @handles(GetContextUsage)
+    async def get_context_usage(self, request: GetContextUsage) -> ContextUsage:
+        return await self.session.context_usage()
+
+    @handles(Stop)
+    async def stop(self, request: Stop) -> Stopped:
+        return Stopped(killed=await self.session.close())
+
+    async def teardown(self) -> None:
+        await self.session.close()
