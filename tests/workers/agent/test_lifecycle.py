@@ -1,0 +1,178 @@
+"""An agent worker's life: refused without its pieces, a refused credential as a sentence, killed
+mid-turn and resumed by session id, and stopped with nothing of the CLI left behind."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+
+import psutil
+import pytest
+
+from forge.ipc.manager import WorkerState
+from forge.procs import descendants, is_live
+from forge.testing.model_server import ModelServer
+from forge.workers.agent.protocol import (
+    INSTALL_COMMAND,
+    AllowOnce,
+    Answer,
+    PermissionAsk,
+    Problem,
+    Prompt,
+    PromptLifecycle,
+    Result,
+    SessionStarted,
+    Start,
+    Stop,
+)
+from tests.workers.agent.conftest import AgentSeat, script
+
+pytestmark = pytest.mark.timeout(300)
+
+MakeSeat = Callable[[ModelServer], AgentSeat]
+
+
+def ended(prompt_id: int) -> Callable[[PromptLifecycle], bool]:
+    return lambda event: event.prompt_id == prompt_id and event.phase == "ended"
+
+
+async def test_a_cli_path_that_is_no_program_fails_the_seat_naming_it(
+    make_seat: MakeSeat, tmp_path: Path
+) -> None:
+    async with ModelServer(script({"say": "unused"})) as server:
+        seat = make_seat(server)
+        handle = seat.launch(cli_path=str(tmp_path / "no-claude-here"))
+        row = await handle.wait_for(lambda row: row.state is WorkerState.FAILED, within=60)
+    assert row.restarts == 0
+    assert row.last_reason is not None
+    assert "[agent] cli_path" in row.last_reason
+    assert "no-claude-here" in row.last_reason
+
+
+async def test_without_the_sdk_the_seat_fails_naming_the_install_command(
+    make_seat: MakeSeat, tmp_path: Path
+) -> None:
+    shadow = tmp_path / "shadow" / "claude_agent_sdk"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text("raise ImportError('No module named claude_agent_sdk')\n")
+    async with ModelServer(script({"say": "unused"})) as server:
+        seat = make_seat(server)
+        env = {**seat.env(), "PYTHONPATH": str(shadow.parent)}
+        handle = seat.launch(env=env)
+        row = await handle.wait_for(lambda row: row.state is WorkerState.FAILED, within=60)
+    assert row.last_reason is not None
+    assert INSTALL_COMMAND in row.last_reason
+
+
+async def test_a_refused_key_is_a_sentence_and_ends_the_turn(make_seat: MakeSeat) -> None:
+    refused = {"fail": {"status": 401, "message": "invalid x-api-key"}}
+    async with ModelServer(script(refused, refused, refused)) as server:
+        seat = make_seat(server)
+        await seat.start()
+        accepted = await seat.call(Prompt(text="Hello?"))
+        end = await seat.next(PromptLifecycle, ended(accepted.prompt_id))
+        await seat.stop()
+    assert end.outcome == "failed"
+    problem = seat.of(Problem)[0]
+    assert problem.code == "credentials_refused"
+    assert "401" in problem.message
+    assert "ANTHROPIC_API_KEY" in problem.message
+
+
+async def test_no_credential_at_all_is_a_sentence(make_seat: MakeSeat) -> None:
+    async with ModelServer(script({"say": "unused"})) as server:
+        seat = make_seat(server)
+        await seat.start(env=seat.env(api_key=None))
+        accepted = await seat.call(Prompt(text="Hello?"))
+        end = await seat.next(PromptLifecycle, ended(accepted.prompt_id))
+        await seat.stop()
+    assert end.outcome == "failed"
+    [problem] = seat.of(Problem)
+    assert problem.code == "credentials_refused"
+    assert "/login" in problem.message
+    assert server.message_requests() == []
+
+
+async def test_a_worker_killed_mid_turn_is_restarted_and_resumes_its_session(
+    make_seat: MakeSeat,
+) -> None:
+    played = script(
+        {"say": "The first answer."},
+        {
+            "when": {"user_text": "Second question."},
+            "say": "Cut off by a kill.",
+            "stall": {"after": 1},
+        },
+        {"when": {"user_text": "Third question."}, "say": "Resumed."},
+    )
+    async with ModelServer(played) as server:
+        seat = make_seat(server)
+        handle = await seat.start()
+        first = await seat.call(Prompt(text="First question."))
+        await seat.next(PromptLifecycle, ended(first.prompt_id))
+        session_id = seat.of(SessionStarted)[0].session_id
+        await seat.call(Prompt(text="Second question."))
+        held = await server.wait_stalled()
+        os.kill(handle.pid or 0, signal.SIGKILL)
+        row = await handle.wait_for(
+            lambda row: row.restarts == 1 and row.state is WorkerState.READY
+        )
+        await server.wait_for(lambda: held.outcome == "left")
+        since = len(seat.events)
+        await seat.call(Start(session_id=session_id))
+        third = await seat.call(Prompt(text="Third question."))
+        await seat.next(PromptLifecycle, ended(third.prompt_id), since=since)
+        await seat.stop()
+    assert row.last_exit == "SIGKILL"
+    assert seat.of(Result, since)[-1].text == "Resumed."
+    resumed = server.message_requests()[-1].body
+    said = [str(message["content"]) for message in resumed["messages"]]
+    assert any("First question." in text for text in said)
+    assert any("The first answer." in text for text in said)
+
+
+@contextlib.asynccontextmanager
+async def fifo_written(path: Path) -> AsyncIterator[asyncio.Future[None]]:
+    """A FIFO at `path` and a future that resolves once a writer has written to it."""
+    os.mkfifo(path)
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    loop = asyncio.get_running_loop()
+    written: asyncio.Future[None] = loop.create_future()
+
+    def readable() -> None:
+        if os.read(fd, 64) and not written.done():
+            written.set_result(None)
+
+    loop.add_reader(fd, readable)
+    try:
+        yield written
+    finally:
+        loop.remove_reader(fd)
+        os.close(fd)
+
+
+async def test_stop_ends_the_cli_and_the_tools_it_runs(make_seat: MakeSeat, tmp_path: Path) -> None:
+    fifo = tmp_path / "started"
+    played = script({"bash": f"echo started > {fifo}; sleep 300"}, {"say": "unreached"})
+    async with ModelServer(played) as server, fifo_written(fifo) as started:
+        seat = make_seat(server)
+        handle = await seat.start()
+        await seat.call(Prompt(text="Wait a while."))
+        ask = await seat.next(PermissionAsk)
+        await seat.call(Answer(ask_id=ask.ask_id, decision=AllowOnce()))
+        await started
+        assert handle.pid is not None
+        tree = descendants(handle.pid)
+        names = {psutil.Process(pid).name() for pid in tree}
+        assert "sleep" in names, names
+        stopped = await seat.call(Stop())
+        left = [pid for pid in tree if is_live(pid)]
+        assert handle.row.state is WorkerState.READY, "the worker outlives its session"
+    assert left == []
+    assert stopped.killed is not None
+    [end] = [e for e in seat.of(PromptLifecycle) if e.phase == "ended"]
+    assert end.outcome == "dropped"
