@@ -10,7 +10,6 @@ import signal
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
-import psutil
 import pytest
 
 from forge.ipc.manager import WorkerState
@@ -69,8 +68,10 @@ async def test_without_the_sdk_the_seat_fails_naming_the_install_command(
 
 
 async def test_a_refused_key_is_a_sentence_and_ends_the_turn(make_seat: MakeSeat) -> None:
+    """The CLI retries a 401 ten times with a growing backoff (minutes): the seat must not wait
+    through that, so the first refusal ends the turn."""
     refused = {"fail": {"status": 401, "message": "invalid x-api-key"}}
-    async with ModelServer(script(refused, refused, refused)) as server:
+    async with ModelServer(script(*[refused] * 12)) as server:
         seat = make_seat(server)
         await seat.start()
         accepted = await seat.call(Prompt(text="Hello?"))
@@ -81,6 +82,7 @@ async def test_a_refused_key_is_a_sentence_and_ends_the_turn(make_seat: MakeSeat
     assert problem.code == "credentials_refused"
     assert "401" in problem.message
     assert "ANTHROPIC_API_KEY" in problem.message
+    assert len(server.message_requests()) <= 2, "the CLI's retries were cut short"
 
 
 async def test_no_credential_at_all_is_a_sentence(make_seat: MakeSeat) -> None:
@@ -136,43 +138,48 @@ async def test_a_worker_killed_mid_turn_is_restarted_and_resumes_its_session(
 
 
 @contextlib.asynccontextmanager
-async def fifo_written(path: Path) -> AsyncIterator[asyncio.Future[None]]:
-    """A FIFO at `path` and a future that resolves once a writer has written to it."""
+async def fifo_line(path: Path) -> AsyncIterator[asyncio.Future[str]]:
+    """A FIFO at `path` and a future of the first line a writer writes to it."""
     os.mkfifo(path)
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     loop = asyncio.get_running_loop()
-    written: asyncio.Future[None] = loop.create_future()
+    line: asyncio.Future[str] = loop.create_future()
+    got = bytearray()
 
     def readable() -> None:
-        if os.read(fd, 64) and not written.done():
-            written.set_result(None)
+        got.extend(os.read(fd, 64))
+        if b"\n" in got and not line.done():
+            line.set_result(got.split(b"\n")[0].decode())
 
     loop.add_reader(fd, readable)
     try:
-        yield written
+        yield line
     finally:
         loop.remove_reader(fd)
         os.close(fd)
 
 
 async def test_stop_ends_the_cli_and_the_tools_it_runs(make_seat: MakeSeat, tmp_path: Path) -> None:
-    fifo = tmp_path / "started"
-    played = script({"bash": f"echo started > {fifo}; sleep 300"}, {"say": "unreached"})
-    async with ModelServer(played) as server, fifo_written(fifo) as started:
+    fifo = tmp_path / "escaped"
+    # A tool process in the CLI's reach, and one that left for a session of its own (setsid, as a
+    # daemon would) and says its pid once it has.
+    command = f"setsid sh -c 'echo $$ > {fifo}; exec sleep 301' & sleep 300"
+    played = script({"bash": command}, {"say": "unreached"})
+    async with ModelServer(played) as server, fifo_line(fifo) as escaped_line:
         seat = make_seat(server)
         handle = await seat.start()
         await seat.call(Prompt(text="Wait a while."))
         ask = await seat.next(PermissionAsk)
         await seat.call(Answer(ask_id=ask.ask_id, decision=AllowOnce()))
-        await started
+        escaped = int(await escaped_line)
         assert handle.pid is not None
         tree = descendants(handle.pid)
-        names = {psutil.Process(pid).name() for pid in tree}
-        assert "sleep" in names, names
+        assert escaped in tree
+        assert os.getsid(escaped) != os.getsid(handle.pid)
         stopped = await seat.call(Stop())
         left = [pid for pid in tree if is_live(pid)]
         assert handle.row.state is WorkerState.READY, "the worker outlives its session"
     assert left == []
-    assert stopped.killed is not None
+    assert set(stopped.killed) <= set(tree)
     [end] = [e for e in seat.of(PromptLifecycle) if e.phase == "ended"]
     assert end.outcome == "dropped"
