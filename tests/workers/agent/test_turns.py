@@ -213,3 +213,25 @@ async def test_a_prompt_sent_during_a_turn_waits_for_it(make_seat: MakeSeat) -> 
         "The first answer, slowly.",
         "The second answer.",
     ]
+
+
+async def test_an_interrupt_withdraws_a_pending_ask_and_the_call_never_runs(
+    make_seat: MakeSeat,
+) -> None:
+    played = script({"bash": "echo hi > f.txt"}, {"say": "unreached"})
+    async with ModelServer(played) as server:
+        seat = make_seat(server)
+        await seat.start()
+        accepted = await seat.call(Prompt(text="Make f.txt."))
+        ask = await seat.next(PermissionAsk)
+        assert (await seat.call(Interrupt())).interrupted
+        cut = await seat.next(PromptLifecycle, ended(accepted.prompt_id))
+        await seat.next(AskEnded)
+        with pytest.raises(RequestFailed) as late:
+            await seat.call(Answer(ask_id=ask.ask_id, decision=AllowOnce()))
+        await seat.stop()
+    assert cut.outcome == "interrupted"
+    assert seat.of(AskEnded) == [AskEnded(ask_id=ask.ask_id, outcome="withdrawn")]
+    assert late.value.code == "unknown_ask"
+    assert not (seat.work / "f.txt").exists()
+    assert len(server.message_requests()) == 1
