@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -149,15 +149,21 @@ class AgentSession:
         await self._emit(AskEnded(ask_id=ask_id, outcome="answered"))
 
     async def set_permission_mode(self, mode: PermissionMode) -> None:
-        await self._require().set_permission_mode(mode)
+        client = self._require()
+        with _cli_refusal():
+            await client.set_permission_mode(mode)
         self._mode = mode
 
     async def set_model(self, model: str | None) -> None:
-        await self._require().set_model(model)
+        client = self._require()
+        with _cli_refusal():
+            await client.set_model(model)
         self._model = model
 
     async def context_usage(self) -> ContextUsage:
-        usage = await self._require().get_context_usage()
+        client = self._require()
+        with _cli_refusal():
+            usage = await client.get_context_usage()
         return ContextUsage(
             total_tokens=int(usage.get("totalTokens", 0)),
             max_tokens=int(usage.get("maxTokens", 0)),
@@ -299,6 +305,17 @@ class AgentSession:
             if self._asks.pop(ask_id, None) is not None:
                 self._later(self._emit(AskEnded(ask_id=ask_id, outcome="withdrawn")))
             raise
+
+
+@contextlib.contextmanager
+def _cli_refusal() -> Iterator[None]:
+    """A control request the CLI refused, as `cli_refused` with the CLI's own sentence."""
+    try:
+        yield
+    except RequestFailed:
+        raise
+    except Exception as error:
+        raise RequestFailed("cli_refused", f"Claude Code refused: {error}") from None
 
 
 def _result_for(ask: _Ask, decision: Decision) -> PermissionResult:

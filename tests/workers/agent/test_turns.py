@@ -11,6 +11,7 @@ from forge.ipc.errors import RequestFailed
 from forge.testing.model_conversation import tool_results, user_text
 from forge.testing.model_server import ModelServer
 from forge.workers.agent.protocol import (
+    AllowAlways,
     AllowOnce,
     Answer,
     AskEnded,
@@ -18,12 +19,15 @@ from forge.workers.agent.protocol import (
     Choose,
     Delta,
     Deny,
+    GetContextUsage,
     Interrupt,
     PermissionAsk,
     Prompt,
     PromptLifecycle,
     QuestionAsk,
     Result,
+    SetModel,
+    SetPermissionMode,
     TextBlock,
     ToolResult,
     ToolUseBlock,
@@ -235,3 +239,62 @@ async def test_an_interrupt_withdraws_a_pending_ask_and_the_call_never_runs(
     assert late.value.code == "unknown_ask"
     assert not (seat.work / "f.txt").exists()
     assert len(server.message_requests()) == 1
+
+
+async def test_allow_always_applies_the_clis_suggestion_so_the_same_call_is_not_asked_again(
+    make_seat: MakeSeat,
+) -> None:
+    command = "sh -c 'echo again'"
+    played = script(
+        {"bash": command},
+        {"when": {"tool_result": "Bash"}, "bash": command},
+        {"when": {"tool_result": "Bash"}, "say": "Twice."},
+    )
+    async with ModelServer(played) as server:
+        seat = make_seat(server)
+        await seat.start()
+        accepted = await seat.call(Prompt(text="Echo twice."))
+        ask = await seat.next(PermissionAsk)
+        await seat.call(Answer(ask_id=ask.ask_id, decision=AllowAlways()))
+        await seat.next(PromptLifecycle, ended(accepted.prompt_id))
+        await seat.stop()
+    assert ask.suggestions, "the CLI suggests a rule for the command"
+    assert [a.ask_id for a in seat.of(PermissionAsk)] == [ask.ask_id]
+    assert [r.text for r in seat.of(ToolResult)] == ["again", "again"]
+    # The CLI's suggestion keeps the rule in the seat's own .claude/settings.local.json.
+    assert command in (seat.work / ".claude" / "settings.local.json").read_text()
+    assert seat.of(Result)[-1].text == "Twice."
+
+
+async def test_mode_model_and_context_usage_change_and_read_the_running_session(
+    make_seat: MakeSeat,
+) -> None:
+    async with ModelServer(script({"say": "unused"})) as server:
+        seat = make_seat(server)
+        target = seat.work / "made.txt"
+        server.script = script(
+            {
+                "when": {"user_text": "Write it."},
+                "write": {"file_path": str(target), "content": "unasked\n"},
+            },
+            {"when": {"tool_result": "Write"}, "say": "Written."},
+            {"say": "Hi."},  # the CLI tries a model it does not know with a "Hi" of its own
+        )
+        await seat.start(model="claude-forge-first")
+        with pytest.raises(RequestFailed) as refused:
+            await seat.call(SetPermissionMode(mode="bypassPermissions"))
+        await seat.call(SetPermissionMode(mode="acceptEdits"))
+        await seat.call(SetModel(model="claude-forge-second"))
+        accepted = await seat.call(Prompt(text="Write it."))
+        await seat.next(PromptLifecycle, ended(accepted.prompt_id))
+        usage = await seat.call(GetContextUsage())
+        await seat.stop()
+    assert refused.value.code == "cli_refused"
+    assert "bypassPermissions" in refused.value.message
+    assert seat.of(PermissionAsk) == [], "acceptEdits writes without an ask"
+    assert target.read_text() == "unasked\n"
+    assert {r.body["model"] for r in server.message_requests()} == {"claude-forge-second"}
+    assert seat.of(Result)[-1].text == "Written."
+    assert usage.model == "claude-forge-second"
+    assert usage.total_tokens > 0
+    assert usage.categories
