@@ -24,6 +24,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
+from forge.ipc.policy import LifecycleTimings
 from forge.ipc.protocol import WorkerEvent, WorkerProtocol, WorkerRequest
 
 INSTALL_COMMAND = "pip install 'forge-supervisor[agent]'"
@@ -342,6 +343,8 @@ class Problem(WorkerEvent, tag="problem", frozen=True):
 AGENT = WorkerProtocol(
     kind="agent",
     module="forge.workers.agent",
+    # Ending a session closes the CLI (which takes seconds to leave mid-turn) and its tools.
+    timings=LifecycleTimings(stop_timeout=15.0),
     requests=(Start, Prompt, Interrupt, Answer, SetPermissionMode, SetModel, GetContextUsage, Stop),
     events=(
         SessionStarted,

@@ -180,6 +180,7 @@ class AgentSession:
         started that outlived it; the pids killed."""
         self._closing = True
         self._withdraw_asks("the session stopped")
+        busy = self._turns.running is not None
         for dropped in self._turns.clear():
             await self._emit(
                 PromptLifecycle(
@@ -189,6 +190,10 @@ class AgentSession:
         client, self._client = self._client, None
         started = descendants(os.getpid())
         if client is not None:
+            if busy:
+                # A CLI mid-turn ignores the end of its input for seconds; an idle one leaves.
+                with contextlib.suppress(Exception):
+                    await client.interrupt()
             await client.disconnect()
         if self._reader is not None:
             self._reader.cancel()
