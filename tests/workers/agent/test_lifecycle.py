@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from forge.ipc.errors import RequestFailed
 from forge.ipc.manager import WorkerState
 from forge.procs import descendants, is_live
 from forge.testing.model_server import ModelServer
@@ -183,3 +184,34 @@ async def test_stop_ends_the_cli_and_the_tools_it_runs(make_seat: MakeSeat, tmp_
     assert set(stopped.killed) <= set(tree)
     [end] = [e for e in seat.of(PromptLifecycle) if e.phase == "ended"]
     assert end.outcome == "dropped"
+
+
+async def test_an_ask_pending_when_the_worker_dies_never_runs_and_the_resumed_session_goes_on(
+    make_seat: MakeSeat,
+) -> None:
+    played = script(
+        {"bash": "echo hi > f.txt"},
+        {"when": {"user_text": "Go on."}, "say": "Going on."},
+    )
+    async with ModelServer(played) as server:
+        seat = make_seat(server)
+        handle = await seat.start()
+        await seat.call(Prompt(text="Make f.txt."))
+        ask = await seat.next(PermissionAsk)
+        session_id = seat.of(SessionStarted)[0].session_id
+        assert handle.pid is not None
+        os.kill(handle.pid, signal.SIGKILL)
+        await handle.wait_for(lambda row: row.restarts == 1 and row.state is WorkerState.READY)
+        since = len(seat.events)
+        await seat.call(Start(session_id=session_id))
+        with pytest.raises(RequestFailed) as gone:
+            await seat.call(Answer(ask_id=ask.ask_id, decision=AllowOnce()))
+        resumed = await seat.call(Prompt(text="Go on."))
+        await seat.next(PromptLifecycle, ended(resumed.prompt_id), since=since)
+        await seat.stop()
+    assert gone.value.code == "unknown_ask"
+    assert not (seat.work / "f.txt").exists()
+    assert seat.of(Result, since)[-1].text == "Going on."
+    last = server.message_requests()[-1].body
+    said = [str(message["content"]) for message in last["messages"]]
+    assert any("Make f.txt." in text for text in said), "the resumed conversation keeps the prompt"
