@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from forge.ipc.errors import RequestFailed
-from forge.ipc.manager import WorkerState
+from forge.ipc.manager import WorkerRow, WorkerState
 from forge.procs import descendants, is_live
 from forge.testing.model_server import ModelServer
 from forge.workers.agent.protocol import (
@@ -38,6 +38,10 @@ MakeSeat = Callable[[ModelServer], AgentSeat]
 
 def ended(prompt_id: int) -> Callable[[PromptLifecycle], bool]:
     return lambda event: event.prompt_id == prompt_id and event.phase == "ended"
+
+
+def restarted_once(row: WorkerRow) -> bool:
+    return row.restarts == 1 and row.state is WorkerState.READY
 
 
 async def test_a_cli_path_that_is_no_program_fails_the_seat_naming_it(
@@ -121,9 +125,7 @@ async def test_a_worker_killed_mid_turn_is_restarted_and_resumes_its_session(
         await seat.call(Prompt(text="Second question."))
         held = await server.wait_stalled()
         os.kill(handle.pid or 0, signal.SIGKILL)
-        row = await handle.wait_for(
-            lambda row: row.restarts == 1 and row.state is WorkerState.READY
-        )
+        row = await handle.wait_for(restarted_once)
         await server.wait_for(lambda: held.outcome == "left")
         since = len(seat.events)
         await seat.call(Start(session_id=session_id))
@@ -201,7 +203,7 @@ async def test_an_ask_pending_when_the_worker_dies_never_runs_and_the_resumed_se
         session_id = seat.of(SessionStarted)[0].session_id
         assert handle.pid is not None
         os.kill(handle.pid, signal.SIGKILL)
-        await handle.wait_for(lambda row: row.restarts == 1 and row.state is WorkerState.READY)
+        await handle.wait_for(restarted_once)
         since = len(seat.events)
         await seat.call(Start(session_id=session_id))
         with pytest.raises(RequestFailed) as gone:
@@ -215,3 +217,27 @@ async def test_an_ask_pending_when_the_worker_dies_never_runs_and_the_resumed_se
     last = server.message_requests()[-1].body
     said = [str(message["content"]) for message in last["messages"]]
     assert any("Make f.txt." in text for text in said), "the resumed conversation keeps the prompt"
+
+
+async def test_a_cli_that_dies_is_a_sentence_and_its_worker_is_restarted(
+    make_seat: MakeSeat,
+) -> None:
+    async with ModelServer(script({"say": "Slowly.", "stall": {"after": 1}})) as server:
+        seat = make_seat(server)
+        handle = await seat.start()
+        await seat.call(Prompt(text="Hello?"))
+        await server.wait_stalled()
+        assert handle.pid is not None
+        [cli] = [pid for pid in descendants(handle.pid) if "claude" in " ".join(_cmdline(pid))]
+        os.kill(cli, signal.SIGKILL)
+        problem = await seat.next(Problem)
+        row = await handle.wait_for(restarted_once)
+    assert problem.code == "cli_exited"
+    assert "Claude Code CLI" in problem.message
+    assert row.last_exit == 0
+
+
+def _cmdline(pid: int) -> list[str]:
+    with contextlib.suppress(OSError):
+        return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
+    return []
