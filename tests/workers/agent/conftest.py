@@ -23,7 +23,7 @@ from forge.ipc.manager import WorkerHandle, WorkerManager, WorkerState
 from forge.ipc.protocol import WorkerEvent, WorkerRequest, call
 from forge.testing.model_script import Script, parse_script
 from forge.testing.model_server import QUIET_CLI_ENV, ModelServer
-from forge.workers.agent.protocol import AGENT, Start, Stop
+from forge.workers.agent.protocol import AGENT, PromptLifecycle, Start, Stop
 
 pytest.importorskip("claude_agent_sdk")
 
@@ -118,6 +118,14 @@ class AgentSeat:
     async def stop(self) -> None:
         if self.handle is not None and self.handle.row.state is WorkerState.READY:
             await self.call(Stop())
+
+
+MakeSeat = Callable[[ModelServer], AgentSeat]
+
+
+def ended(prompt_id: int) -> Callable[[PromptLifecycle], bool]:
+    """Accepts the event that ends prompt `prompt_id`."""
+    return lambda event: event.prompt_id == prompt_id and event.phase == "ended"
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ import asyncio
 import contextlib
 import os
 import signal
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -29,15 +29,9 @@ from forge.workers.agent.protocol import (
     Start,
     Stop,
 )
-from tests.workers.agent.conftest import AgentSeat, script
+from tests.workers.agent.conftest import MakeSeat, ended, script
 
 pytestmark = pytest.mark.timeout(300)
-
-MakeSeat = Callable[[ModelServer], AgentSeat]
-
-
-def ended(prompt_id: int) -> Callable[[PromptLifecycle], bool]:
-    return lambda event: event.prompt_id == prompt_id and event.phase == "ended"
 
 
 def restarted_once(row: WorkerRow) -> bool:

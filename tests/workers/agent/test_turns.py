@@ -3,8 +3,6 @@ and the prompt queue, with the real CLI against the scripted model server."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import pytest
 
 from forge.ipc.errors import RequestFailed
@@ -32,15 +30,9 @@ from forge.workers.agent.protocol import (
     ToolResult,
     ToolUseBlock,
 )
-from tests.workers.agent.conftest import AgentSeat, script
+from tests.workers.agent.conftest import MakeSeat, ended, script
 
 pytestmark = pytest.mark.timeout(300)
-
-MakeSeat = Callable[[ModelServer], AgentSeat]
-
-
-def ended(prompt_id: int) -> Callable[[PromptLifecycle], bool]:
-    return lambda event: event.prompt_id == prompt_id and event.phase == "ended"
 
 
 async def test_a_turn_streams_its_text_in_order_then_its_usage_and_cost(
