@@ -343,8 +343,9 @@ class Problem(WorkerEvent, tag="problem", frozen=True):
 AGENT = WorkerProtocol(
     kind="agent",
     module="forge.workers.agent",
-    # Ending a session closes the CLI (which takes seconds to leave mid-turn) and its tools.
-    timings=LifecycleTimings(stop_timeout=15.0),
+    # `setup` imports the agent SDK (6.4 s measured on a 2-core machine at load 26), and ending a
+    # session closes the CLI (seconds mid-turn) and its tools.
+    timings=LifecycleTimings(hello_timeout=60.0, stop_timeout=15.0),
     requests=(Start, Prompt, Interrupt, Answer, SetPermissionMode, SetModel, GetContextUsage, Stop),
     events=(
         SessionStarted,
