@@ -191,7 +191,8 @@ class Stop(WorkerRequest[Stopped], tag="stop", frozen=True):
 
 
 class SessionStarted(WorkerEvent, tag="session_started", frozen=True):
-    """The CLI's session: its id (what `Start` resumes), model, mode and what it offers."""
+    """The CLI's session: its id (what `Start` resumes), model, mode and what it offers. The
+    CLI says it as each turn starts, so it also carries a change of model or mode."""
 
     session_id: str
     model: str | None
