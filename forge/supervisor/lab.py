@@ -33,15 +33,14 @@ import structlog
 from forge.attempt.coordinates import coordinates
 from forge.clock import epoch_ms
 from forge.errors import UserError
-from forge.ipc.errors import RequestFailed, WorkerError
 from forge.ipc.manager import WorkerHandle, WorkerManager
-from forge.ipc.protocol import call
 from forge.lab.evaluate import check_approval, open_run, prepare, run_code
 from forge.lab.live import LiveRun, Update, runs_to_forget
 from forge.lab.runners import RunnerPool
 from forge.lab.scheduler import CohortRun, ProgressEvent
 from forge.logs import get_logger, tee
 from forge.supervisor.processes import WALK_INTERVAL_S, WALK_TIMEOUT_S, moved
+from forge.supervisor.service import WorkerService
 from forge.supervisor.socket.connection import Connection
 from forge.supervisor.socket.core import Supervisor
 from forge.wire import server
@@ -67,27 +66,31 @@ class _Run:
     """Coordinate label -> the runner holding it now."""
 
 
-class LabService:
+class LabService(WorkerService):
+    """`lab_start`, `lab_stop` and the `lab` subject; the runs' process trees while it is held."""
+
+    name = "lab"
+
     def __init__(
         self,
         supervisor: Supervisor,
         manager: WorkerManager,
         walker: Callable[[], WorkerHandle],
     ) -> None:
-        self._supervisor = supervisor
-        self._manager = manager
+        super().__init__(supervisor, manager)
         self._walker = walker
         self.runs: dict[str, _Run] = {}
         self._held = asyncio.Event()
         self._walking: asyncio.Task[None] | None = None
 
     def install(self) -> None:
-        s = self._supervisor
+        s = self.supervisor
         s.register_verb(LabStart, self.lab_start)
         s.register_verb(LabStop, self.lab_stop)
         s.register_subject(LAB, self.view)
         s.on_held(self._on_held)
         s.on_shutdown(self.stop)
+        super().install()
 
     async def view(self) -> dict[str, Any]:
         snapshot: dict[str, Any] = msgspec.to_builtins(
@@ -166,10 +169,10 @@ class LabService:
             parallel=prepared.parallel,
             variants=[v.name for v in prepared.cohort.spec.variants],
             order=coordinates(prepared.cohort.spec),
-            now_ms=epoch_ms(self._supervisor.clock),
+            now_ms=epoch_ms(self.supervisor.clock),
         )
         pool = RunnerPool(
-            self._manager,
+            self.manager,
             config.parallel,
             config.out,
             prefix=f"lab-{run_id}-",
@@ -178,7 +181,7 @@ class LabService:
         cohort_run = CohortRun(
             config,
             pool,
-            self._supervisor.clock,
+            self.supervisor.clock,
             progress=lambda event: self._progress(run_id, event),
         )
         run = _Run(live=live, cohort_run=cohort_run, out=prepared.out)
@@ -217,7 +220,7 @@ class LabService:
 
     def _progress(self, run_id: str, event: ProgressEvent) -> None:
         live = self.runs[run_id].live
-        self._push(live.apply(event, epoch_ms(self._supervisor.clock)))
+        self._push(live.apply(event, epoch_ms(self.supervisor.clock)))
 
     def _assign(self, run_id: str, label: str, handle: WorkerHandle | None) -> None:
         run = self.runs[run_id]
@@ -229,7 +232,7 @@ class LabService:
         self._push(run.live.assign(label, None if handle is None else handle.row.name))
 
     def _push(self, updates: list[Update]) -> None:
-        holders = self._supervisor.subscribers(LAB)
+        holders = self.supervisor.subscribers(LAB)
         for variant, body in updates:
             frame = JsonFrame.encode(server.update(variant, body, seq=None))
             for connection in holders:
@@ -248,7 +251,7 @@ class LabService:
             self._held.clear()
 
     async def _walk_loop(self) -> None:
-        clock = self._supervisor.clock
+        clock = self.supervisor.clock
         while True:
             await self._held.wait()
             started = clock.monotonic()
@@ -260,7 +263,7 @@ class LabService:
 
     async def walk_running(self) -> None:
         """One tick: walk each running attempt's runner, push the trees that moved."""
-        if not self._supervisor.subscribers(LAB):
+        if not self.supervisor.subscribers(LAB):
             self._held.clear()
             return
         walked = [
@@ -271,14 +274,13 @@ class LabService:
         ]
         if not walked:
             return
-        try:
-            answer = await call(
-                self._walker(),
-                Walk(sessions=[[pid] for _, _, pid in walked]),
-                within=WALK_TIMEOUT_S,
-            )
-        except (WorkerError, RequestFailed) as error:
-            log.warning("lab_processes_walk_failed", reason=str(error))
+        answer = await self.ask_or_log(
+            self._walker(),
+            Walk(sessions=[[pid] for _, _, pid in walked]),
+            "lab_processes_walk_failed",
+            within=WALK_TIMEOUT_S,
+        )
+        if answer is None:
             return
         for (run, label, _), rows in zip(walked, answer.trees, strict=True):
             if run.runners.get(label) is None:

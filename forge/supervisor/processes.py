@@ -19,10 +19,9 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from forge.ipc.errors import RequestFailed, WorkerError
 from forge.ipc.manager import WorkerHandle, WorkerManager
-from forge.ipc.protocol import call
 from forge.logs import get_logger
+from forge.supervisor.service import WorkerService
 from forge.supervisor.socket.core import Supervisor
 from forge.wire.seats import Seat, SessionSubject, Subject
 from forge.workers.walker.protocol import WALKER, ProcessRow, Walk
@@ -69,12 +68,13 @@ def _row_moved(before: Row, after: Row) -> bool:
     return rss_after != rss_before and abs(rss_after - rss_before) >= RSS_SHARE * rss_before
 
 
-class ProcessViews:
+class ProcessViews(WorkerService):
     """Walks the held seats once a second through the walker worker and publishes what moved."""
 
+    name = "seat_processes"
+
     def __init__(self, supervisor: Supervisor, manager: WorkerManager, roots: Roots) -> None:
-        self._supervisor = supervisor
-        self._manager = manager
+        super().__init__(supervisor, manager)
         self._roots = roots
         self._held: dict[Seat, None] = {}
         """Held seats in the order they were first held."""
@@ -96,8 +96,9 @@ class ProcessViews:
         return self._walker
 
     def install(self) -> None:
-        self._supervisor.on_held(self._on_held)
-        self._supervisor.on_shutdown(self.stop)
+        self.supervisor.on_held(self._on_held)
+        self.supervisor.on_shutdown(self.stop)
+        super().install()
 
     def hold(self, seat: Seat) -> None:
         """The seat gained its first holder: walk it from the next tick on."""
@@ -130,15 +131,14 @@ class ProcessViews:
             return
         log.debug("seat_processes_walk", seats=[str(seat) for seat in seats])
         self.walks.update(seats)
-        try:
-            walked = await call(
-                self.walker_handle(),
-                Walk(sessions=[roots[seat] for seat in seats]),
-                within=WALK_TIMEOUT_S,
-            )
-        except (WorkerError, RequestFailed) as error:
-            if not self._failing:
-                log.warning("seat_processes_walk_failed", reason=str(error))
+        walked = await self.ask_or_log(
+            self.walker_handle(),
+            Walk(sessions=[roots[seat] for seat in seats]),
+            "seat_processes_walk_failed",
+            within=WALK_TIMEOUT_S,
+            expected=self._failing,  # a walker that keeps failing is recorded once
+        )
+        if walked is None:
             self._failing = True
             return
         self._failing = False
@@ -153,7 +153,7 @@ class ProcessViews:
                 self.release(subject.session)
 
     async def _run(self) -> None:
-        clock = self._supervisor.clock
+        clock = self.supervisor.clock
         while True:
             if not self._held:
                 self._wake.clear()
@@ -169,15 +169,15 @@ class ProcessViews:
         """The walker worker, started on first use and kept for the run (the Lab walks with it
         too)."""
         if self._walker is None:
-            self._walker = self._manager.start(WALKER.spec("walker"))
+            self._walker = self.manager.start(WALKER.spec("walker"))
         return self._walker
 
     def _publish(self, seat: Seat, rows: list[ProcessRow] | None) -> None:
-        state = self._supervisor.seats.get(seat)
+        state = self.supervisor.seats.get(seat)
         if state is None or not moved(state.processes, rows):
             return
         state.processes = rows
-        self._supervisor.publish_seat_update(
+        self.supervisor.publish_seat_update(
             seat, "processes_changed", {"key": seat, "processes": rows}
         )
 

@@ -30,13 +30,13 @@ import msgspec
 from forge import paths
 from forge.clock import epoch_ms
 from forge.ipc import manager as ipc
-from forge.ipc.errors import RequestFailed, WorkerError
 from forge.ipc.manager import WorkerHandle, WorkerManager, WorkerRow, WorkerState
 from forge.ipc.messages import StreamFrame
-from forge.ipc.protocol import WorkerRequest, call, call_raw
+from forge.ipc.protocol import WorkerRequest
 from forge.logs import get_logger
 from forge.supervisor.browser.sound import SoundService
 from forge.supervisor.browser.tabroles import RoleTable, Size, Surface, Verdict, Viewer, check_size
+from forge.supervisor.service import WorkerService
 from forge.supervisor.socket.connection import Connection
 from forge.supervisor.socket.core import Supervisor
 from forge.supervisor.socket.outbound import AUDIO_LIMIT
@@ -154,15 +154,16 @@ class _Profile:
         return self.handle is not None and self.handle.row.state is WorkerState.READY
 
 
-class BrowserService:
+class BrowserService(WorkerService):
     """Every browser verb, the profiles' hosts, and the fan-out of their frames and events."""
+
+    name = "browser"
 
     def __init__(
         self, supervisor: Supervisor, manager: WorkerManager, *, euid: int | None = None
     ) -> None:
         """`euid`: the user Chromium runs as (this process's, unless a test says another)."""
-        self.supervisor = supervisor
-        self.manager = manager
+        super().__init__(supervisor, manager)
         self.clock = supervisor.clock
         self.table = RoleTable()
         self.profiles: dict[str, _Profile] = {}
@@ -176,7 +177,6 @@ class BrowserService:
         self._refused_move_at: dict[Hashable, float] = {}
         self._muted: set[Hashable] = set()
         """Connections that turned the sound off (`browser_audio{on: false}`)."""
-        self._tasks: set[asyncio.Task[Any]] = set()
         self.sandbox_off = sandbox_off(os.geteuid() if euid is None else euid)
         """Why every profile's Chromium runs unsandboxed (its rows and home say it); None when
         it runs sandboxed."""
@@ -208,6 +208,7 @@ class BrowserService:
         self.supervisor.home_fields["browser_sandbox_off"] = lambda: self.sandbox_off
         if self.sandbox_off is not None:
             log.warning("browser_sandbox_off", why=self.sandbox_off)
+        super().install()
 
     # --- profiles and hosts ---------------------------------------------------------------
 
@@ -287,12 +288,7 @@ class BrowserService:
         """One host request; its refusal is the verb's, in the host's words."""
         if profile.handle is None:
             raise ClientRefusal(what, f"the browser of {profile.key} is not running")
-        try:
-            answer = await call(profile.handle, request, within=REQUEST_S)
-        except RequestFailed as refused:
-            raise ClientRefusal(what, refused.message) from None
-        except WorkerError as error:
-            raise ClientRefusal(what, str(error)) from None
+        answer = await self.ask(profile.handle, request, what=what, within=REQUEST_S)
         self._touch(profile)
         return answer
 
@@ -301,7 +297,7 @@ class BrowserService:
     def _touch(self, profile: _Profile) -> None:
         profile.last_use = self.clock.monotonic()
         if profile.idle is None or profile.idle.done():
-            profile.idle = self._spawn(self._idle_close(profile))
+            profile.idle = self.tasks.spawn(self._idle_close(profile))
 
     def _closing_at_ms(self, profile: _Profile) -> int | None:
         if not profile.up:
@@ -577,7 +573,7 @@ class BrowserService:
         left_surface = left.surface if left is not None else None
         if left_surface is not None:
             released = self.table.detach(connection)
-            self._spawn(self._surface_changed(left_surface, released_by=released))
+            self.tasks.spawn(self._surface_changed(left_surface, released_by=released))
         log.info(
             "browser_attach_refused",
             tab=asked,
@@ -608,7 +604,7 @@ class BrowserService:
         viewer = self.table.viewer_of(connection)
         if viewer is not None:
             released = self.table.detach(connection)
-            self._spawn(self._surface_changed(viewer.surface, released_by=released))
+            self.tasks.spawn(self._surface_changed(viewer.surface, released_by=released))
 
     async def _surface_changed(self, surface: Surface, *, released_by: bool) -> None:
         """A viewer left `surface`: tell the others, and fit the host's work to who is left."""
@@ -668,7 +664,7 @@ class BrowserService:
             self._push_tabs(profile)
         generation = self.sound.generation
         if generation is not None:
-            self._spawn(self._resync_sound(generation))
+            self.tasks.spawn(self._resync_sound(generation))
 
     async def _resync_sound(self, generation: int) -> None:
         """A new server run has no sinks: make each running host's and let its Chromium
@@ -683,11 +679,14 @@ class BrowserService:
                 made = await self.sound.sink(profile.key)
                 if made is None:
                     continue
-                try:
-                    await call(handle, SoundServer(), within=REQUEST_S)
-                except WorkerError as error:
-                    why = str(error)
-                    log.warning("browser_sound_reconnect_failed", profile=profile.key, why=why)
+                told = await self.tell(
+                    handle,
+                    SoundServer(),
+                    "browser_sound_reconnect_failed",
+                    within=REQUEST_S,
+                    profile=profile.key,
+                )
+                if not told:
                     continue
                 profile.sound_generation = made
                 log.info("browser_sound_reconnected", profile=profile.key, generation=made)
@@ -720,7 +719,7 @@ class BrowserService:
             return
         generation = self.sound.generation
         if wanted and generation is not None and profile.sound_generation != generation:
-            self._spawn(self._resync_sound(generation))  # its sink was not made: try again
+            self.tasks.spawn(self._resync_sound(generation))  # its sink was not made: try again
         if wanted == (tab in profile.listened):
             return
         if wanted:
@@ -898,11 +897,8 @@ class BrowserService:
         if profile.handle is None:
             raise ClientRefusal(what, "the browser host is not running")
         answer = FileAnswer(ask=ask.host_ask, names=[f.name for f in chosen])
-        try:
-            payloads = tuple(f.data for f in chosen)
-            await call_raw(profile.handle, answer, payloads=payloads, within=REQUEST_S)
-        except (RequestFailed, WorkerError) as error:
-            raise ClientRefusal(what, str(error)) from None
+        payloads = tuple(f.data for f in chosen)
+        await self.ask_raw(profile.handle, answer, what=what, payloads=payloads, within=REQUEST_S)
 
     # --- downloads (BR22, O-BR9) ----------------------------------------------------------
 
@@ -939,14 +935,6 @@ class BrowserService:
             if holder is not None:
                 _connection(holder).send(browser.BrowserDownload.loss(profile.lost))
                 profile.lost = 0
-
-    # --- helpers --------------------------------------------------------------------------
-
-    def _spawn(self, work: Awaitable[Any]) -> asyncio.Task[Any]:
-        task = asyncio.ensure_future(work)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-        return task
 
 
 class _PageGone(ClientRefusal):

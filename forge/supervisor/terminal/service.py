@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 from collections import defaultdict
-from collections.abc import Coroutine, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -31,13 +31,12 @@ import msgspec
 
 from forge.clock import epoch_ms
 from forge.errors import UserError
-from forge.ipc.errors import RequestFailed, WorkerError
 from forge.ipc.manager import WorkerHandle, WorkerManager
 from forge.ipc.messages import StreamFrame
-from forge.ipc.protocol import call
 from forge.ipc.streams import Subscription
 from forge.logs import get_logger
 from forge.ptyinput import PtyInput
+from forge.supervisor.service import TaskSet, WorkerService
 from forge.supervisor.socket.connection import Connection
 from forge.supervisor.socket.core import Supervisor
 from forge.supervisor.socket.seats import SeatState, UnknownProject
@@ -117,11 +116,14 @@ class _Terminal:
     """Set on each change of controller, so a throttle held for the old one ends."""
     key: tuple[str, int] = ("terminal", 0)
     """The connections' stream key for this terminal's chunks."""
-    tasks: set[asyncio.Task[object]] = field(default_factory=set)
+    tasks: TaskSet = field(default_factory=lambda: TaskSet("terminal"))
+    """Work for this terminal only (a resize, a resync, a flow message): cancelled at its close."""
 
 
-class TerminalService:
+class TerminalService(WorkerService):
     """Serves the terminal verbs; `host_config` adds settings to every host (tests: `argv`)."""
+
+    name = "terminal"
 
     def __init__(
         self,
@@ -130,8 +132,7 @@ class TerminalService:
         *,
         host_config: Mapping[str, Any] | None = None,
     ) -> None:
-        self._supervisor = supervisor
-        self._manager = manager
+        super().__init__(supervisor, manager)
         self._host_config = dict(host_config or {})
         self._terminals: dict[int, _Terminal] = {}
         self._current: dict[Seat, int] = {}
@@ -147,7 +148,7 @@ class TerminalService:
         """When each seat's activity was last announced to home."""
 
     def install(self) -> None:
-        supervisor = self._supervisor
+        supervisor = self.supervisor
         supervisor.register_verb(TerminalView, self._view)
         supervisor.register_verb(TerminalDetach, self._detach_verb)
         supervisor.register_verb(TerminalResize, self._resize)
@@ -158,6 +159,7 @@ class TerminalService:
         supervisor.register_binary_now(TerminalInput, self._input)
         supervisor.on_disconnect(self._detach)
         supervisor.on_shutdown(self.close_all)
+        super().install()
 
     # --- the internal tool API ---------------------------------------------------------
 
@@ -195,9 +197,9 @@ class TerminalService:
         seat = message.seat
         try:
             terminal = await self._terminal_to_view(seat, message.id)
-        except _Refused as refusal:
+        except ClientRefusal as refusal:
             if message.reply_to is None:
-                raise ClientRefusal("terminal_view", refusal.why, seat) from None
+                raise
             connection.send(server.reply(message.reply_to, wire.ViewRefused(why=refusal.why)))
             return
         self._detach(connection)
@@ -211,15 +213,16 @@ class TerminalService:
 
     async def _terminal_to_view(self, seat: Seat, wanted: int | None) -> _Terminal:
         try:
-            state = await self._supervisor.start_seat(seat)
+            state = await self.supervisor.start_seat(seat)
         except UnknownProject as error:
-            raise _Refused(str(error)) from None
+            raise _refused(str(error), seat) from None
         if wanted is not None:
             terminal = self._terminals.get(wanted)
             if terminal is None or terminal.room.seat != seat:
-                raise _Refused(f"terminal {wanted} is not a terminal of seat {seat}")
+                raise _refused(f"terminal {wanted} is not a terminal of seat {seat}", seat)
             if terminal.gone is not None:
-                raise _Refused(f"terminal {wanted} is gone ({terminal.gone}); open a new one")
+                why = f"terminal {wanted} is gone ({terminal.gone}); open a new one"
+                raise _refused(why, seat)
             return terminal
         async with self._opening[seat]:
             current = self._terminals.get(self._current.get(seat, 0))
@@ -230,7 +233,7 @@ class TerminalService:
             return await self._open(state)
 
     async def _open(self, state: SeatState) -> _Terminal:
-        config = self._supervisor.loaded.config
+        config = self.supervisor.loaded.config
         project = config.project(state.seat.org, state.seat.project)
         assert project is not None, "start_seat checked the project"
         number = next(self._ids)
@@ -242,7 +245,7 @@ class TerminalService:
         }
         host = msgspec.convert(settings, HostConfig)
         spec = TERMINAL.spec(f"terminal-{number}", config=msgspec.to_builtins(host))
-        handle = self._manager.start(spec)
+        handle = self.manager.start(spec)
         terminal = _Terminal(TerminalRoom(number, state.seat), handle, key=("terminal", number))
         terminal.subscription = handle.subscribe(
             OUTPUT_STREAM, partial(self._on_frame, terminal), partial(self._on_end, terminal)
@@ -251,14 +254,16 @@ class TerminalService:
         self._terminals[number] = terminal
         self._current[state.seat] = number
         try:
-            summary = await call(handle, Summary())
-        except (WorkerError, RequestFailed) as error:
+            summary = await self.ask(
+                handle, Summary(), what="terminal_view", seat=state.seat, doing=_NOT_STARTED
+            )
+        except ClientRefusal:
             await self._discard(terminal)
-            raise _Refused(f"the terminal could not start: {error}") from None
+            raise
         master = handle.borrow()  # lent before the host said hello, so it is here now
         if master is None:
             await self._discard(terminal)
-            raise _Refused("the terminal could not start: its host lent no PTY")
+            raise _refused(f"{_NOT_STARTED}: its host lent no PTY", state.seat)
         terminal.keys = PtyInput(master)
         log.info("terminal_opened", seat=str(state.seat), id=number, pid=summary.pid)
         self._publish(terminal, summary)
@@ -270,7 +275,7 @@ class TerminalService:
         del self._terminals[terminal.room.id], self._current[seat]
         if terminal.subscription is not None:
             terminal.subscription.close()
-        await self._manager.remove(terminal.handle.name)
+        await self.manager.remove(terminal.handle.name)
 
     async def _detach_verb(self, connection: Connection, message: TerminalDetach) -> None:
         self._detach(connection)
@@ -376,7 +381,7 @@ class TerminalService:
         if released:
             self._tell_control(terminal)
         self._refresh_mute(terminal)
-        self._spawn(terminal, self._apply_size(terminal))
+        terminal.tasks.spawn(self._apply_size(terminal))
 
     def _tell_control(self, terminal: _Terminal) -> None:
         terminal.control_moved.set()
@@ -397,10 +402,9 @@ class TerminalService:
             return
         room.size = wanted
         cols, rows = wanted
-        try:
-            await call(terminal.handle, Resize(cols=cols, rows=rows))
-        except (WorkerError, RequestFailed) as error:
-            log.warning("terminal_resize_failed", id=room.id, reason=str(error))
+        await self.tell(
+            terminal.handle, Resize(cols=cols, rows=rows), "terminal_resize_failed", id=room.id
+        )
 
     # --- views and chunks --------------------------------------------------------------
 
@@ -415,10 +419,10 @@ class TerminalService:
             await self._tell_flow(terminal, _mute_flow(unmute))
         while True:
             flow.asking_view()
-            try:
-                view = await call(terminal.handle, View())
-            except (WorkerError, RequestFailed) as error:
-                log.warning("terminal_view_failed", id=room.id, reason=str(error))
+            view = await self.ask_or_log(
+                terminal.handle, View(), "terminal_view_failed", id=room.id
+            )
+            if view is None:
                 return
             if terminal.flow.viewers.get(viewer.connection) is not flow or flow.paused:
                 return
@@ -459,19 +463,19 @@ class TerminalService:
         if controller is None:
             return
         if terminal.flow.throttle(controller.connection.stream_pending(terminal.key)):
-            self._spawn(terminal, self._throttle(terminal, controller))
+            terminal.tasks.spawn(self._throttle(terminal, controller))
 
     def _active(self, terminal: _Terminal) -> None:
         """The terminal wrote or was typed into: the seat's last activity is now."""
         seat = terminal.room.seat
-        state = self._supervisor.seats.get(seat)
+        state = self.supervisor.seats.get(seat)
         if state is None:
             return
-        now = epoch_ms(self._supervisor.clock)
+        now = epoch_ms(self.supervisor.clock)
         state.last_active_ms = now
         if activity_push_due(self._activity_pushed.get(seat), now):
             self._activity_pushed[seat] = now
-            self._spawn(terminal, self._supervisor.publish_agents_row(state))
+            terminal.tasks.spawn(self.supervisor.publish_agents_row(state))
 
     def _send_chunk(self, terminal: _Terminal, viewer: Viewer[Connection], chunk: bytes) -> None:
         viewer.connection.send_bounded(
@@ -495,7 +499,7 @@ class TerminalService:
         if flow.overflowed():
             self._refresh_mute(terminal)
             self._refresh_pace(terminal)
-            self._spawn(terminal, self._resync(terminal, viewer, flow))
+            terminal.tasks.spawn(self._resync(terminal, viewer, flow))
 
     async def _resync(
         self, terminal: _Terminal, viewer: Viewer[Connection], flow: ViewerFlow
@@ -509,7 +513,7 @@ class TerminalService:
         overflowed viewer takes none: a phone asleep during a build costs nothing)."""
         decision = terminal.flow.mute()
         if decision is not None:
-            self._spawn(terminal, self._tell_flow(terminal, _mute_flow(decision)))
+            terminal.tasks.spawn(self._tell_flow(terminal, _mute_flow(decision)))
 
     def _refresh_pace(self, terminal: _Terminal, parsed: int | None = None) -> None:
         """Tell the host whether the controller's page paces the shell, if that changed (it
@@ -523,7 +527,7 @@ class TerminalService:
             told = Flow(parsed=parsed)
         else:
             return
-        self._spawn(terminal, self._tell_flow(terminal, told))
+        terminal.tasks.spawn(self._tell_flow(terminal, told))
 
     async def _throttle(self, terminal: _Terminal, controller: Viewer[Connection]) -> None:
         """Stop the PTY until the controller's backlog is under FLOW_LOW, or control moves."""
@@ -539,12 +543,9 @@ class TerminalService:
             terminal.flow.throttle_ended()
 
     async def _tell_flow(self, terminal: _Terminal, decision: Flow) -> bool:
-        try:
-            await call(terminal.handle, decision)
-        except (WorkerError, RequestFailed) as error:
-            log.warning("terminal_flow_failed", id=terminal.room.id, reason=str(error))
-            return False
-        return True
+        return await self.tell(
+            terminal.handle, decision, "terminal_flow_failed", id=terminal.room.id
+        )
 
     def _on_end(self, terminal: _Terminal, stream_id: str, reason: str) -> None:
         """The host is gone without a close: viewers are told, the seat shows it dead."""
@@ -565,7 +566,7 @@ class TerminalService:
         room.viewers.clear()
         terminal.flow.viewers.clear()
         room.controller = None
-        self._spawn(terminal, terminal.handle.stop())
+        terminal.tasks.spawn(terminal.handle.stop())
 
     async def _close(self, terminal: _Terminal, *, notify: bool) -> None:
         """Kill the shell's session, stop the host, detach every viewer (O-TM10)."""
@@ -582,18 +583,14 @@ class TerminalService:
         terminal.flow.stopped = True
         room = terminal.room
         if terminal.gone is None:
-            try:
-                await call(terminal.handle, Close())
-            except (WorkerError, RequestFailed) as error:
-                log.warning("terminal_close_failed", id=room.id, reason=str(error))
+            await self.tell(terminal.handle, Close(), "terminal_close_failed", id=room.id)
         if terminal.subscription is not None:
             terminal.subscription.close()
         if terminal.keys is not None:
             terminal.keys.close()
         # remove, not stop: a closed terminal's host leaves home's `workers` and the manager.
-        await self._manager.remove(terminal.handle.name)
-        for task in list(terminal.tasks):
-            task.cancel()
+        await self.manager.remove(terminal.handle.name)
+        terminal.tasks.cancel()
         closed = wire.closed(room.seat, room.id)
         for connection in list(room.viewers):
             if notify:
@@ -605,10 +602,10 @@ class TerminalService:
         log.info("terminal_closed", seat=str(room.seat), id=room.id)
         if self._current.get(room.seat) == room.id:
             del self._current[room.seat]
-            state = self._supervisor.seats.get(room.seat)
+            state = self.supervisor.seats.get(room.seat)
             if state is not None:
                 state.terminal = None
-                self._supervisor.publish_seat_update(
+                self.supervisor.publish_seat_update(
                     room.seat, "terminal_changed", wire.terminal_changed(room.seat, None)
                 )
 
@@ -621,25 +618,20 @@ class TerminalService:
         room.size = (summary.cols, summary.rows)
         if self._current.get(room.seat) != room.id:
             return
-        state = self._supervisor.seats.get(room.seat)
+        state = self.supervisor.seats.get(room.seat)
         if state is not None:
             state.terminal = msgspec.to_builtins(summary)
-            self._supervisor.publish_seat_update(
+            self.supervisor.publish_seat_update(
                 room.seat, "terminal_changed", wire.terminal_changed(room.seat, summary)
             )
 
-    def _spawn(self, terminal: _Terminal, work: Coroutine[Any, Any, object]) -> None:
-        task = asyncio.get_running_loop().create_task(work)
-        terminal.tasks.add(task)
-        task.add_done_callback(terminal.tasks.discard)
+
+_NOT_STARTED = "the terminal could not start"
 
 
-class _Refused(Exception):
+def _refused(why: str, seat: Seat) -> ClientRefusal:
     """A view that cannot be served; answered as `ViewRefused` or an error frame."""
-
-    def __init__(self, why: str) -> None:
-        super().__init__(why)
-        self.why = why
+    return ClientRefusal("terminal_view", why, seat)
 
 
 def _alive(summary: wire.TerminalSummary | None) -> bool:

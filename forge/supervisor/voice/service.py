@@ -24,20 +24,19 @@ import asyncio
 import itertools
 import json
 from collections import defaultdict, deque
-from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 
 from forge import paths
 from forge.clock import epoch_ms
 from forge.health.atomic import write_json
-from forge.ipc.errors import RequestFailed, WorkerError
 from forge.ipc.manager import WorkerEvent, WorkerHandle, WorkerManager, WorkerRow, WorkerState
-from forge.ipc.protocol import call, call_raw
+from forge.ipc.protocol import WorkerRequest
 from forge.logs import get_logger
+from forge.supervisor.service import WorkerService
 from forge.supervisor.socket.connection import Connection
 from forge.supervisor.socket.core import Supervisor
 from forge.supervisor.socket.seats import UnknownProject
@@ -77,6 +76,7 @@ from forge.workers.dictate import protocol as worker
 from forge.workers.dictate.protocol import DICTATE, ModelState, SpeakingState
 
 log = get_logger(__name__)
+ReplyT = TypeVar("ReplyT")
 
 WORKER_NAME = "dictate"
 BEGIN_S = 90.0
@@ -133,17 +133,19 @@ class LiveTake:
         self.connection.send_frame(encode(message))
 
 
-class DictationService:
+class DictationService(WorkerService):
+    """Takes, voice and the models page over the one dictate worker."""
+
+    name = "dictate"
+
     def __init__(self, supervisor: Supervisor, manager: WorkerManager) -> None:
-        self._supervisor = supervisor
-        self._manager = manager
+        super().__init__(supervisor, manager)
         self._handle: WorkerHandle | None = None
         self._takes: TakeBook[LiveTake] = TakeBook()
         self._numbers = itertools.count(1)
         self.room: VoiceRoom[Connection] = VoiceRoom()
         self._voice_seq: defaultdict[Seat, int] = defaultdict(int)
         self._voice_locks: defaultdict[Seat, asyncio.Lock] = defaultdict(asyncio.Lock)
-        self._tasks: set[asyncio.Task[None]] = set()
         self.model = ModelState(state="pending")
         self.speaking: SpeakingState | None = None
         self.preview_error: str | None = None
@@ -153,7 +155,7 @@ class DictationService:
         self.results, self.speaking_results = _read_results(self._bench_file)
 
     def install(self) -> None:
-        s = self._supervisor
+        s = self.supervisor
         s.register_verb(DictateStream, self._stream)
         s.register_verb(DictateStop, self._stop)
         s.register_verb(DictateCancel, self._cancel)
@@ -166,8 +168,7 @@ class DictationService:
         s.home_fields["dictate"] = self._home_dictate
         s.home_fields["voice"] = self._home_voice
         s.on_disconnect(self._disconnected)
-        s.on_shutdown(self._stop_tasks)
-        self._manager.on_change(self._worker_changed)
+        super().install()
         config = s.loaded.config
         if config.dictate.enabled or config.tts.enabled:
             self._worker()
@@ -175,14 +176,14 @@ class DictationService:
     # Takes.
 
     async def _stream(self, connection: Connection, message: DictateStream) -> None:
-        config = self._supervisor.loaded.config
+        config = self.supervisor.loaded.config
         seat = message.key
         if not config.dictate.enabled:
             why = "dictation is off on this server ([dictate] enabled = false in forge.toml)"
             raise ClientRefusal("dictate_stream", why, seat)
         self._refuse_take(connection, seat)
         try:
-            await self._supervisor.start_seat(seat)
+            await self.supervisor.start_seat(seat)
         except UnknownProject as unknown:
             raise ClientRefusal("dictate_stream", str(unknown), seat) from None
         self._refuse_take(connection, seat)  # another take may have begun while the seat started
@@ -196,7 +197,7 @@ class DictationService:
         self._takes.add(take)
         log.info("dictate_take_started", take=take.id, seat=str(seat), peer=connection.peer)
         take.send(DictateStarted(key=seat, take=take.id, surface=take.surface, options=axes))
-        take.beginning = self._spawn(self._begin(take))
+        take.beginning = self.tasks.spawn(self._begin(take))
 
     def _refuse_take(self, connection: Connection, seat: Seat) -> None:
         why = self._takes.refusal(connection, seat)
@@ -205,10 +206,11 @@ class DictationService:
 
     async def _begin(self, take: LiveTake) -> None:
         axes = worker.Axes(take.axes.styling, take.axes.structure, take.axes.context)
+        begin = worker.Begin(take=take.id, axes=axes)
         try:
-            await call(self._worker(), worker.Begin(take=take.id, axes=axes), within=BEGIN_S)
-        except (WorkerError, RequestFailed) as error:
-            self._fail(take, f"the take could not begin: {_words(error)}")
+            await self._ask_take(take, begin, "the take could not begin", BEGIN_S)
+        except ClientRefusal as refusal:
+            self._fail(take, refusal.why)
             return
         if self._takes.get(take.id) is not take:
             self._forget_in_worker(take)
@@ -259,7 +261,7 @@ class DictationService:
         while take.outbox:
             if not handle.send_bulk(stream, take.outbox[0], meta=take.frames + 1):
                 if take.retry is None:
-                    take.retry = self._spawn(self._retry(take))
+                    take.retry = self.tasks.spawn(self._retry(take))
                 take.drained.clear()
                 return
             take.outbox.popleft()
@@ -267,7 +269,7 @@ class DictationService:
         take.drained.set()
 
     async def _retry(self, take: LiveTake) -> None:
-        await self._supervisor.clock.sleep(RETRY_S)
+        await self.supervisor.clock.sleep(RETRY_S)
         take.retry = None
         if self._takes.get(take.id) is take:
             self._drain(take)
@@ -278,7 +280,7 @@ class DictationService:
         take = self._own(connection, message.key, "dictate_stop")
         self._send_batch(take)
         take.stopping = True
-        self._spawn(self._finish(take))
+        self.tasks.spawn(self._finish(take))
 
     async def _finish(self, take: LiveTake) -> None:
         if take.beginning is not None:
@@ -288,9 +290,11 @@ class DictationService:
             return
         request = worker.Finish(take=take.id, frames=take.frames)
         try:
-            finished = await call(self._worker(), request, within=FINISH_S)
-        except (WorkerError, RequestFailed) as error:
-            self._fail(take, f"the take could not be transcribed: {_words(error)}")
+            finished = await self._ask_take(
+                take, request, "the take could not be transcribed", FINISH_S
+            )
+        except ClientRefusal as refusal:
+            self._fail(take, refusal.why)
             return
         if not self._end(take):
             return
@@ -355,13 +359,12 @@ class DictationService:
     def _forget_in_worker(self, take: LiveTake) -> None:
         handle = self._handle
         if handle is not None and handle.state is WorkerState.READY:
-            self._spawn(self._cancel_in_worker(handle, take.id))
+            self.tasks.spawn(self._cancel_in_worker(handle, take.id))
 
     async def _cancel_in_worker(self, handle: WorkerHandle, take: int) -> None:
-        try:
-            await call(handle, worker.Cancel(take=take))
-        except (WorkerError, RequestFailed) as error:
-            log.debug("dictate_cancel_unsent", take=take, why=str(error))
+        await self.tell(
+            handle, worker.Cancel(take=take), "dictate_cancel_unsent", expected=True, take=take
+        )
 
     def _fail(self, take: LiveTake, why: str) -> None:
         take.drained.set()
@@ -374,17 +377,17 @@ class DictationService:
 
     async def _voice_mode(self, connection: Connection, message: VoiceMode) -> None:
         """Only for a started seat: a state for one that is not there would say it exists (S04)."""
-        self._supervisor.require_seat("voice_mode", message.key)
+        self.supervisor.require_seat("voice_mode", message.key)
         change = self.room.turn(message.key, connection, message.on, message.explicit)
         self._voice_changed(change, also=connection)
 
     def _voice_changed(self, change: VoiceChange, also: Connection | None = None) -> None:
         seat = change.seat
-        state = self._supervisor.seats.get(seat)
+        state = self.supervisor.seats.get(seat)
         if state is not None:
             state.voice_listeners = change.listeners
         frame = encode(VoiceModeState(key=seat, listeners=change.listeners))
-        for connection in self._supervisor.subscribers(session(seat)) | ({also} if also else set()):
+        for connection in self.supervisor.subscribers(session(seat)) | ({also} if also else set()):
             connection.send_frame(frame)
         if change.note is not None:
             # No agent runs yet: the note is recorded as what would be sent.
@@ -397,24 +400,29 @@ class DictationService:
 
         Nothing is rendered for a seat of no configured project, when `[tts]` is off, or when
         nobody has voice on for the seat."""
-        if self._supervisor.loaded.config.project(seat.org, seat.project) is None:
+        if self.supervisor.loaded.config.project(seat.org, seat.project) is None:
             return Said(ok=False, why=str(UnknownProject(seat)))
-        if not self._supervisor.loaded.config.tts.enabled:
+        if not self.supervisor.loaded.config.tts.enabled:
             return Said(ok=False, why="speech is off on this server ([tts] enabled = false)")
         if self.room.listeners(seat) == 0:
             return Said(ok=False, why=f"no client has voice on for seat {seat}")
         async with self._voice_locks[seat]:
             try:
-                spoken, raw = await call_raw(
-                    self._worker(), worker.Say(text=text, voice=voice), within=SAY_S
+                spoken, raw = await self.ask_raw(
+                    self._worker(),
+                    worker.Say(text=text, voice=voice),
+                    what="voice_say",
+                    seat=seat,
+                    doing="the speech could not be rendered",
+                    within=SAY_S,
                 )
-            except (WorkerError, RequestFailed) as error:
-                return Said(ok=False, why=f"the speech could not be rendered: {_words(error)}")
+            except ClientRefusal as refusal:
+                return Said(ok=False, why=refusal.why)
             samples = bytes(raw.payloads[0]) if raw.payloads else b""
             self._voice_seq[seat] += 1
             seq = self._voice_seq[seat]
             frame = encode(VoiceAudio.of(seat, seq, spoken.sample_rate, samples))
-            for connection in self._supervisor.subscribers(session(seat)) | self.room.members(seat):
+            for connection in self.supervisor.subscribers(session(seat)) | self.room.members(seat):
                 connection.send_frame(frame)
         seconds = round(len(samples) / 2 / spoken.sample_rate, 2)
         log.info("voice_spoken", seat=str(seat), seq=seq, seconds=seconds, chars=len(text))
@@ -447,7 +455,7 @@ class DictationService:
 
     async def _models_view(self) -> dict[str, Any]:
         return dictate_models.view(
-            self._supervisor.loaded.config,
+            self.supervisor.loaded.config,
             self.model,
             self.speaking,
             preview_error=self.preview_error,
@@ -459,7 +467,7 @@ class DictationService:
 
     def _home_dictate(self) -> dict[str, Any]:
         """Home's `dictate`: whether dictation is on, the model's preflight, where models land."""
-        config = self._supervisor.loaded.config
+        config = self.supervisor.loaded.config
         return {
             "enabled": config.dictate.enabled,
             "state": self.model.state,
@@ -470,7 +478,7 @@ class DictationService:
 
     def _home_voice(self) -> dict[str, Any]:
         """Home's `voice`: whether `[tts]` is on, its engine, where the speaking model lands."""
-        tts = self._supervisor.loaded.config.tts
+        tts = self.supervisor.loaded.config.tts
         return {
             "enabled": tts.enabled,
             "engine": tts.engine,
@@ -481,14 +489,12 @@ class DictationService:
         frame = JsonFrame.encode(
             server.update("dictate_models_changed", await self._models_view(), seq=None)
         )
-        for connection in self._supervisor.subscribers("dictate_models"):
+        for connection in self.supervisor.subscribers("dictate_models"):
             connection.send_frame(frame)
 
     def _announce_available(self) -> None:
         frame = JsonFrame.encode(server.update("dictate_availability", None, seq=None))
-        holders = self._supervisor.subscribers(HOME) | self._supervisor.subscribers(
-            "dictate_models"
-        )
+        holders = self.supervisor.subscribers(HOME) | self.supervisor.subscribers("dictate_models")
         for connection in holders:
             connection.send_frame(frame)
 
@@ -497,20 +503,26 @@ class DictationService:
             raise ClientRefusal("dictate_bench", "a bench is already running")
         self.bench = {"target": self.model.name, "tier": "local", "state": "running"}
         self.speaking_bench = (
-            {"state": "queued"} if self._supervisor.loaded.config.tts.enabled else None
+            {"state": "queued"} if self.supervisor.loaded.config.tts.enabled else None
         )
         await self._publish_models()
-        self._spawn(self._run_bench(connection, message))
+        self.tasks.spawn(self._run_bench(connection, message))
 
     async def _run_bench(self, connection: Connection, message: DictateBench) -> None:
-        speaking = self._supervisor.loaded.config.tts.enabled
+        speaking = self.supervisor.loaded.config.tts.enabled
+        request = worker.Bench(speaking=speaking, clips=message.clips or [])
         try:
-            request = worker.Bench(speaking=speaking, clips=message.clips or [])
-            benched = await call(self._worker(), request, within=BENCH_S)
-        except (WorkerError, RequestFailed) as error:
-            answer: dict[str, Any] = {"ok": False, "why": f"the bench failed: {_words(error)}"}
+            benched = await self.ask(
+                self._worker(),
+                request,
+                what="dictate_bench",
+                doing="the bench failed",
+                within=BENCH_S,
+            )
+        except ClientRefusal as refusal:
+            answer: dict[str, Any] = {"ok": False, "why": refusal.why}
         else:
-            at = epoch_ms(self._supervisor.clock)
+            at = epoch_ms(self.supervisor.clock)
             run = {"at": at, "tier": "local", **msgspec.to_builtins(benched.dictation)}
             self.results.append(run)
             if benched.speaking is not None:
@@ -532,7 +544,7 @@ class DictationService:
 
     def _worker(self) -> WorkerHandle:
         if self._handle is None:
-            config = self._supervisor.loaded.config
+            config = self.supervisor.loaded.config
             spec = DICTATE.spec(
                 WORKER_NAME,
                 config={
@@ -545,7 +557,7 @@ class DictationService:
                     },
                 },
             )
-            self._handle = self._manager.start(spec)
+            self._handle = self.manager.start(spec)
             self._handle.on_event(self._on_event)
         return self._handle
 
@@ -571,31 +583,37 @@ class DictationService:
         log.info("dictate_preflight", state=model.state, model=model.name, error=model.error)
         if model.state == "ready":
             self._announce_available()
-            self._spawn(self._read_speaking())
-        self._spawn(self._publish_models())
+            self.tasks.spawn(self._read_speaking())
+        self.tasks.spawn(self._publish_models())
 
     async def _read_speaking(self) -> None:
-        try:
-            status = await call(self._worker(), worker.GetStatus())
-        except (WorkerError, RequestFailed) as error:
-            log.warning("dictate_status_unread", why=str(error))
+        status = await self.ask_or_log(self._worker(), worker.GetStatus(), "dictate_status_unread")
+        if status is None:
             return
         self.speaking = status.speaking
         await self._publish_models()
 
-    def _worker_changed(self, row: WorkerRow) -> None:
-        if row.name != WORKER_NAME or row.state in (WorkerState.READY, WorkerState.STARTING):
-            return
+    def owns(self, row: WorkerRow) -> bool:
+        return row.name == WORKER_NAME
+
+    def worker_restarting(self, row: WorkerRow) -> None:
+        self._fail_began(row)
+        if self.model.state != "pending":
+            self._preflight(ModelState(state="pending", error=row.last_reason))
+
+    def worker_failed(self, row: WorkerRow) -> None:
+        self._fail_began(row)
+        self._preflight(ModelState(state="failed", error=f"the worker failed: {row.last_reason}"))
+
+    def worker_stopped(self, row: WorkerRow) -> None:
+        self._fail_began(row)
+
+    def _fail_began(self, row: WorkerRow) -> None:
+        """The worker went away: every take it had begun is lost with it."""
         why = f"the dictation worker stopped mid-take ({row.last_reason}); start the take again"
         for take in self._takes:
             if take.began:
                 self._fail(take, why)
-        if row.state is WorkerState.RESTARTING and self.model.state != "pending":
-            self._preflight(ModelState(state="pending", error=row.last_reason))
-        elif row.state is WorkerState.FAILED:
-            self._preflight(
-                ModelState(state="failed", error=f"the worker failed: {row.last_reason}")
-            )
 
     def _disconnected(self, connection: Connection) -> None:
         take = self._takes.of(connection)
@@ -604,27 +622,13 @@ class DictationService:
         for change in self.room.leave(connection):
             self._voice_changed(change)
 
-    # Plumbing.
-
-    def _spawn(self, work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
-        task = asyncio.get_running_loop().create_task(work)
-        self._tasks.add(task)
-        task.add_done_callback(self._done)
-        return task
-
-    def _done(self, task: asyncio.Task[None]) -> None:
-        self._tasks.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            log.error("dictate_task_failed", error=repr(task.exception()))
-
-    async def _stop_tasks(self) -> None:
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-
-
-def _words(error: Exception) -> str:
-    return error.message if isinstance(error, RequestFailed) else str(error)
+    async def _ask_take(
+        self, take: LiveTake, request: WorkerRequest[ReplyT], doing: str, within: float
+    ) -> ReplyT:
+        what = "dictate_stream"
+        return await self.ask(
+            self._worker(), request, what=what, seat=take.seat, doing=doing, within=within
+        )
 
 
 def _read_results(path: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

@@ -393,7 +393,7 @@ async def test_a_terminal_that_cannot_start_leaves_no_host_behind(served: Served
     assert reply["body"]["ok"] is False
     assert reply["body"]["why"].startswith("the terminal could not start: ")
     assert "cannot start shell '/nonexistent/shell'" in reply["body"]["why"]
-    assert served.service._manager.rows() == []
+    assert served.service.manager.rows() == []
     await client.close()
 
 
