@@ -17,14 +17,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from forge.logs import get_logger
 from forge.supervisor.seatfiles.treeproto import Event
 from forge.supervisor.seatfiles.trees import TreeProcess
+from forge.supervisor.service import TaskSet
 from forge.supervisor.socket.core import Supervisor
 from forge.wire.seats import Seat, SessionSubject, Subject
 
@@ -74,7 +73,7 @@ class GitWatch:
         self._process = trees
         self._linger_s = linger_s
         self._trees: dict[Path, _Tree] = {}
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks = TaskSet("git_watch")
         """Every tree loop still running, ending ones included (shutdown waits for them)."""
 
     @property
@@ -92,7 +91,7 @@ class GitWatch:
         if held:
             if tree is None:
                 tree = self._trees[state.directory] = _Tree(state.directory)
-                self._spawn(self._watch(tree))
+                self._tasks.spawn(self._watch(tree))
             elif tree.lingering is not None:
                 tree.lingering.cancel()
                 tree.lingering = None
@@ -101,13 +100,7 @@ class GitWatch:
         elif tree is not None:
             tree.seats.discard(subject.session)
             if not tree.seats:
-                tree.lingering = self._spawn(self._linger(tree))
-
-    def _spawn(self, work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
-        task = asyncio.get_running_loop().create_task(work)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-        return task
+                tree.lingering = self._tasks.spawn(self._linger(tree))
 
     async def _linger(self, tree: _Tree) -> None:
         with contextlib.suppress(asyncio.CancelledError):
@@ -122,7 +115,7 @@ class GitWatch:
             if tree.lingering is not None:
                 tree.lingering.cancel()
             _end(tree)
-        await asyncio.gather(*self._tasks)
+        await self._tasks.drain()
         await self._process.close()
 
     async def _watch(self, tree: _Tree) -> None:
