@@ -4,11 +4,14 @@ ForgeError
  ├─ UserError        the person's input is wrong (a flag, a file, a config key): fix the input
  │   ├─ ConfigError, SettingError, LabRefusal, UnknownProject, TerminalHeld, ShellUnavailable,
  │   │  BrowserMissing, SupervisorUnreachable, NoRealGhError, SupervisorRunning
- │   ├─ RequestFailed        a worker refused what it was asked (its code: bad_url, bad_request)
+ │   ├─ SettingsRefusal      a settings save the person made that cannot be applied
  │   └─ WorkerConfigError    a worker's configuration cannot work; it is not restarted
  ├─ PeerError        the other side broke a contract (a client frame, a worker message)
  │   ├─ ClientRefusal, ProtocolViolation, MalformedFrame, ServerRefused, ConnectionLost,
  │   │  CdpCommandFailed, GestureInvalid, FileAnswerRefused
+ │   ├─ RequestFailed        a worker refused what it was asked (its code: bad_url, bad_request):
+ │   │                       the asker's fault, answered to the client as its refusal
+ │   ├─ ReadRefused, DocumentRefused  a client's document or file read that cannot be served
  │   └─ ControlOverflow      a client that does not read its control frames (it is closed)
  └─ InternalError    forge itself is wrong or a resource it owns failed
      ├─ WorkerError (WorkerCrashed, RequestTimeout, WorkerUnavailable), BrowserGone, RunAborted

@@ -7,9 +7,9 @@ ForgeError
  │       ├─ RequestTimeout     `timeout`: the request's own deadline passed first
  │       └─ WorkerUnavailable  `worker_unavailable`: the worker is failed, stopped or stopping
  ├─ PeerError
- │   └─ ProtocolViolation    a message that breaks the envelope or the handshake
+ │   ├─ ProtocolViolation    a message that breaks the envelope or the handshake
+ │   └─ RequestFailed        the worker's handler refused what was asked, with its own code
  └─ UserError
-     ├─ RequestFailed        the worker's handler refused what was asked, with its own code
      └─ WorkerConfigError    the worker's configuration cannot work (restarting will not help)
 """
 
@@ -50,11 +50,12 @@ class ProtocolViolation(PeerError):
     """A peer sent a message that is not a valid envelope, or broke the handshake."""
 
 
-class RequestFailed(UserError):
+class RequestFailed(PeerError):
     """A handler refused a request: raised by the worker, re-raised with the same code upstream.
 
     The request is at fault (a url that is not http(s), a tab that is gone, a field that does not
-    decode), so it is the asker's input: a service answers it to its client as an error.
+    decode), so it is the asker's: a supervisor service answers it to its client as that
+    client's refusal (`WorkerService.ask`), never as a person's input error of the CLI.
 
     A worker handler raises `RequestFailed("bad_url", "url must be http(s)")`; the caller of
     `WorkerHandle.request` catches a `RequestFailed` with the same `code` and `message`.

@@ -22,6 +22,7 @@ from forge.config import AREAS, ConfigError, LoadedConfig, parse_config
 from forge.config.edits import EditRefused, apply_edits
 from forge.config.loader import fingerprint_of
 from forge.config.writer import WriteRefused, read_current, replace_file
+from forge.errors import UserError
 from forge.logs import get_logger
 from forge.supervisor.socket.connection import Connection
 from forge.supervisor.socket.core import Supervisor
@@ -40,7 +41,9 @@ def install(supervisor: Supervisor, reload: Callable[[], object]) -> None:
     supervisor.register_verb(SettingsEdit, editor.edit)
 
 
-class _Refusal(Exception):
+class SettingsRefusal(UserError):
+    """A save the person made that cannot be applied: `reason` for the wire, `message` in words."""
+
     def __init__(self, reason: str, message: str, key_path: str | None = None) -> None:
         super().__init__(message)
         self.reason = reason
@@ -74,7 +77,7 @@ class _Editor:
         try:
             edits = [_edit(number, raw) for number, raw in enumerate(message.edits, 1)]
             if message.fingerprint is None:
-                raise _Refusal("stale", "the save names no fingerprint; reload the settings")
+                raise SettingsRefusal("stale", "the save names no fingerprint; reload the settings")
             async with self._lock:
                 save = _Save(
                     self._supervisor.loaded,
@@ -83,7 +86,7 @@ class _Editor:
                     [state.seat for state in self._supervisor.seats],
                 )
                 restart, overridden = await asyncio.to_thread(_write, save)
-        except _Refusal as refusal:
+        except SettingsRefusal as refusal:
             log.info("settings_refused", reason=refusal.reason, key_path=refusal.key_path)
             return SettingsRefused(
                 reason=refusal.reason,  # type: ignore[arg-type]
@@ -100,19 +103,19 @@ def _edit(number: int, raw: Any) -> Edit:
         return decode_edit(raw)
     except ValueError as error:
         key_path = raw.get("key_path") if isinstance(raw, dict) else None
-        raise _Refusal(
+        raise SettingsRefusal(
             "invalid", f"edit {number}: {error}", key_path if isinstance(key_path, str) else None
         ) from None
 
 
 def _write(save: _Save) -> tuple[list[str], list[str]]:
     """Apply and write one save (in a worker thread): the restart-class keys it changed, and the
-    keys a command-line flag overrides. Raises `_Refusal`."""
+    keys a command-line flag overrides. Raises `SettingsRefusal`."""
     source = save.loaded.source
     try:
         raw = read_current(source)
         if fingerprint_of(raw) != save.fingerprint:
-            raise _Refusal(
+            raise SettingsRefusal(
                 "stale",
                 f"{source} changed since the settings were loaded "
                 f"(now {fingerprint_of(raw)}); reload them",
@@ -121,7 +124,7 @@ def _write(save: _Save) -> tuple[list[str], list[str]]:
         _guard(candidate, save.live)
         replace_file(source, candidate.raw, save.fingerprint)
     except WriteRefused as refused:
-        raise _Refusal(refused.reason, refused.message) from None
+        raise SettingsRefusal(refused.reason, refused.message) from None
     before = _rows(_load(raw, save.loaded) or save.loaded)
     changed = [path for path, row in _rows(candidate).items() if before.get(path) != row]
     restart = [path for path in changed if _rows(candidate)[path]["class"] == "restart"]
@@ -134,11 +137,13 @@ def _candidate(save: _Save, raw: bytes) -> LoadedConfig:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as error:
-        raise _Refusal("invalid", f"{save.loaded.source} is not UTF-8 text ({error})") from None
+        raise SettingsRefusal(
+            "invalid", f"{save.loaded.source} is not UTF-8 text ({error})"
+        ) from None
     try:
         edited = apply_edits(text, save.edits)
     except EditRefused as refused:
-        raise _Refusal(refused.reason, refused.message, refused.key_path) from None
+        raise SettingsRefusal(refused.reason, refused.message, refused.key_path) from None
     loaded = _load(edited.encode("utf-8"), save.loaded, refuse=True, edits=save.edits)
     assert loaded is not None
     return loaded
@@ -153,7 +158,7 @@ def _load(
         if not refuse:
             return None
         # Its reason alone: a line of the edited text, which was not written, is in no file.
-        raise _Refusal("invalid", error.reason, _key_path(error.key, edits)) from None
+        raise SettingsRefusal("invalid", error.reason, _key_path(error.key, edits)) from None
 
 
 def _guard(candidate: LoadedConfig, live: Sequence[Seat]) -> None:
@@ -162,7 +167,7 @@ def _guard(candidate: LoadedConfig, live: Sequence[Seat]) -> None:
     if orphaned:
         first = orphaned[0]
         seats = ", ".join(str(seat) for seat in orphaned)
-        raise _Refusal(
+        raise SettingsRefusal(
             "refused",
             f"project {first.org}/{first.project} has a live seat ({seats}); "
             "a save may not remove or rename it",

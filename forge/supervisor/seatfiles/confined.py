@@ -17,14 +17,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from forge.errors import PeerError
+
 MAX_SYMLINKS = 40
 """As the kernel's own bound: a longer chain is refused as a loop."""
 _DIRECTORY = os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 
 
-class Refused(Exception):
-    """The read is refused; `why` is the sentence a viewer draws."""
+class ReadRefused(PeerError):
+    """The client asked for a file it may not read (outside the roots, a link loop, not a
+    regular file); `why` is the sentence its viewer draws."""
 
     def __init__(self, why: str) -> None:
         super().__init__(why)
@@ -50,10 +53,10 @@ def read_confined(
     bytes; `accept` may refuse it by its resolved path and size before anything is read."""
     real = [Path(os.path.realpath(root)) for root in roots]
     if not asked or "\0" in asked:
-        raise Refused("the path names no file")
+        raise ReadRefused("the path names no file")
     given = PurePosixPath(asked)
     if ".." in given.parts:
-        raise Refused(f"{asked}: `..` is not allowed in a document path")
+        raise ReadRefused(f"{asked}: `..` is not allowed in a document path")
     if not given.is_absolute():
         return _walk(asked, real, real[0], list(given.parts), max_bytes, accept)
     path = Path(os.path.normpath(asked))
@@ -62,7 +65,7 @@ def read_confined(
             if path.is_relative_to(base):
                 parts = list(path.relative_to(base).parts)
                 return _walk(asked, real, resolved, parts, max_bytes, accept)
-    raise Refused(f"{asked} is outside the seat's tree and its document roots")
+    raise ReadRefused(f"{asked} is outside the seat's tree and its document roots")
 
 
 def _root_of(path: Path, roots: Sequence[Path]) -> int | None:
@@ -76,7 +79,7 @@ def _open_root(asked: str, root: Path) -> int:
     try:
         return os.open(root, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
     except OSError as error:
-        raise Refused(f"{asked}: {root} cannot be opened ({error.strerror})") from None
+        raise ReadRefused(f"{asked}: {root} cannot be opened ({error.strerror})") from None
 
 
 def _walk(
@@ -99,23 +102,23 @@ def _walk(
             try:
                 child = os.open(name, _FILE if last else _DIRECTORY, dir_fd=fd)
             except FileNotFoundError:
-                raise Refused(f"{asked}: no such file") from None
+                raise ReadRefused(f"{asked}: no such file") from None
             except PermissionError:
-                raise Refused(f"{asked}: not readable (permission denied)") from None
+                raise ReadRefused(f"{asked}: not readable (permission denied)") from None
             except OSError as error:
                 if error.errno != errno.ELOOP:  # ELOOP: the last component is a symlink
-                    raise Refused(f"{asked}: cannot be read ({error.strerror})") from None
+                    raise ReadRefused(f"{asked}: cannot be read ({error.strerror})") from None
                 child = os.open(name, _DIRECTORY, dir_fd=fd)
             mode = os.fstat(child).st_mode
             if stat.S_ISLNK(mode):
                 os.close(child)
                 hops += 1
                 if hops > MAX_SYMLINKS:
-                    raise Refused(f"{asked}: too many symlinks")
+                    raise ReadRefused(f"{asked}: too many symlinks")
                 target = Path(os.path.normpath(where / os.readlink(name, dir_fd=fd)))
                 landed = _root_of(target, roots)
                 if landed is None:
-                    raise Refused(
+                    raise ReadRefused(
                         f"{asked}: a symlink leads outside the seat's tree and its document roots"
                     )
                 os.close(fd)
@@ -127,13 +130,13 @@ def _walk(
                 os.close(fd)
                 fd, where = child, where / name
                 if not stat.S_ISDIR(mode):
-                    raise Refused(f"{asked}: {where.name} is not a folder")
+                    raise ReadRefused(f"{asked}: {where.name} is not a folder")
                 continue
             try:
                 return _read(asked, child, where / name, max_bytes, accept)
             finally:
                 os.close(child)
-        raise Refused(f"{asked} is a folder, not a file")
+        raise ReadRefused(f"{asked} is a folder, not a file")
     finally:
         if fd >= 0:
             os.close(fd)
@@ -144,19 +147,19 @@ def _read(
 ) -> tuple[Found, bytes]:
     status = os.fstat(fd)
     if stat.S_ISDIR(status.st_mode):
-        raise Refused(f"{asked} is a folder, not a file")
+        raise ReadRefused(f"{asked} is a folder, not a file")
     if not stat.S_ISREG(status.st_mode):
-        raise Refused(f"{asked} is not a regular file (a FIFO, socket or device)")
+        raise ReadRefused(f"{asked} is not a regular file (a FIFO, socket or device)")
     found = Found(path, status.st_size)
     if status.st_size > max_bytes:
-        raise Refused(
+        raise ReadRefused(
             f"{asked} is {status.st_size} bytes, over the {_mib(max_bytes)} ceiling "
             "([documents] max_size_mib)"
         )
     accept(found)
     data = _read_all(fd, max_bytes + 1)
     if len(data) > max_bytes:
-        raise Refused(f"{asked} grew past the {_mib(max_bytes)} ceiling while it was read")
+        raise ReadRefused(f"{asked} grew past the {_mib(max_bytes)} ceiling while it was read")
     return found, data
 
 

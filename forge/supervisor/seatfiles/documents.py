@@ -24,8 +24,9 @@ from typing import Any
 
 import msgspec
 
+from forge.errors import PeerError
 from forge.git import GitError
-from forge.supervisor.seatfiles.confined import Found, Refused, read_confined
+from forge.supervisor.seatfiles.confined import Found, ReadRefused, read_confined
 from forge.supervisor.seatfiles.doclist import list_documents
 from forge.supervisor.seatfiles.gitdiff import BINARY_PROBE
 from forge.supervisor.socket.connection import Connection
@@ -91,7 +92,7 @@ class _Documents:
 
         def accept(found: Found) -> None:
             if message.reviewable and document_kind(found.path) == "pdf":
-                raise Refused(
+                raise ReadRefused(
                     f"{message.path} is a PDF, which cannot be handed off reviewable "
                     "(only markdown and text are)"
                 )
@@ -103,7 +104,7 @@ class _Documents:
             kind = document_kind(found.path)
             if kind in TEXT_KINDS:
                 _utf8(message.path, data)
-        except Refused as refused:
+        except ReadRefused as refused:
             raise ClientRefusal("document_read", refused.why, seat) from None
         connection.send(
             DocumentRead(
@@ -157,7 +158,7 @@ class _Documents:
     async def file_content(self, connection: Connection, message: client.FileContent) -> None:
         try:
             content: ContentRead | ContentFailed = await self._content(message)
-        except _Failed as failed:
+        except DocumentRefused as failed:
             content = ContentFailed(why=failed.why)
         connection.send(
             FileContent(
@@ -169,23 +170,23 @@ class _Documents:
         seat = _seat(message.session)
         config = self._supervisor.loaded.config
         if config.project(seat.org, seat.project) is None:
-            raise _Failed(f"no project {seat.org}/{seat.project} is configured")
+            raise DocumentRefused(f"no project {seat.org}/{seat.project} is configured")
         state = self._supervisor.seats.get(seat)
         if state is None:
-            raise _Failed(f"seat {seat} has not been started")
+            raise DocumentRefused(f"seat {seat} has not been started")
         path = _tree_path(message.path, state.directory)
         revision = _revision(message.sha)
         trees = self._supervisor.trees
         commit = await trees.commit(state.directory, revision)
         if commit is None:
-            raise _Failed(f"{revision} is not a revision of {seat}'s tree")
+            raise DocumentRefused(f"{revision} is not a revision of {seat}'s tree")
         ceiling = self._ceiling()
         try:
             size, data = await trees.blob(state.directory, commit, path, ceiling)
         except GitError as failed:
-            raise _Failed(failed.why) from None
+            raise DocumentRefused(failed.why) from None
         if b"\0" in data[:BINARY_PROBE]:
-            raise _Failed(f"{path} is a binary file at {commit[:12]}")
+            raise DocumentRefused(f"{path} is a binary file at {commit[:12]}")
         truncated = size > len(data)
         if truncated:
             data = data[: data.rfind(b"\n") + 1]
@@ -195,7 +196,9 @@ class _Documents:
         return ContentRead(lines=lines, truncated=truncated)
 
 
-class _Failed(Exception):
+class DocumentRefused(PeerError):
+    """A review page's `file_content` that cannot be served: the client's ask, in words."""
+
     def __init__(self, why: str) -> None:
         super().__init__(why)
         self.why = why
@@ -205,26 +208,26 @@ def _utf8(asked: str, data: bytes) -> None:
     try:
         data.decode("utf-8")
     except UnicodeDecodeError as error:
-        raise Refused(f"{asked} is not UTF-8 text (byte {error.start})") from None
+        raise ReadRefused(f"{asked} is not UTF-8 text (byte {error.start})") from None
 
 
 def _seat(raw: Any) -> Seat:
     try:
         return msgspec.convert(raw, Seat)
     except msgspec.ValidationError:
-        raise _Failed("session is not a seat {org, project, label}") from None
+        raise DocumentRefused("session is not a seat {org, project, label}") from None
 
 
 def _tree_path(raw: Any, tree: Path) -> str:
     """`path` relative to the tree (an absolute one must be inside it), with no `..` in it."""
     if not isinstance(raw, str) or not raw or "\0" in raw or "\n" in raw:
-        raise _Failed("path must name a file of the tree")
+        raise DocumentRefused("path must name a file of the tree")
     path = PurePosixPath(raw)
     if ".." in path.parts:
-        raise _Failed(f"{raw}: `..` is not allowed in a file path")
+        raise DocumentRefused(f"{raw}: `..` is not allowed in a file path")
     if path.is_absolute():
         if not Path(path).is_relative_to(tree):
-            raise _Failed(f"{raw} is outside the seat's tree")
+            raise DocumentRefused(f"{raw} is outside the seat's tree")
         path = PurePosixPath(Path(path).relative_to(tree))
     return str(path)
 
@@ -234,5 +237,5 @@ def _revision(raw: Any) -> str:
     if raw is None:
         return "HEAD"
     if not isinstance(raw, str) or not raw or raw.startswith("-") or not raw.isprintable():
-        raise _Failed(f"{raw!r} is not a revision")
+        raise DocumentRefused(f"{raw!r} is not a revision")
     return raw
