@@ -25,7 +25,7 @@ from forge.supervisor.socket import subjects
 from forge.supervisor.socket.connection import Connection
 from forge.supervisor.socket.seats import SeatRegistry, SeatState
 from forge.wire import server
-from forge.wire.binary import ClientBinary, Dictation, Dropped, decode_client_binary
+from forge.wire.binary import ClientBinary, Dropped, decode_client_binary
 from forge.wire.client import (
     ClientDecoder,
     ClientMessage,
@@ -251,10 +251,8 @@ class Supervisor:
             return frame
         if isinstance(frame, Dropped):
             reason, kind = frame.reason, frame.kind
-        elif isinstance(frame, Dictation):
-            reason, kind = "no take is open on this connection", 0
         else:
-            reason, kind = "no terminal is attached on this connection", 5
+            reason, kind = "nothing on this server serves it", data[0]
         log.debug("socket_binary_dropped", peer=connection.peer, kind=kind, reason=reason)
         return None
 
@@ -328,26 +326,34 @@ class Supervisor:
     # Subjects.
 
     async def snapshot_of(self, subject: Subject) -> dict[str, Any]:
-        config = self.loaded.config
-        if isinstance(subject, str) and subject in self._subject_readers:
-            return await self._subject_readers[subject]()
+        """A seat's session, home, or a unit subject's reader (the area that owns its facts;
+        one no area serves answers the document's "nothing" values, never an error: D1)."""
         if isinstance(subject, SessionSubject):
             state = self.require_seat("subscribe", subject.session)
             return await subjects.session(state, self.trees)
-        if subject == "home":
+        if subject == HOME:
             return await subjects.home(
-                config,
+                self.loaded.config,
                 self.seats,
                 unseen=list(self._unseen),
                 facts=self._home_facts(),
                 trees=self.trees,
             )
-        if subject == "board":
-            return subjects.board(config)
-        if subject == "usage":
-            return subjects.usage()
-        if subject == "dictate_models":
-            return subjects.dictate_models(config)
+        reader = self._subject_readers.get(subject, self._nothing_yet)
+        return await reader()
+
+    async def _board(self) -> dict[str, Any]:
+        return subjects.board(self.loaded.config)
+
+    async def _models_unserved(self) -> dict[str, Any]:
+        return subjects.dictate_models(self.loaded.config)
+
+    @staticmethod
+    async def _usage() -> dict[str, Any]:
+        return subjects.usage()
+
+    @staticmethod
+    async def _nothing_yet() -> dict[str, Any]:
         return subjects.extensions()
 
     def _home_facts(self) -> dict[str, Any]:
@@ -421,6 +427,11 @@ class Supervisor:
     # The verbs this module serves itself.
 
     def _register_builtins(self) -> None:
+        # The document's "nothing" values until an area registers the subject's own reader.
+        self.register_subject("board", self._board)
+        self.register_subject("usage", self._usage)
+        self.register_subject("dictate_models", self._models_unserved)
+        self.register_subject("extensions", self._nothing_yet)
         self.register_verb(Subscribe, self._subscribe)
         self.register_verb(Unsubscribe, self._unsubscribe)
         self.register_verb(Showing, self._showing)
