@@ -37,7 +37,7 @@ from forge.lab.suggestions import (
     save,
     sha256_text,
 )
-from forge.lab.untrusted import one_line
+from forge.untrusted import one_line
 
 OUTPUT_CAP = 1 << 20
 PROPOSAL_FIELDS = ("summary", "rationale", "expectedImpact", "evaluation", "yaml")

@@ -24,7 +24,7 @@ from forge.lab.labstate import lab_dir, registered_runs
 from forge.lab.learn import LearnJob, check_evidence, learn
 from forge.lab.learn_requests import load_requests, pending_lines, run_pending
 from forge.lab.suggestions import approve, dismiss, load, load_all, render
-from forge.lab.untrusted import one_line
+from forge.untrusted import one_line
 
 
 def _now() -> str:

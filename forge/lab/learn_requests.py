@@ -37,7 +37,7 @@ from forge.lab.learn import LearnJob, learn
 from forge.lab.learnhold import hold
 from forge.lab.recurrence import CLASSES, Entry, streak
 from forge.lab.suggestions import EvidenceAttempt, RequestLink, Suggestion, load, load_all
-from forge.lab.untrusted import one_line
+from forge.untrusted import one_line
 
 REQUESTS_DIR = "learn-requests"
 LEARN_LOCK = "learn.lock"

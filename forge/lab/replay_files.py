@@ -17,7 +17,7 @@ from typing import Any
 from forge.lab.replay_layout import Layout
 from forge.lab.replay_pytest import pytest_argv
 from forge.lab.replay_rules import BaseRule, HiddenFile
-from forge.lab.untrusted import one_line
+from forge.untrusted import one_line
 
 CHECK_TIMEOUT_MS = 600_000
 HEREDOC = "FORGE_HIDDEN_TEST_EOF"

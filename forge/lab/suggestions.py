@@ -23,7 +23,7 @@ from forge.attempt.formula import load_yaml
 from forge.files import write_atomic
 from forge.lab.labstate import locked
 from forge.lab.learnhold import hold
-from forge.lab.untrusted import one_line, prose
+from forge.untrusted import one_line, prose
 
 SUGGESTIONS_DIR = "suggestions"
 FORMULA_LOCK = "formula.lock"

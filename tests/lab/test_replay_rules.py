@@ -20,7 +20,7 @@ from forge.lab.replay_rules import (
     nodeids_too_long,
     project_skip,
 )
-from forge.lab.untrusted import one_line, prose
+from forge.untrusted import one_line, prose
 
 
 @pytest.mark.parametrize(

@@ -120,9 +120,10 @@ function cursorAt(core: CoreBuffer, term: Terminal, buffer: IBuffer, top: number
   return `${CSI}${y};${last + 1}H${pen}${text}`;
 }
 
-/** The title without control characters (a BEL or ESC would end the OSC early). */
+/** The title without control or format characters: a BEL or ESC would end the OSC early, and
+ * a bidirectional override or isolate would reorder what a viewer's window title reads. */
 function printable(text: string): string {
-  return text.replace(/[^ -~\u00a0-\u{10ffff}]/gu, "");
+  return text.replace(/[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu, "");
 }
 
 function tabStops(buffer: CoreBuffer, cols: number): string {

@@ -4,8 +4,10 @@ Three sources, best first (O-TM5): OSC 133 marks from a shell with integration
 (`shell_integration`), the terminal's foreground process group against the shell's own
 (`process`), and the line discipline's ECHO flag with canonical input (`termios`: a program
 reading a password; readline at a prompt also turns ECHO off but reads raw). Titles come from
-OSC 0/2. Pure: `scan` takes output bytes, `observe` a probe the session took; each returns
-whether the summary changed, so the host pushes `terminal_changed` only on real changes.
+OSC 0/2, cleaned as untrusted text (`forge.untrusted`): a program in the shell chose them, and
+a client shows them beside its own words. Pure: `scan` takes output bytes, `observe` a probe the
+session took; each returns whether the summary changed, so the host pushes `terminal_changed`
+only on real changes.
 """
 
 from __future__ import annotations
@@ -14,9 +16,13 @@ import re
 from dataclasses import dataclass
 from enum import StrEnum
 
+from forge.untrusted import one_line
+
 _OSC = re.compile(rb"\x1b\](0|2|133);([^\x07\x1b]*)(?:\x07|\x1b\\)")
 _CARRY_LIMIT = 1024
 """An OSC cut by a read boundary is kept this long at most."""
+TITLE_LIMIT = 200
+"""Characters of a title kept (a strip shows a few dozen)."""
 
 
 class State(StrEnum):
@@ -58,7 +64,8 @@ class StateDetector:
         self._carry = b""
 
     def scan(self, data: bytes) -> bool:
-        """Output from the shell; True if the summary changed."""
+        """Output from the shell; True if the summary changed (a new title included)."""
+        before = self.summary()
         self._started = True
         if self._carry:
             data = self._carry + data
@@ -72,12 +79,12 @@ class StateDetector:
                 if code == b"133":
                     self._integration = text[:1].decode("ascii", "replace") or None
                 else:
-                    self.title = text.decode("utf-8", "replace")
+                    self.title = one_line(text.decode("utf-8", "replace"), TITLE_LIMIT)
             start = data.rfind(b"\x1b", end)
             cut_short = data[start + 1 : start + 2] in (b"]", b"")
             if start != -1 and cut_short and len(data) - start <= _CARRY_LIMIT:
                 self._carry = bytes(data[start:])
-        return self._derive()
+        return self._derive() or self.summary() != before
 
     def observe(self, probe: Probe) -> bool:
         """A fresh probe of the PTY; True if the summary changed."""

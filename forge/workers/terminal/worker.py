@@ -56,6 +56,8 @@ CONTROLLER = "controller"
 UNPARSED = "unparsed"
 """The reasons the PTY's reading is paused: the host's own send queue, the supervisor's word,
 the controller's page behind in its parse."""
+VIEW_TRIES = 3
+"""Models a view is asked of before the request fails (each one that dies is rebuilt)."""
 
 
 class TerminalHost(Worker):
@@ -77,9 +79,12 @@ class TerminalHost(Worker):
         )
         self.terminal = config.terminal
         try:
-            self.feeder = ScreenFeeder(await ScreenModel.start(config.cols, config.rows))
+            model = await ScreenModel.start(config.cols, config.rows)
         except NodeMissing as error:
             raise WorkerConfigError(str(error)) from error
+        model.on_failed = self._model_failed
+        self.feeder = ScreenFeeder(model)
+        self._rebuilding: asyncio.Task[None] | None = None
         self.detector = StateDetector()
         self._out = self.stream(OUTPUT_STREAM)
         self._queue: deque[tuple[bytes, Any]] = deque()
@@ -172,6 +177,25 @@ class TerminalHost(Worker):
                 self.feeder.feed(FEED_SLICE)
                 await self.feeder.model.drain()
 
+    def _model_failed(self) -> None:
+        """The model died: a new one is built at once from what it kept, so the next viewer
+        is drawn the screen it would have been drawn."""
+        if self._rebuilding is None or self._rebuilding.done():
+            self._rebuilding = self.spawn(self._rebuild())
+
+    async def _rebuild(self) -> None:
+        old = self.feeder.model
+        replay = not old.replaying  # a rebuilt model that died on its replay starts blank
+        self.log.warning("terminal_screen_model_failed", reason=old.failed, replay=replay)
+        try:
+            model = await old.rebuilt(replay=replay)
+        except OSError as error:
+            self.log.error("terminal_screen_model_unstarted", reason=str(error))
+            return
+        model.on_failed = self._model_failed
+        self.feeder.replace(model)
+        await old.close()
+
     async def _probe_loop(self) -> None:
         while True:
             await self.clock.sleep(PROBE_INTERVAL)
@@ -212,21 +236,26 @@ class TerminalHost(Worker):
     async def view(self, request: View) -> Viewed:
         """The screen as a VT stream and the last seq it reflects (later frames follow it).
 
-        A model that died is replaced by a fresh one (blank until the shell writes again): the
-        screen is lost, never the shell.
+        A model that died is rebuilt (`_rebuild`) and asked again; the shell never waits on it.
         """
-        model = self.feeder.model
-        seq = self.feeder.catch_up()
-        try:
-            screen = await model.view()  # asked before anything else is written to the model
-        except ScreenModelFailed as error:
-            self.log.warning("terminal_screen_model_failed", reason=str(error))
-            await model.close()
-            model = await ScreenModel.start(self.session.cols, self.session.rows)
-            self.feeder.replace(model)
+        why = "no model was asked"
+        for _ in range(VIEW_TRIES):
+            model = self.feeder.model
             seq = self.feeder.catch_up()
-            screen = await model.view()
-        return Viewed(seq=seq, screen=screen, cols=model.cols, rows=model.rows)
+            try:
+                screen = await model.view()  # asked before anything else is written to the model
+            except ScreenModelFailed as error:
+                why = str(error)
+                if self.feeder.model is model:
+                    self._model_failed()  # unless a rebuild is under way already
+                    assert self._rebuilding is not None
+                    await asyncio.shield(self._rebuilding)
+                continue
+            return Viewed(seq=seq, screen=screen, cols=model.cols, rows=model.rows)
+        raise ScreenModelFailed(
+            f"the terminal's screen model failed {VIEW_TRIES} times in a row, its shell runs "
+            f"on: {why}"
+        )
 
     @handles(Resize)
     async def resize(self, request: Resize) -> Resized:

@@ -323,3 +323,61 @@ async def test_a_killed_host_ends_the_stream_and_takes_only_its_shell(
     await second_viewer.wait_for(b"still here\r\n")
     while not gone(shell):  # noqa: ASYNC110 - the shell is not our child: no event to await
         await asyncio.sleep(0.01)
+
+
+def screen_model_pids(host_pid: int) -> set[int]:
+    """The host's screen model processes (node running screen_model.cjs)."""
+    return {
+        child.pid
+        for child in psutil.Process(host_pid).children()
+        if any("screen_model.cjs" in part for part in child.cmdline())
+    }
+
+
+async def test_a_killed_screen_model_is_rebuilt_and_a_viewer_still_sees_the_true_screen(
+    manager: WorkerManager, tmp_path: Path
+) -> None:
+    """The node process behind the host's screen is SIGKILLed mid-session: the host rebuilds it
+    from its last view and what was written since, so a viewer attaching later is drawn what
+    the shell wrote before the death and after it (before: a blank screen)."""
+    handle, viewer = await start_host(manager, tmp_path)
+    await viewer.wait_for(b"$ ")
+    viewer.type(b"for n in 1 2 3; do echo before-$n; done\r")
+    await viewer.wait_for(b"before-3\r\n")
+    first = await call(handle, View())
+    assert "before-3" in "\n".join(screen_of(first, viewer.after(first.seq)).display)
+    assert handle.pid is not None
+    (killed,) = screen_model_pids(handle.pid)
+    os.kill(killed, signal.SIGKILL)
+    viewer.type(b"echo after-$((6*7))\r")
+    await viewer.wait_for(b"after-42\r\n")
+    view = await call(handle, View())
+    shown = "\n".join(screen_of(view, viewer.after(view.seq)).display)
+    for line in ("before-1", "before-2", "before-3", "after-42"):
+        assert line in shown, f"{line} is missing from the view after the model was killed"
+    assert screen_model_pids(handle.pid) - {killed}, "no new screen model runs"
+    await handle.stop()
+
+
+async def titled(viewer: Viewer, start: str) -> str:
+    """The first title the summaries carry that starts with `start`."""
+    await viewer.until(lambda: any(s.title.startswith(start) for s in viewer.summaries))
+    return next(s.title for s in viewer.summaries if s.title.startswith(start))
+
+
+async def test_a_title_with_controls_reaches_the_summary_cleaned(
+    manager: WorkerManager, tmp_path: Path
+) -> None:
+    """A program's OSC 0 title carries C0/C1 controls and bidirectional overrides: the summary
+    clients get has them removed, and the host's view re-emits the title cleaned too."""
+    handle, viewer = await start_host(manager, tmp_path)
+    await viewer.wait_for(b"$ ")
+    viewer.type(b"printf '\\e]0;a\\x07b\\e[31m\\a'\r")
+    await viewer.wait_state(title="a")
+    viewer.type(b"printf '\\e]2;pay\\xe2\\x80\\xaelive\\xc2\\x9b\\x08me\\a'\r")
+    assert (await titled(viewer, "pay")) == "payliveme"
+    viewer.type(b"printf '\\e]2;Pay\\xe2\\x80\\xaelive\\xe2\\x81\\xa6\\a'\r")
+    assert (await titled(viewer, "Pay")) == "Paylive"
+    view = await call(handle, View())
+    assert "\x1b]2;Paylive\x07" in view.screen
+    await handle.stop()

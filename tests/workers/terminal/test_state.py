@@ -54,3 +54,16 @@ def test_title_and_exit() -> None:
     assert detector.title == "build: ok"
     assert detector.exited(130)
     assert detector.summary() == (State.EXITED, Source.PROCESS, "build: ok", 130)
+
+
+def test_a_title_reaches_clients_without_control_or_bidi_characters() -> None:
+    """A program chose the title: C0 and C1 controls, escapes cut short and bidirectional
+    overrides or isolates (which would reorder the strip's words) are removed; it is one line."""
+    detector = StateDetector()
+    assert detector.scan(b"\x1b]0;a\x07b\x1b[31m\x07")  # the title ends at its BEL
+    assert detector.title == "a"
+    hostile = "x\x08\x0d\x9b31m\u202eevil\u2066y\u2069\u200f\nz\x7f".encode()
+    assert detector.scan(b"\x1b]2;" + hostile + b"\x1b\\")
+    assert detector.title == "x 31mevily z"  # the C1 CSI is gone; its parameters are text
+    detector.scan(b"\x1b]2;" + b"w" * 5000 + b"\x07")
+    assert len(detector.title) <= 200

@@ -1,4 +1,5 @@
-"""Showing untrusted text (issue titles, a learn command's failure, a model's prose) safely.
+"""Showing untrusted text (issue titles, a learn command's failure, a model's prose, the title a
+terminal's program set) safely.
 
 Terminal escape sequences, control characters and Unicode format characters (the bidirectional
 overrides and isolates among them) are removed, so text cannot move the cursor, recolour the
