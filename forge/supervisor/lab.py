@@ -10,7 +10,8 @@ killed outright takes its runners along (parent-death signal) and each runner's 
 its attempt's tree, so nothing is left and the next `forge evaluate` resumes.
 
 The `lab` subject shows every run started here that runs, and the latest ended ones
-(`forge.lab.live` keeps the rows, `ENDED_RUNS_KEPT` of the ended); while a
+(`forge.lab.live` keeps the rows, `ENDED_RUNS_KEPT` of the ended; `forge.lab.kept_runs` keeps
+them in the state directory too, so a restarted supervisor lists them again); while a
 connection holds it, each running attempt's process tree (its runner's session, walked by the
 seats' walker worker once a second) is pushed as `lab_processes` when it moved (the seats' rule).
 Each run's own records also go to `<out>/lab.log`.
@@ -30,10 +31,12 @@ from typing import Any, cast
 import msgspec
 import structlog
 
+from forge import paths
 from forge.attempt.coordinates import coordinates
 from forge.clock import epoch_ms
 from forge.errors import UserError
 from forge.ipc.manager import WorkerHandle, WorkerManager
+from forge.lab import kept_runs
 from forge.lab.evaluate import check_approval, open_run, prepare, run_code
 from forge.lab.live import LiveRun, Update, runs_to_forget
 from forge.lab.runners import RunnerPool
@@ -76,10 +79,16 @@ class LabService(WorkerService):
         supervisor: Supervisor,
         manager: WorkerManager,
         walker: Callable[[], WorkerHandle],
+        kept: Path,
     ) -> None:
         super().__init__(supervisor, manager)
         self._walker = walker
-        self.runs: dict[str, _Run] = {}
+        self._kept = kept
+        """The folder the runs' rows are kept in (`forge.lab.kept_runs`)."""
+        self.runs: dict[str, _Run] = {
+            live.row.run: _Run(live=live, cohort_run=None, out=Path(live.row.out))
+            for live in kept_runs.load(kept)
+        }
         self._held = asyncio.Event()
         self._walking: asyncio.Task[None] | None = None
 
@@ -188,6 +197,7 @@ class LabService(WorkerService):
         self.runs[run_id] = run
         log.info("lab_run_started", run=run_id, out=prepared.out_text, parallel=config.parallel)
         self._push([live.whole()])
+        await asyncio.to_thread(kept_runs.save, self._kept, live.row)
         run.task = asyncio.create_task(self._run(run, cohort_run, pool), name=f"lab-{run_id}")
         return run_id
 
@@ -215,8 +225,10 @@ class LabService(WorkerService):
         self._push(run.live.end(status, stop_reason, abort_reason, code))
         run.cohort_run = None
         run.runners.clear()
+        await asyncio.to_thread(kept_runs.save, self._kept, run.live.row)
         for old in runs_to_forget([kept.live.row for kept in self.runs.values()]):
             del self.runs[old]
+            await asyncio.to_thread(kept_runs.forget, self._kept, old)
 
     def _progress(self, run_id: str, event: ProgressEvent) -> None:
         live = self.runs[run_id].live
@@ -302,9 +314,14 @@ def _answer(connection: Connection, reply_to: Any, answer: LabAnswer) -> None:
 
 
 def install(
-    supervisor: Supervisor, manager: WorkerManager, walker: Callable[[], WorkerHandle]
+    supervisor: Supervisor,
+    manager: WorkerManager,
+    walker: Callable[[], WorkerHandle],
+    kept: Path | None = None,
 ) -> LabService:
-    """Serve the Lab's verbs and subject on `supervisor`, its runners started by `manager`."""
-    service = LabService(supervisor, manager, walker)
+    """Serve the Lab's verbs and subject on `supervisor`, its runners started by `manager`; the
+    runs' rows are kept in `kept` (the state directory's `lab-runs` unless given)."""
+    kept = kept if kept is not None else paths.state_dir() / kept_runs.FOLDER
+    service = LabService(supervisor, manager, walker, kept)
     service.install()
     return service

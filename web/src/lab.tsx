@@ -81,8 +81,8 @@ export function LabPage({ app, run }: { app: App; run: string | null }) {
   if (!shown) {
     return (
       <p class="pad">
-        This supervisor has no run {run} (a restarted supervisor forgets its runs; their <code>--out</code> folders
-        keep them). <a href="#/lab">All runs</a>
+        This supervisor has no run {run} (it lists the latest 20 ended runs; an older one's <code>--out</code> folder
+        keeps its records). <a href="#/lab">All runs</a>
       </p>
     );
   }
