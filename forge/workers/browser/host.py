@@ -115,6 +115,16 @@ class Viewport:
         """A phone-sized surface: presses become touches and the page lays out as mobile."""
         return self.scale >= 2 and self.css[0] <= 600
 
+    def laid_out(self, reported: tuple[int, int]) -> tuple[int, int]:
+        """The CSS size a screencast frame's metadata says its page was laid out at. Chromium
+        sometimes reports an emulated phone's size in device pixels (390x619 at scale 3 comes
+        as 1170x1857): read as CSS, a tap on the picture would land three times too far (off
+        the page, lost). That size is this viewport's own layout."""
+        css = self.css
+        if self.scale != 1 and reported == (round(css[0] * self.scale), round(css[1] * self.scale)):
+            return css
+        return reported
+
     def device_metrics(self) -> JsonObject:
         """`Emulation.setDeviceMetricsOverride`'s parameters for this surface."""
         width, height = self.css
@@ -677,9 +687,11 @@ class BrowserHost:
         ).add_done_callback(_quietly)
         if tab.pump is not None:
             metadata = params.get("metadata", {})
-            page_size = (
-                round(metadata.get("deviceWidth", tab.viewport.css[0])),
-                round(metadata.get("deviceHeight", tab.viewport.css[1])),
+            page_size = tab.viewport.laid_out(
+                (
+                    round(metadata.get("deviceWidth", tab.viewport.css[0])),
+                    round(metadata.get("deviceHeight", tab.viewport.css[1])),
+                )
             )
             tab.pump.paint(base64.b64decode(params["data"]), page_size)
 
