@@ -40,12 +40,19 @@ def one_row(page: Page, selector: str) -> None:
 def test_the_browser_views_bars_are_one_row_each(
     page: Page, supervised: Supervised, colour_page: str
 ) -> None:
+    """As the controller, then as a second page's watcher (its bar offers Take control)."""
     width = page.viewport_size["width"] if page.viewport_size else 0
     open_tab(page, supervised, colour_page, f"bars{width}")
     wait_for_colour(page, "blue")
     expect(page.get_by_label("address")).to_be_visible()
     for bar in (".browserpane > .toolbar.address", ".browserpane > .toolbar.typebar"):
         one_row(page, bar)
+    watcher = page.context.new_page()
+    watcher.goto(page.url)
+    expect(watcher.get_by_role("button", name="Take control")).to_be_visible()
+    for bar in (".browserpane > .toolbar.address", ".browserpane > .toolbar.typebar"):
+        one_row(watcher, bar)
+    watcher.close()
     # A text box's own text may run past its edge (a long address), as in any browser's bar.
     overflowing = [row for row in page.evaluate(OVERFLOWING_JS) if not row.startswith("INPUT.")]
     assert overflowing == []
