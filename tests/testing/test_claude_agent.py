@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from forge.testing.model_conversation import messages as conversation
 from forge.testing.model_conversation import tool_results, user_text
 from forge.testing.model_script import Script, parse_script
 from forge.testing.model_server import QUIET_CLI_ENV, REDACTED, ModelServer
@@ -259,9 +260,12 @@ async def test_interrupt_mid_stream_ends_the_turn_and_the_next_request_shows_the
         partial
     ]
     assert result_of(after).result == "Going on."
-    resumed = server.message_requests()[1].body["messages"]
-    assert {"type": "text", "text": partial} in resumed[-2]["content"]
-    assert "[Request interrupted by user]" in user_text(server.message_requests()[1].body)
+    resumed = server.message_requests()[1].body
+    said = [m for m in conversation(resumed) if m.get("role") == "assistant"]
+    # The CLI puts messages of other roles (`system`) among them: the cut is its last answer.
+    assert said, resumed["messages"]
+    assert {"type": "text", "text": partial} in said[-1]["content"], resumed["messages"]
+    assert "[Request interrupted by user]" in user_text(resumed)
 
 
 async def test_an_overloaded_answer_is_retried(seat: Seat) -> None:
