@@ -332,19 +332,30 @@ def tree_bytes(roots: Iterable[Path]) -> int:
     return total
 
 
-def tmpfs_bytes(inside: int, directories: Sequence[str]) -> int:
+def tmpfs_bytes(inside: int, directories: Sequence[str], size_bytes: int) -> int:
     """What the sandbox's private scratch `directories` hold, seen through the root of `inside`
-    (a process in the sandbox). A directory counts only once it is a mount of the sandbox's own:
-    while bubblewrap sets up, the new mount namespace still shows the host's."""
+    (a process in the sandbox). A directory counts only once it is one of the sandbox's own
+    scratch mounts, known by their size (`size_bytes`, what bubblewrap was told: `sized_tmpfs`)
+    on a device the host's directory is not on. While bubblewrap sets up, the path shows other
+    filesystems (its own scratch root; the host's root filesystem under the old root), so the
+    device and the usage are read from one open directory: a second look by path could land on
+    another mount, and counting the host's disk ended sound commands on a `disk` limit."""
     total = 0
     for directory in directories:
-        seen = f"/proc/{inside}/root{directory}"
         try:
-            if os.stat(seen).st_dev == _device(directory):
-                continue
-            usage = os.statvfs(seen)
+            fd = os.open(f"/proc/{inside}/root{directory}", os.O_RDONLY | os.O_DIRECTORY)
         except OSError:
             continue
+        try:
+            if os.fstat(fd).st_dev == _device(directory):
+                continue
+            usage = os.fstatvfs(fd)
+        except OSError:
+            continue
+        finally:
+            os.close(fd)
+        if usage.f_blocks != -(-size_bytes // usage.f_frsize):
+            continue  # not the sandbox's scratch (a tmpfs's size is rounded up to whole pages)
         total += (usage.f_blocks - usage.f_bfree) * usage.f_frsize
     return total
 
@@ -381,7 +392,8 @@ class Bounds:
 
     async def command(self, *, tmpfs: Sequence[str] = ()) -> CommandBounds:
         """The bounds of one command about to start; `tmpfs` are the sandbox's private scratch
-        directories, whose contents count as written (none without the sandbox)."""
+        directories, each sized to the disk bound (`sized_tmpfs`), whose contents count as
+        written (none without the sandbox)."""
         if self._baseline is None:
             self._baseline = await asyncio.to_thread(tree_bytes, self.trees)
         group = await asyncio.to_thread(self._group)
@@ -507,7 +519,7 @@ class CommandBounds:
         if self._tmpfs:
             inside = next(iter(descendants(root, at_most=1)), None)
             if inside is not None and _mount_namespace(inside) != _mount_namespace(os.getpid()):
-                written += tmpfs_bytes(inside, self._tmpfs)
+                written += tmpfs_bytes(inside, self._tmpfs, self.limits.disk_bytes)
         return written
 
     async def close(self, clock: Clock) -> None:

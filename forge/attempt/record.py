@@ -76,6 +76,8 @@ class FailedCommand(msgspec.Struct, rename="camel", kw_only=True):
     timed_out: bool
     stdout_tail: str
     stderr_tail: str
+    limit: str | UnsetType = UNSET
+    """The bound that killed it (`pids`, `memory`, `disk`): its exit code is then null."""
 
 
 class RegressionFailure(msgspec.Struct, rename="camel", kw_only=True):

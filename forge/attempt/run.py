@@ -823,6 +823,7 @@ class _Attempt:
                 timed_out=result.timed_out,
                 stdout_tail=self.redactor.tail(result.stdout),
                 stderr_tail=self.redactor.tail(result.stderr),
+                limit=UNSET if result.limit is None else result.limit,
             )
         )
 

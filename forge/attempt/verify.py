@@ -74,6 +74,7 @@ class Observation:
             "outputTruncated": self.result.output_capped,
             "passed": self.passed,
             "elapsedMs": self.result.elapsed_ms,
+            **({} if self.result.limit is None else {"limit": self.result.limit}),
         }
 
 

@@ -18,7 +18,13 @@ from typing import Any
 from msgspec import UNSET
 
 from forge.attempt.cohort import CohortSpec
-from forge.attempt.record import AttemptRecord, RegressionFailure, cost_basis, known
+from forge.attempt.record import (
+    AttemptRecord,
+    FailedCommand,
+    RegressionFailure,
+    cost_basis,
+    known,
+)
 
 REPORT_SCHEMA_VERSION = 1
 FAILED_LINES_SHOWN = 20
@@ -393,8 +399,7 @@ def _attempt_lines(record: AttemptRecord) -> list[str]:
                 )
     for failure in record.failed_check_output or []:
         lines.append(
-            f"  - failed {failure.phase} `{failure.id}` "
-            f"({failure.view} view, exit {failure.exit_code}):"
+            f"  - failed {failure.phase} `{failure.id}` ({failure.view} view, {_ended(failure)}):"
         )
         lines.append("")
         lines.append("    ```")
@@ -422,6 +427,13 @@ def _limit(record: AttemptRecord) -> str:
     """`; resource-limit: pids` (the limit named) for an attempt killed at one of its bounds."""
     outcome = known(record.outcome) or ""
     return f"; {outcome}" if outcome.startswith("resource-limit: ") else ""
+
+
+def _ended(failure: FailedCommand) -> str:
+    """How a failed command ended: `exit 1`, `timed out`, or the bound that killed it."""
+    if failure.limit is not UNSET:
+        return f"resource-limit: {failure.limit}"
+    return "timed out" if failure.timed_out else f"exit {failure.exit_code}"
 
 
 def _unsealed(record: AttemptRecord) -> str:

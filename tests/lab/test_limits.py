@@ -40,7 +40,7 @@ from forge.attempt.limits import (
     this_host,
     tree_bytes,
 )
-from forge.attempt.sandbox import Sandbox, Trees, probe
+from forge.attempt.sandbox import PRIVATE_TMP, Sandbox, Trees, probe
 from forge.attempt.settings import LabSettings, limits_from_config
 from forge.clock import SYSTEM_CLOCK
 from forge.config import load_config
@@ -275,6 +275,34 @@ async def test_a_full_private_tmp_ends_on_the_disk_limit(
         False,
         b"No space left on device\n",
     )
+
+
+async def test_another_filesystem_at_a_scratch_path_is_not_counted_as_written(
+    bwrap: str, work: Path
+) -> None:
+    """While bubblewrap sets up, a sandboxed process's /tmp shows filesystems that are not its
+    scratch: bubblewrap's own scratch root (an unsized tmpfs, as here), the host's root under
+    the old root (40 GB used). Counting them ended sound commands on a `disk` limit under load;
+    only a scratch folder of the bound's size counts."""
+    filler = f"head -c {SMALL.disk_bytes + MIB} /dev/zero > /tmp/filler && echo ready"
+    shown = [bwrap, "--dev-bind", "/", "/", "--tmpfs", "/tmp", "--unshare-pid"]
+    setting_up = await asyncio.create_subprocess_exec(
+        *shown,
+        "--die-with-parent",
+        "--",
+        "sh",
+        "-c",
+        f"{filler} && exec sleep {unique_sleep()}",
+        stdout=asyncio.subprocess.PIPE,
+    )
+    try:
+        assert setting_up.stdout is not None
+        assert await setting_up.stdout.readline() == b"ready\n"
+        bounded = await Bounds(SMALL, [work], mechanisms=("rlimit",)).command(tmpfs=PRIVATE_TMP)
+        assert await bounded.settle(setting_up.pid) is None
+    finally:
+        setting_up.kill()  # its namespace dies with it (--die-with-parent)
+        await setting_up.communicate()
 
 
 # -- open files --------------------------------------------------------------------------------

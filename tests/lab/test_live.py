@@ -63,6 +63,18 @@ def clean_report(kit: Kit) -> dict[str, Any]:
     return report
 
 
+def recorded(kit: Kit) -> dict[str, Any]:
+    """Why each recorded attempt ended (outcome, error, notes, failed checks), for a failure's
+    message: the progress line alone says only `incomplete`."""
+    keys = ("outcome", "error", "notes", "failedCheckOutput")
+    return {
+        str(path.parent.relative_to(kit.out / "attempts")): {
+            k: v for k, v in json.loads(path.read_text()).items() if k in keys
+        }
+        for path in sorted((kit.out / "attempts").rglob("attempt.json"))
+    }
+
+
 def resumed_report(kit: Kit) -> dict[str, Any]:
     report = normalised(kit.report())
     report.pop("approval")
@@ -128,7 +140,7 @@ async def test_a_run_in_the_supervisor_shows_and_stops_like_sigint(
     (kit.ctl / "go").write_text("")
     resumed = await asyncio.to_thread(kit.cli, "--approve", digest, "--url", supervised.url)
     assert resumed.returncode == 2, resumed.stderr
-    assert "[4/4] t1/b/rep-2: failed" in resumed.stderr
+    assert "[4/4] t1/b/rep-2: failed" in resumed.stderr, (resumed.stderr, recorded(kit))
     assert "complete: report in" in resumed.stdout
     assert resumed_report(kit) == clean_report(kit)
     log = [json.loads(line) for line in (kit.out / "lab.log").read_text().splitlines()]

@@ -211,6 +211,38 @@ def test_a_fork_bomb_recipe_ends_on_its_limit_and_its_sibling_is_accepted(
     assert line.endswith("; resource-limit: pids")
 
 
+FORKS = "import os, time\nfor _ in range(1000):\n    if os.fork() == 0:\n        time.sleep(1000)\n"
+"""A bounded fork bomb (a thousand sleeping children): the rlimit fallback samples, so a real
+bomb could run between two samples there."""
+
+
+def test_a_check_killed_at_a_bound_names_the_bound_not_an_exit_code(
+    kit: Kit, tmp_path: Path
+) -> None:
+    """A check that forks past the pids bound in a verification view: its failed output, its
+    observation and report.md name the bound (`resource-limit: pids`), never a bare null exit."""
+    config = tmp_path / "forge.toml"
+    config.write_text("[lab]\nlimit_pids = 64\n")
+    bomb = {"id": "bomb", "argv": ["python3", "-c", FORKS], "category": "lint", "timeoutMs": 60000}
+    kit.cohort(
+        a=kit.formula("a", checks=[bomb]),
+        b=kit.formula("b", model="m2"),
+        tasks={"t1": kit.plan("t1")},
+    )
+    done = kit.approve(env={"FORGE_CONFIG": str(config)})
+    assert done.returncode == 2, done.stderr
+    record = kit.record("t1", "a")
+    [failed] = record["failedCheckOutput"]
+    assert (failed["id"], failed["view"], failed.get("limit")) == ("bomb", "candidate", "pids")
+    views = json.loads(
+        (kit.out / "attempts" / "t1" / "a" / "rep-1" / "verification.json").read_text()
+    )["views"]
+    [observed] = [o for o in views["candidate"]["observations"] if o["id"] == "bomb"]
+    assert observed["limit"] == "pids"
+    report = (kit.out / "report.md").read_text()
+    assert "failed check `bomb` (candidate view, resource-limit: pids):" in report
+
+
 REACH_PRELUDE = r"""
 /usr/bin/python3 - >&2 <<'PY' || true
 import http.client, os, socket, urllib.parse

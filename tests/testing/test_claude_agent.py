@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from forge.testing.model_conversation import messages as conversation
 from forge.testing.model_conversation import tool_results, user_text
 from forge.testing.model_script import Script, parse_script
 from forge.testing.model_server import QUIET_CLI_ENV, REDACTED, ModelServer
@@ -99,6 +100,17 @@ def script(*turns: dict[str, Any]) -> Script:
     return parse_script({"turns": list(turns)})
 
 
+def text_deltas(messages: list[Any]) -> list[str]:
+    """The text deltas the CLI passed on as partial messages, in order."""
+    return [
+        m.event["delta"]["text"]
+        for m in messages
+        if isinstance(m, StreamEvent)
+        and m.event.get("type") == "content_block_delta"
+        and m.event["delta"].get("type") == "text_delta"
+    ]
+
+
 async def test_streamed_text_arrives_as_partial_and_whole_messages_with_the_scripted_usage(
     seat: Seat,
 ) -> None:
@@ -106,13 +118,7 @@ async def test_streamed_text_arrives_as_partial_and_whole_messages_with_the_scri
     usage = {"input_tokens": 1234, "output_tokens": 56, "cache_read_input_tokens": 7}
     async with ModelServer(script({"say": text, "usage": usage})) as server:
         messages = await converse(seat.options(server, include_partial_messages=True), "Say hello.")
-    deltas = [
-        m.event["delta"]["text"]
-        for m in messages
-        if isinstance(m, StreamEvent)
-        and m.event.get("type") == "content_block_delta"
-        and m.event["delta"].get("type") == "text_delta"
-    ]
+    deltas = text_deltas(messages)
     assert len(deltas) > 1
     assert "".join(deltas) == text
     whole = [b.text for m in messages if isinstance(m, AssistantMessage) for b in m.content]
@@ -221,11 +227,15 @@ async def test_interrupt_mid_stream_ends_the_turn_and_the_next_request_shows_the
         {"say": "A long answer that will not finish.", "stall": {"after": 2}},
         {"when": {"user_text": "Go on."}, "say": "Going on."},
     )
+    partial = "A long answer that will not fini"  # two deltas of 16 characters
     messages: list[Any] = []
+    streamed = asyncio.Event()
 
     async def read(client: ClaudeSDKClient) -> None:
         async for message in client.receive_response():
             messages.append(message)
+            if "".join(text_deltas(messages)) == partial:
+                streamed.set()
 
     async with ModelServer(played) as server:
         client = ClaudeSDKClient(seat.options(server, include_partial_messages=True))
@@ -233,6 +243,12 @@ async def test_interrupt_mid_stream_ends_the_turn_and_the_next_request_shows_the
             await client.query("Talk for a while.")
             reading = asyncio.create_task(read(client))
             held = await server.wait_stalled()
+            # The server wrote both deltas before it held the stream, but the CLI may not have
+            # read them yet: the cut is what the CLI had passed on when the interrupt came.
+            waiting = asyncio.create_task(streamed.wait())
+            await asyncio.wait({waiting, reading}, return_when=asyncio.FIRST_COMPLETED)
+            waiting.cancel()
+            assert streamed.is_set(), messages
             await client.interrupt()
             await reading
             await server.wait_for(lambda: held.outcome != "stalled")
@@ -240,14 +256,16 @@ async def test_interrupt_mid_stream_ends_the_turn_and_the_next_request_shows_the
             after = [message async for message in client.receive_response()]
     assert held.outcome == "left"
     assert result_of(messages).subtype == "error_during_execution"
-    partial = "A long answer that will not fini"  # two deltas of 16 characters
     assert [b.text for m in messages if isinstance(m, AssistantMessage) for b in m.content] == [
         partial
     ]
     assert result_of(after).result == "Going on."
-    resumed = server.message_requests()[1].body["messages"]
-    assert {"type": "text", "text": partial} in resumed[-2]["content"]
-    assert "[Request interrupted by user]" in user_text(server.message_requests()[1].body)
+    resumed = server.message_requests()[1].body
+    said = [m for m in conversation(resumed) if m.get("role") == "assistant"]
+    # The CLI puts messages of other roles (`system`) among them: the cut is its last answer.
+    assert said, resumed["messages"]
+    assert {"type": "text", "text": partial} in said[-1]["content"], resumed["messages"]
+    assert "[Request interrupted by user]" in user_text(resumed)
 
 
 async def test_an_overloaded_answer_is_retried(seat: Seat) -> None:
