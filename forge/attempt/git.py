@@ -218,6 +218,11 @@ class Capture:
     changes: tuple[tuple[str, str], ...]
     """(status, path) sorted by path; status A, M, D or T; a rename is D plus A."""
 
+    def outside(self, allowed: tuple[str, ...]) -> list[str]:
+        """The changed paths not in `allowed`, sorted: the scope violations."""
+        permitted = set(allowed)
+        return sorted(path for _, path in self.changes if path not in permitted)
+
 
 async def content_tree(
     repo: Path,
