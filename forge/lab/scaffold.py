@@ -22,9 +22,8 @@ from forge.attempt.git import inspect_source, list_files
 from forge.attempt.plan import is_test_file
 from forge.attempt.strictjson import loads_object
 from forge.files import write_atomic
-from forge.git import GitError
+from forge.git import GitError, resolve_commit
 from forge.lab.evaluate import absolute
-from forge.lab.replay_git import resolve_commit
 
 COHORT_FILE = "cohort.json"
 TIMEOUT_MS = 600_000
