@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from forge import git as forge_git
-from forge.attempt.git import has_commit, list_files
+from forge.attempt.checkouts import has_commit, list_files
 from forge.clock import PinnedClock
 from forge.lab import replay_git
 from forge.supervisor.seatfiles.gitstate import LocalTrees, Seen

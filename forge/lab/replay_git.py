@@ -17,7 +17,7 @@ import asyncio
 import shutil
 from pathlib import Path
 
-from forge.attempt.git import NO_FETCH_REFSPEC
+from forge.attempt.checkouts import NO_FETCH_REFSPEC
 from forge.git import run, run_foreign
 
 

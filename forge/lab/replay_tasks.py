@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from forge.attempt.checkouts import has_commit, list_files
 from forge.attempt.command import MARKER_ENV, CommandResult, run_command
 from forge.attempt.errors import LabRefusal
-from forge.attempt.git import has_commit, list_files
 from forge.clock import SYSTEM_CLOCK, Clock
 from forge.errors import PeerError, UserError
 from forge.files import write_atomic

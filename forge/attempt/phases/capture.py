@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
-from forge.attempt.git import Capture, cap_diff, capture_tree, unified_diff
+from forge.attempt.checkouts import Capture, cap_diff, capture_tree, unified_diff
 from forge.attempt.phases.context import Context
 from forge.git import GitError
 

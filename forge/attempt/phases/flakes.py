@@ -13,7 +13,7 @@ import asyncio
 import shutil
 from dataclasses import dataclass
 
-from forge.attempt.git import add_worktree
+from forge.attempt.checkouts import add_worktree
 from forge.attempt.limits import Bounds
 from forge.attempt.phases.context import Context
 from forge.attempt.phases.score import Scored, fresh_home

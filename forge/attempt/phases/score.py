@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from forge.attempt.checkouts import add_worktree, list_files, restore_from, scoped_commit
 from forge.attempt.errors import RunAborted
-from forge.attempt.git import add_worktree, list_files, restore_from, scoped_commit
 from forge.attempt.limits import Bounds
 from forge.attempt.phases.capture import Captured
 from forge.attempt.phases.context import Context

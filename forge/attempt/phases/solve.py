@@ -15,8 +15,8 @@ from pathlib import Path
 
 import msgspec
 
+from forge.attempt.checkouts import capture_tree
 from forge.attempt.command import CommandResult, run_command
-from forge.attempt.git import capture_tree
 from forge.attempt.harness import (
     RESUME_INSTRUCTION,
     HarnessReport,

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from forge.attempt import sandbox
+from forge.attempt.checkouts import make_attempt_source, make_workspace, save_index
 from forge.attempt.egress.policy import public_policy
 from forge.attempt.egress.proxy import EgressProxy, machine_addresses
-from forge.attempt.git import make_attempt_source, make_workspace, save_index
 from forge.attempt.limits import Bounds
 from forge.attempt.phases.context import Context, Meter
 from forge.attempt.record import Seal

@@ -1,4 +1,4 @@
-"""Git for attempts: forge's own source per attempt, the recipe's workspace, views, a capture.
+"""The attempt's git checkouts: its own source, the recipe's workspace, the views, a capture.
 
 Every git call runs under forge's hardened profile (`forge.git`), and never on a git folder a
 recipe could have written: the attempt source (`<work>/source`) is forge's and no sandbox ever
