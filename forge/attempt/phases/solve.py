@@ -95,7 +95,7 @@ async def solve(workspace: Workspace, resolver: Resolver) -> Solved:
             error=f"setup {command.id} failed",
             failed=(context.failed("setup", command.id, "workspace", result),),
         )
-    return await _code(context, resolver)
+    return await _Coder(context, resolver).code()
 
 
 @dataclass(frozen=True)
@@ -105,86 +105,120 @@ class _Run:
     result: CommandResult
 
 
-async def _code(context: Context, resolver: Resolver) -> Solved:
-    invocations: list[Invocation] = []
-    notes: list[str] = []
-    instructions: list[str] = []
-    resumed: str | None = None
-    provider_checks = 0
-    harness_ms = 0
+@dataclass(frozen=True)
+class _Ending:
+    """How the coding stage ended (the fields of `Solved` it sets)."""
 
-    def solved(
-        outcome: str,
-        *,
-        timed_out: bool = False,
-        error: str | None = None,
-        invalid: str | None = None,
-        served_model: str | None = None,
-        transient_exhausted: tuple[str, ...] | None = None,
-        harness_output: Tails | None = None,
-    ) -> Solved:
-        return Solved(
-            outcome=outcome,
-            coding=Coding(timed_out, tuple(invocations), harness_ms),
-            error=error,
-            invalid=invalid,
-            served_model=served_model,
-            transient_exhausted=transient_exhausted,
-            harness_output=harness_output,
-            notes=tuple(notes),
-        )
+    outcome: str
+    timed_out: bool = False
+    error: str | None = None
+    invalid: str | None = None
+    served_model: str | None = None
+    transient_exhausted: tuple[str, ...] | None = None
+    harness_output: Tails | None = None
 
-    while True:
-        run = await _invoke(context, len(invocations) + 1, instructions, resumed)
-        invocations.append(run.invocation)
-        harness_ms += run.result.elapsed_ms
+
+class _Coder:
+    """The coding stage: harness runs until one ends it, with what they noted on the way."""
+
+    def __init__(self, context: Context, resolver: Resolver) -> None:
+        self.context = context
+        self.resolver = resolver
+        self.invocations: list[Invocation] = []
+        self.notes: list[str] = []
+        self.provider_checks = 0
+        self.harness_ms = 0
+
+    async def code(self) -> Solved:
+        instructions: list[str] = []
+        resumed: str | None = None
+        while True:
+            run = await _invoke(self.context, len(self.invocations) + 1, instructions, resumed)
+            self.invocations.append(run.invocation)
+            self.harness_ms += run.result.elapsed_ms
+            ending = self._ending(run)
+            if ending is None and run.report is not None:
+                ending, resumed = await self._after_transient(run.invocation, run.report)
+            if ending is not None:
+                return self._solved(ending)
+            instructions = [RESUME_INSTRUCTION]
+
+    def _ending(self, run: _Run) -> _Ending | None:
+        """How this run ends the stage; None for a transient provider error."""
         result, report = run.result, run.report
         if (outcome := limited(result)) is not None:
-            return solved(outcome)
+            return _Ending(outcome)
         if result.timed_out:
-            return solved("timed-out", timed_out=True)
+            return _Ending("timed-out", timed_out=True)
         if report is None:
             tails = Tails(
-                stdout_tail=context.redactor.tail(result.stdout),
-                stderr_tail=context.redactor.tail(result.stderr),
+                stdout_tail=self.context.redactor.tail(result.stdout),
+                stderr_tail=self.context.redactor.tail(result.stderr),
             )
-            return solved("failed", error="invalid harness output", harness_output=tails)
+            return _Ending("failed", error="invalid harness output", harness_output=tails)
         outcome = report.outcome
         if outcome == "completed" and result.exit_code != 0:
             outcome = "failed"
-            notes.append(f"the harness reported completed but exited {result.exit_code}")
-        if served_model_mismatch(report, context.atom.model):
-            return solved(outcome, invalid="model-mismatch", served_model=report.model or "unknown")
+            self.notes.append(f"the harness reported completed but exited {result.exit_code}")
+        if served_model_mismatch(report, self.context.atom.model):
+            return _Ending(
+                outcome, invalid="model-mismatch", served_model=report.model or "unknown"
+            )
         if not is_transient(report):
-            return solved(outcome)
-        invocations[-1] = msgspec.structs.replace(
-            run.invocation, classification="transient-provider-error", message=report.error
+            return _Ending(outcome)
+        return None
+
+    async def _after_transient(
+        self, invocation: Invocation, report: HarnessReport
+    ) -> tuple[_Ending | None, str | None]:
+        """Wait for the provider and resume (None and the resume's label), or end the stage."""
+        outcome, error = report.outcome, report.error
+        self.invocations[-1] = msgspec.structs.replace(
+            invocation, classification="transient-provider-error", message=error
         )
-        if await _wrote_out_of_scope(context):
-            notes.append("a transient provider error after an out-of-scope write is not resumed")
-            return solved(outcome)
-        resumes_used = len(invocations) - 1
+        if await _wrote_out_of_scope(self.context):
+            self.notes.append(
+                "a transient provider error after an out-of-scope write is not resumed"
+            )
+            return _Ending(outcome), None
+        resumes_used = len(self.invocations) - 1
         resolved = False
         if resumes_used < MAX_RESUMES:
-            wait = await await_provider(context.spec, context.clock, resolver, provider_checks)
-            provider_checks, resolved = wait.checks, wait.resolved
-            notes += wait.notes
+            context = self.context
+            wait = await await_provider(
+                context.spec, context.clock, self.resolver, self.provider_checks
+            )
+            self.provider_checks, resolved = wait.checks, wait.resolved
+            self.notes += wait.notes
         if not resolved:
-            error = (
+            exhausted = (
                 "transient-provider-error retries exhausted after "
-                f"{resumes_used} automatic resumes and {provider_checks} provider checks; "
-                f"last error: {report.error}"
+                f"{resumes_used} automatic resumes and {self.provider_checks} provider checks; "
+                f"last error: {error}"
             )
-            exhausted = tuple(i.id for i in invocations)
-            return solved(
-                outcome, invalid="provider-unavailable", transient_exhausted=exhausted, error=error
+            ids = tuple(i.id for i in self.invocations)
+            ending = _Ending(
+                outcome, invalid="provider-unavailable", transient_exhausted=ids, error=exhausted
             )
-        if not await asyncio.to_thread(_formula_unchanged, context):
-            notes.append("the Formula input changed during a provider wait; the stage stops")
-            return solved(outcome)
+            return ending, None
+        if not await asyncio.to_thread(_formula_unchanged, self.context):
+            self.notes.append("the Formula input changed during a provider wait; the stage stops")
+            return _Ending(outcome), None
         resumed = f"resumed after transient-provider-error ({resumes_used + 1} of {MAX_RESUMES})"
-        notes.append(resumed)
-        instructions = [RESUME_INSTRUCTION]
+        self.notes.append(resumed)
+        return None, resumed
+
+    def _solved(self, ending: _Ending) -> Solved:
+        return Solved(
+            outcome=ending.outcome,
+            coding=Coding(ending.timed_out, tuple(self.invocations), self.harness_ms),
+            error=ending.error,
+            invalid=ending.invalid,
+            served_model=ending.served_model,
+            transient_exhausted=ending.transient_exhausted,
+            harness_output=ending.harness_output,
+            notes=tuple(self.notes),
+        )
 
 
 async def _invoke(
