@@ -38,7 +38,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from forge.attempt.git import (
+from forge.attempt.checkouts import (
     capture_tree,
     make_attempt_source,
     make_workspace,

@@ -7,7 +7,7 @@ commits with `git fast-import`, then 20 PRs merged in turn: even ones fix a bug 
 module and add its test (a test failure at base), odd ones add a new module and the test that
 imports it (a test-compile with an interface contract); half are squashed, half merged with a
 merge commit after main moved on. The PR and issue records are served by the stateful fake gh
-through forge health's installed shim, as in the tests. The run is `forge.lab.replay.replay`
+through forge health's installed shim, as in the tests. The run is `forge.lab.replay_tasks.replay`
 in-process; the report splits the wall into the hidden tests' pytest runs, the gh reads, and
 forge's own work (git, the event plugin's parsing, the contract, writing the files).
 """
@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from forge.lab.replay import ReplayOptions, replay  # noqa: E402
+from forge.lab.replay_tasks import ReplayOptions, replay  # noqa: E402
 from tests.lab.replay_kit import REPO, Project  # noqa: E402
 
 

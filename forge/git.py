@@ -392,3 +392,29 @@ DRIVERS = DriverCache()
 async def driver_overrides(cwd: Path) -> Config:
     """`DRIVERS.overrides(cwd)`: the pairs to pass as `config=` to every git run at `cwd`."""
     return await DRIVERS.overrides(cwd)
+
+
+async def run_foreign(
+    cwd: Path,
+    *args: str,
+    env: Mapping[str, str] | None = None,
+    config: Config = (),
+    stdin: bytes | None = None,
+    timeout_s: float = TIMEOUT_S,
+) -> bytes:
+    """`run` in a repository forge does not own (a seat's tree, replay's `--source`): `config`,
+    then the repository's drivers made inert (`driver_overrides`, which raises `GitError` when
+    git cannot list them: then no git runs there)."""
+    overrides = await driver_overrides(cwd)
+    return await run(
+        cwd, *args, env=env, config=(*config, *overrides), stdin=stdin, timeout_s=timeout_s
+    )
+
+
+async def resolve_commit(cwd: Path, revision: str) -> str:
+    """The commit id `revision` names in a repository forge may not own, resolved before git
+    reads anything with it: after `--end-of-options`, so a string shaped like an option is only
+    ever a (missing) revision. `GitError` when it names no commit."""
+    spec = f"{revision}^{{commit}}"
+    out = await run_foreign(cwd, "rev-parse", "--verify", "--quiet", "--end-of-options", spec)
+    return out.decode("ascii", "replace").strip()

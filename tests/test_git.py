@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from forge import git as forge_git
-from forge.attempt.git import has_commit, list_files
+from forge.attempt.checkouts import has_commit, list_files
 from forge.clock import PinnedClock
 from forge.lab import replay_git
 from forge.supervisor.seatfiles.gitstate import LocalTrees, Seen
@@ -270,7 +270,7 @@ async def test_no_seat_read_runs_a_program_the_repository_names(tmp_path: Path, 
 async def test_no_replay_git_runs_a_program_the_source_names(tmp_path: Path, where: str) -> None:
     repo = hostile(tmp_path, where)
     source = repo.tree
-    head = await replay_git.resolve_commit(source, "HEAD")
+    head = await forge_git.resolve_commit(source, "HEAD")
     base = await replay_git.merge_base(source, "main", head)
     assert await replay_git.parents(source, head) == [base]
     assert await has_commit(source, head)
@@ -330,7 +330,7 @@ async def test_a_bare_repository_in_committed_content_is_never_used(tmp_path: Pa
     assert (seen.work.gate, seen.git, diff) == (False, None, None)
     assert await git_folders(evil) == []
     with pytest.raises(forge_git.GitError, match="cannot use bare repository"):
-        await replay_git.resolve_commit(evil, "HEAD")
+        await forge_git.resolve_commit(evil, "HEAD")
     assert list(marks.iterdir()) == []
 
 
@@ -419,7 +419,7 @@ async def test_the_callers_environment_never_reaches_git(
     assert commit is not None
     assert await trees.blob(tree, commit, "a.txt", 100) == (4, b"one\n")
     assert await git_folders(tree) == [tree / ".git"]
-    assert await replay_git.resolve_commit(tree, "HEAD") == commit
+    assert await forge_git.resolve_commit(tree, "HEAD") == commit
     assert (seen.work.branch, seen.work.changed, diff is not None) == ("main", 1, True)
     assert list(marks.iterdir()) == []
     environments = log.read_text()

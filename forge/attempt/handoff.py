@@ -16,8 +16,8 @@ from forge.attempt.cohort import load_cohort
 from forge.attempt.coordinates import Coordinate
 from forge.attempt.layout import ATTEMPTS_DIR, COHORT_INPUT, INPUTS_DIR
 from forge.attempt.limits import Limits
-from forge.attempt.run import AttemptSpec
 from forge.attempt.settings import settings_from_env
+from forge.attempt.spec import AttemptSpec
 
 
 class Handoff(

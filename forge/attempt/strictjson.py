@@ -28,25 +28,25 @@ def loads_object(raw: bytes, *, file: str, limit: int) -> dict[str, Any]:
         raise LabRefusal(
             f"{file}: not strict JSON: {error.msg} (line {error.lineno} column {error.colno})"
         ) from None
-    except _Refused as error:
+    except _NotStrict as error:
         raise LabRefusal(f"{file}: {error}") from None
     if not isinstance(value, dict):
         raise LabRefusal(f"{file}: the top level must be a JSON object")
     return value
 
 
-class _Refused(ValueError):
-    pass
+class _NotStrict(LabRefusal):
+    """A JSON value strict JSON refuses (a constant, a duplicate key); the caller names the file."""
 
 
 def _refuse_constant(name: str) -> Any:
-    raise _Refused(f"{name} is not JSON")
+    raise _NotStrict(f"{name} is not JSON")
 
 
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     result: dict[str, Any] = {}
     for key, value in pairs:
         if key in result:
-            raise _Refused(f"duplicate key {key!r}")
+            raise _NotStrict(f"duplicate key {key!r}")
         result[key] = value
     return result

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from forge.attempt.checkouts import content_tree, git, save_index
 from forge.attempt.command import CommandResult, run_command
-from forge.attempt.git import content_tree, git, save_index
 from forge.attempt.limits import Bounds
 from forge.attempt.plan import Command
 from forge.attempt.sandbox import Sandbox

@@ -46,7 +46,8 @@ from forge.attempt.errors import LabRefusal, RunAborted
 from forge.attempt.handoff import Handoff
 from forge.attempt.layout import INPUTS_DIR
 from forge.attempt.record import AttemptRecord
-from forge.attempt.run import AttemptSpec, discard_lost_attempt, run_attempt
+from forge.attempt.run import discard_lost_attempt, run_attempt
+from forge.attempt.spec import AttemptSpec
 from forge.clock import SYSTEM_CLOCK, Clock
 from forge.lab.activation import MANIFEST_FILE
 from forge.lab.cluster_tls import ClientTls

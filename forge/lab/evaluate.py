@@ -20,9 +20,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from forge.attempt import sandbox
+from forge.attempt.checkouts import SourceFacts, has_commit, inspect_source, list_files
 from forge.attempt.cohort import Cohort, load_cohort
 from forge.attempt.errors import LabRefusal, refusal
-from forge.attempt.git import SourceFacts, has_commit, inspect_source, list_files
 from forge.attempt.plan import MANIFESTS, unanchored_paths
 from forge.attempt.run import iso_utc
 from forge.attempt.settings import LabSettings, limits_from_config, settings_from_env

@@ -26,8 +26,9 @@ from forge.lab.recurrence import RECENT_RECORDS
 RECORD_FILE = "attempt.json"
 
 
-class Unreadable(Exception):
-    """A record that exists but cannot be read or decoded (skipped and reported once)."""
+class DamagedRecord(LabRefusal):
+    """A record that exists but cannot be read or decoded: the evidence a person points learn
+    at is damaged (skipped and reported once when scanning)."""
 
 
 @dataclass(frozen=True)
@@ -52,7 +53,7 @@ def read_finished(attempt_dir: Path, snapshots: dict[tuple[Path, str], bool]) ->
     except FileNotFoundError:
         return None
     except (OSError, ValueError, msgspec.ValidationError) as error:
-        raise Unreadable(f"{attempt_dir / RECORD_FILE}: {error}") from None
+        raise DamagedRecord(f"{attempt_dir / RECORD_FILE}: {error}") from None
     if record is None:
         return None
     run = run_of(attempt_dir)
@@ -63,7 +64,7 @@ def finished_attempt(attempt_dir: Path) -> Finished:
     """The attempt as learning evidence, refusing one that is pending or cannot be read."""
     try:
         item = read_finished(attempt_dir, {})
-    except Unreadable as error:
+    except DamagedRecord as error:
         raise LabRefusal(f"damaged evidence: {error}") from None
     if item is None:
         raise LabRefusal(f"{attempt_dir}: the attempt is pending (no finished record)")
@@ -131,7 +132,7 @@ def recent_finished(lab: Path) -> tuple[list[Finished], list[str]]:
     for _, attempt_dir in found[:RECENT_RECORDS]:
         try:
             item = read_finished(attempt_dir, snapshots)
-        except Unreadable as error:
+        except DamagedRecord as error:
             problems.append(f"skipped an unreadable record: {error}")
             continue
         if item is not None:

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from forge.attempt.errors import LabRefusal
-from forge.lab.replay import ReplayOptions, check_options, replay
+from forge.lab.replay_tasks import ReplayOptions, check_options, replay
 
 
 async def replay_command(args: argparse.Namespace) -> int:

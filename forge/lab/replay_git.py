@@ -7,7 +7,7 @@ recipe can read a merge commit, a PR branch or later history.
 
 Every git runs under `forge.git`'s profile. `--source` is a repository forge does not own, and the
 scratch repository's worktrees are handed to the repository's own tests, so a git in either runs
-with their filter, diff and merge drivers made inert (`driver_overrides`); `<out>/source` is
+with their filter, diff and merge drivers made inert (`run_foreign`); `<out>/source` is
 forge's from `init` to its checkout.
 """
 
@@ -17,32 +17,22 @@ import asyncio
 import shutil
 from pathlib import Path
 
-from forge.attempt.git import NO_FETCH_REFSPEC
-from forge.git import driver_overrides, run
-
-
-async def git(repo: Path, *args: str) -> bytes:
-    """A git in a repository forge does not own (`--source`, the scratch): its drivers inert."""
-    return await run(repo, *args, config=await driver_overrides(repo))
+from forge.attempt.checkouts import NO_FETCH_REFSPEC
+from forge.git import run, run_foreign
 
 
 async def parents(source: Path, commit: str) -> list[str]:
-    words = (await git(source, "rev-list", "--parents", "-n", "1", commit)).decode().split()
+    words = (await run_foreign(source, "rev-list", "--parents", "-n", "1", commit)).decode().split()
     return words[1:]
 
 
 async def merge_base(source: Path, first: str, second: str) -> str:
-    return (await git(source, "merge-base", first, second)).decode().strip()
-
-
-async def resolve_commit(source: Path, commit: str) -> str:
-    spec = f"{commit}^{{commit}}"
-    return (await git(source, "rev-parse", "--verify", "--end-of-options", spec)).decode().strip()
+    return (await run_foreign(source, "merge-base", first, second)).decode().strip()
 
 
 async def file_modes(source: Path, commit: str, paths: list[str]) -> dict[str, str]:
     """path -> git mode (`100644`, `120000` for a symbolic link, ...) at `commit`."""
-    raw = await git(source, "ls-tree", "-z", commit, "--", *paths)
+    raw = await run_foreign(source, "ls-tree", "-z", commit, "--", *paths)
     modes = {}
     for entry in raw.decode("utf-8", errors="surrogateescape").split("\0"):
         if entry:
@@ -52,12 +42,14 @@ async def file_modes(source: Path, commit: str, paths: list[str]) -> dict[str, s
 
 
 async def blob(source: Path, commit: str, path: str) -> bytes:
-    return await git(source, "cat-file", "blob", f"{commit}:{path}")
+    return await run_foreign(source, "cat-file", "blob", f"{commit}:{path}")
 
 
 async def scratch_repo(source: Path, dest: Path) -> None:
     """An empty repository whose object store falls back to the source's (read-only use)."""
-    common = (await git(source, "rev-parse", "--path-format=absolute", "--git-common-dir")).decode()
+    common = (
+        await run_foreign(source, "rev-parse", "--path-format=absolute", "--git-common-dir")
+    ).decode()
     objects = Path(common.strip()) / "objects"
     await run(dest.parent, "init", "-q", str(dest))
     await run(dest, "config", "core.hooksPath", "/dev/null")
@@ -66,12 +58,12 @@ async def scratch_repo(source: Path, dest: Path) -> None:
 
 
 async def worktree(scratch: Path, path: Path, commit: str) -> None:
-    await git(scratch, "worktree", "add", "-q", "--detach", str(path), commit)
+    await run_foreign(scratch, "worktree", "add", "-q", "--detach", str(path), commit)
 
 
 async def drop_worktree(scratch: Path, path: Path) -> None:
     await asyncio.to_thread(shutil.rmtree, path, True)
-    await git(scratch, "worktree", "prune")
+    await run_foreign(scratch, "worktree", "prune")
 
 
 async def history_free_source(

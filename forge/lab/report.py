@@ -11,7 +11,7 @@ import json
 import math
 import statistics
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -100,56 +100,83 @@ def _valid(records: Iterable[AttemptRecord]) -> list[AttemptRecord]:
 def _variant_figures(
     name: str, formula_sha: str, spec: CohortSpec, records: Sequence[AttemptRecord]
 ) -> dict[str, Any]:
+    """One variant's row of figures, each computed by one function below."""
     mine = [r for r in records if r.variant == name]
     valid = _valid(mine)
-    hidden_known = [r for r in valid if known(r.hidden_acceptance) is not None]
-    required_known = [r for r in valid if known(r.required_checks_pass) is not None]
-    costed = [r for r in mine if known(r.cost_usd) is not None]
-    valid_costed = [r for r in valid if known(r.cost_usd) is not None]
-    accepted_costed = [r for r in valid_costed if r.correct]
-    hidden_pass = sum(1 for r in hidden_known if r.hidden_acceptance is True)
-    required_pass = sum(1 for r in required_known if r.required_checks_pass is True)
-    cost_total = _money(sum(r.reported_cost() for r in costed)) if costed else None
-    per_accepted = (
-        _money(sum(r.reported_cost() for r in valid_costed) / len(accepted_costed))
-        if accepted_costed
-        else None
-    )
-    models: Counter[str] = Counter()
-    for record in mine:
-        for model in sorted(set(record.models or ["unknown"])):
-            models[model] += 1
+    hidden = _known_pass(valid, lambda r: known(r.hidden_acceptance))
+    required = _known_pass(valid, lambda r: known(r.required_checks_pass))
     return {
         "name": name,
         "formulaSha256": formula_sha,
         "attempts": len(mine),
-        "completions": sum(1 for r in valid if r.outcome == "completed"),
+        "completions": _count(valid, lambda r: r.outcome == "completed"),
         "invalid": len(mine) - len(valid),
-        "invalidReasons": dict(sorted(Counter(str(r.invalid) for r in mine if r.invalid).items())),
-        "hiddenAcceptancePass": hidden_pass,
-        "hiddenAcceptanceN": len(hidden_known),
-        "hiddenAcceptanceRate": _rate(hidden_pass, len(hidden_known)),
-        "requiredChecksPass": required_pass,
-        "requiredChecksN": len(required_known),
-        "requiredChecksPassRate": _rate(required_pass, len(required_known)),
-        "correct": sum(1 for r in valid if r.correct),
-        "correctExcludingBaseFlakes": sum(1 for r in valid if _correct_excluding_base_flakes(r)),
-        "scopeViolations": sum(1 for r in valid if r.scope_ok is False),
-        "scopeChanges": sum(1 for r in valid if r.outcome == "scope-change"),
+        "invalidReasons": _invalid_reasons(mine),
+        "hiddenAcceptancePass": hidden[0],
+        "hiddenAcceptanceN": hidden[1],
+        "hiddenAcceptanceRate": _rate(*hidden),
+        "requiredChecksPass": required[0],
+        "requiredChecksN": required[1],
+        "requiredChecksPassRate": _rate(*required),
+        "correct": _count(valid, lambda r: r.correct is True),
+        "correctExcludingBaseFlakes": _count(valid, _correct_excluding_base_flakes),
+        "scopeViolations": _count(valid, lambda r: r.scope_ok is False),
+        "scopeChanges": _count(valid, lambda r: r.outcome == "scope-change"),
         "amendments": 0,
-        "timeouts": sum(1 for r in valid if r.timed_out),
+        "timeouts": _count(valid, lambda r: r.timed_out is True),
         "elapsedMs": _spread([ms for r in valid if (ms := known(r.elapsed_ms)) is not None]),
         "harnessMs": _spread([ms for r in valid if (ms := known(r.harness_ms)) is not None]),
-        "costUsdTotal": cost_total,
-        "costBasis": cost_basis([known(r.cost_basis) for r in costed]),
-        "costCoverage": {"reported": len(costed), "of": len(mine)},
-        "costPerAcceptedUsd": per_accepted,
-        "costPerAcceptedCoverage": {"reported": len(valid_costed), "of": len(valid)},
+        "costUsdTotal": _cost_total(mine),
+        "costBasis": cost_basis([known(r.cost_basis) for r in _costed(mine)]),
+        "costCoverage": {"reported": len(_costed(mine)), "of": len(mine)},
+        "costPerAcceptedUsd": _cost_per_accepted(valid),
+        "costPerAcceptedCoverage": {"reported": len(_costed(valid)), "of": len(valid)},
         "supersededCostUsd": _money(sum(r.superseded_cost() for r in mine)),
-        "effectiveModels": dict(sorted(models.items())),
-        "changesErrors": sum(1 for r in mine if r.changes_error),
-        "cleanupErrors": sum(1 for r in mine if r.cleanup_error),
+        "effectiveModels": _effective_models(mine),
+        "changesErrors": _count(mine, lambda r: bool(r.changes_error)),
+        "cleanupErrors": _count(mine, lambda r: bool(r.cleanup_error)),
     }
+
+
+def _count(records: Iterable[AttemptRecord], test: Callable[[AttemptRecord], bool]) -> int:
+    return sum(1 for r in records if test(r))
+
+
+def _known_pass(
+    records: Sequence[AttemptRecord], verdict: Callable[[AttemptRecord], bool | None]
+) -> tuple[int, int]:
+    """(passed, known): of the records whose verdict is known, how many passed."""
+    verdicts = [v for r in records if (v := verdict(r)) is not None]
+    return sum(1 for v in verdicts if v is True), len(verdicts)
+
+
+def _invalid_reasons(records: Sequence[AttemptRecord]) -> dict[str, int]:
+    return dict(sorted(Counter(str(r.invalid) for r in records if r.invalid).items()))
+
+
+def _costed(records: Sequence[AttemptRecord]) -> list[AttemptRecord]:
+    """The records that reported a cost."""
+    return [r for r in records if known(r.cost_usd) is not None]
+
+
+def _cost_total(records: Sequence[AttemptRecord]) -> float | None:
+    costed = _costed(records)
+    return _money(sum(r.reported_cost() for r in costed)) if costed else None
+
+
+def _cost_per_accepted(valid: Sequence[AttemptRecord]) -> float | None:
+    """What the valid attempts that reported a cost cost, per correct one among them."""
+    costed = _costed(valid)
+    accepted = _count(costed, lambda r: bool(r.correct))
+    return _money(sum(r.reported_cost() for r in costed) / accepted) if accepted else None
+
+
+def _effective_models(records: Sequence[AttemptRecord]) -> dict[str, int]:
+    """How many attempts each model served (an attempt counts once per model)."""
+    models: Counter[str] = Counter()
+    for record in records:
+        models.update(set(record.models or ["unknown"]))
+    return dict(sorted(models.items()))
 
 
 def _seal(spec: CohortSpec, records: Sequence[AttemptRecord]) -> dict[str, Any]:

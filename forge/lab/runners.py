@@ -16,7 +16,8 @@ from pathlib import Path
 from forge.attempt.errors import RunAborted
 from forge.attempt.handoff import Handoff
 from forge.attempt.record import AttemptRecord
-from forge.attempt.run import AttemptSpec, discard_lost_attempt
+from forge.attempt.run import discard_lost_attempt
+from forge.attempt.spec import AttemptSpec
 from forge.ipc.errors import RequestFailed, WorkerCrashed, WorkerError
 from forge.ipc.manager import WorkerHandle, WorkerManager
 from forge.ipc.protocol import call

@@ -15,16 +15,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from forge.attempt.checkouts import inspect_source, list_files
 from forge.attempt.cohort import TASK_NAME_RE, load_cohort, read_regular, sha256_hex
 from forge.attempt.errors import LabRefusal, refusal
 from forge.attempt.fields import clean_path_problem
-from forge.attempt.git import inspect_source, list_files
 from forge.attempt.plan import is_test_file
 from forge.attempt.strictjson import loads_object
 from forge.files import write_atomic
-from forge.git import GitError
+from forge.git import GitError, resolve_commit
 from forge.lab.evaluate import absolute
-from forge.lab.replay_git import resolve_commit
 
 COHORT_FILE = "cohort.json"
 TIMEOUT_MS = 600_000

@@ -25,8 +25,9 @@ from forge.attempt.coordinates import Coordinate, coordinates
 from forge.attempt.errors import LabRefusal, RunAborted
 from forge.attempt.layout import ATTEMPTS_DIR, INPUTS_DIR
 from forge.attempt.record import AttemptRecord, cost_basis, dumps_record, known, read_record
-from forge.attempt.run import AttemptSpec, discard_attempt_dir
+from forge.attempt.run import discard_attempt_dir
 from forge.attempt.settings import LabSettings
+from forge.attempt.spec import AttemptSpec
 from forge.clock import Clock
 from forge.files import write_atomic
 from forge.lab.activation import verify_inputs

@@ -17,8 +17,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from forge.attempt import sandbox
+from forge.attempt.checkouts import SourceFacts
 from forge.attempt.cohort import Cohort
-from forge.attempt.git import SourceFacts
 from forge.paths import config_file, runtime_dir, state_dir
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from forge.attempt.git import capture_tree, unified_diff
+from forge.attempt.checkouts import capture_tree, unified_diff
 
 from .kit import Kit, git, marker_processes, wait_for
 

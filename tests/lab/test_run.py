@@ -15,8 +15,9 @@ import pytest
 
 from forge.attempt.cohort import load_cohort
 from forge.attempt.coordinates import Coordinate
-from forge.attempt.run import AttemptSpec, run_attempt
+from forge.attempt.run import run_attempt
 from forge.attempt.settings import LabSettings
+from forge.attempt.spec import AttemptSpec
 from forge.clock import SYSTEM_CLOCK
 
 from .kit import Kit, marker_processes, normalised, wait_for

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from forge.attempt.git import (
+from forge.attempt.checkouts import (
     inspect_source,
     local_path,
     make_attempt_source,

@@ -23,13 +23,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from forge.attempt.checkouts import has_commit, list_files
 from forge.attempt.command import MARKER_ENV, CommandResult, run_command
 from forge.attempt.errors import LabRefusal
-from forge.attempt.git import has_commit, list_files
 from forge.clock import SYSTEM_CLOCK, Clock
-from forge.errors import PeerError
+from forge.errors import PeerError, UserError
 from forge.files import write_atomic
-from forge.git import GitError
+from forge.git import GitError, resolve_commit
 from forge.lab.contract import MAX_CONTRACT_LINES, Reader, build_contract
 from forge.lab.replay_files import (
     TaskFacts,
@@ -47,7 +47,6 @@ from forge.lab.replay_git import (
     history_free_source,
     merge_base,
     parents,
-    resolve_commit,
     scratch_repo,
     worktree,
 )
@@ -90,8 +89,10 @@ LAYOUT_MANIFESTS = ("pyproject.toml", "setup.cfg")
 WORK_DIR = ".replay-work"
 
 
-class Skip(Exception):
-    """This PR makes no task; the reason goes to skipped.json."""
+class Skipped(UserError):
+    """A pull request the person named makes no task; the reason goes to skipped.json (it
+    starts `infrastructure:` when forge, git or GitHub failed rather than the PR not qualifying).
+    Caught for each PR: a skip never ends the run."""
 
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
@@ -158,7 +159,7 @@ async def replay(options: ReplayOptions, *, clock: Clock = SYSTEM_CLOCK) -> Repl
         for number in options.prs:
             try:
                 facts = await builder.build(number)
-            except Skip as skip:
+            except Skipped as skip:
                 result.skipped.append({"pr": number, "reason": skip.reason})
                 continue
             plan_sha = await asyncio.to_thread(_write_task, out, facts)
@@ -205,30 +206,30 @@ class _Builder:
         try:
             return await self._build(number)
         except GitError as error:
-            raise Skip(f"infrastructure: git error: {error}") from None
+            raise Skipped(f"infrastructure: git error: {error}") from None
         except PeerError as error:
-            raise Skip(f"infrastructure: {error}") from None
+            raise Skipped(f"infrastructure: {error}") from None
         except OSError as error:
-            raise Skip(f"infrastructure: {error}") from None
+            raise Skipped(f"infrastructure: {error}") from None
         except (ValueError, RecursionError) as error:
             # A per-PR failure never aborts the run: even a document forge cannot read is a skip.
-            raise Skip(f"infrastructure: internal error: {error!r}") from None
+            raise Skipped(f"infrastructure: internal error: {error!r}") from None
 
     async def _build(self, number: int) -> TaskFacts:
         pull = await self.github.pull_request(number)
         if not pull.merged or not pull.merge_commit:
-            raise Skip("infrastructure: the pull request is not merged")
+            raise Skipped("infrastructure: the pull request is not merged")
         issue_number = linked_issue_number(pull.body, pull.title)
         reason = metadata_skip(pull, issue_number)
         if reason is not None:
-            raise Skip(reason)
+            raise Skipped(reason)
         assert issue_number is not None
         issue = await self.github.issue(issue_number)
         if issue.is_pull_request:
-            raise Skip(f"infrastructure: the linked reference #{issue_number} is a pull request")
+            raise Skipped(f"infrastructure: the linked reference #{issue_number} is a pull request")
         merge = pull.merge_commit
         if not await has_commit(self.source, merge):
-            raise Skip(f"infrastructure: merge commit {merge} is not in --source (fetch it)")
+            raise Skipped(f"infrastructure: merge commit {merge} is not in --source (fetch it)")
         base = await self._base(merge)
         hidden = hidden_test_files(pull)
         paths = [h.path for h in hidden]
@@ -277,7 +278,7 @@ class _Builder:
             return squash_rule(found[0])
         if len(found) == 2:
             return merge_base_rule(await merge_base(self.source, found[0], found[1]))
-        raise Skip(f"infrastructure: merge commit {merge} has {len(found)} parents")
+        raise Skipped(f"infrastructure: merge commit {merge} has {len(found)} parents")
 
     async def _layout(self, commit: str, files: set[str]) -> Layout:
         manifests = {
@@ -292,16 +293,16 @@ class _Builder:
         merge_files = set(await list_files(self.source, merge))
         absent = [path for path in paths if path not in merge_files]
         if absent:
-            raise Skip(f"infrastructure: {absent[0]} is not in the merge commit")
+            raise Skipped(f"infrastructure: {absent[0]} is not in the merge commit")
         reason = project_skip(paths, merge_files)
         if reason is not None:
-            raise Skip(reason)
+            raise Skipped(reason)
         modes = await file_modes(self.source, merge, paths)
         for path in paths:
             if modes.get(path) == "120000":
-                raise Skip(f"symlinked test file: {path}")
+                raise Skipped(f"symlinked test file: {path}")
             if modes.get(path) not in ("100644", "100755"):
-                raise Skip(f"infrastructure: {path} is not a regular file at the merge commit")
+                raise Skipped(f"infrastructure: {path} is not a regular file at the merge commit")
         return merge_files
 
     def _nodeids(self, hidden_bytes: dict[str, bytes]) -> list[str]:
@@ -310,11 +311,12 @@ class _Builder:
             try:
                 nodeids += defined_tests(path, data)
             except (SyntaxError, ValueError) as error:
-                raise Skip(f"infrastructure: hidden test {path} does not parse: {error}") from None
+                reason = f"infrastructure: hidden test {path} does not parse: {error}"
+                raise Skipped(reason) from None
         if not nodeids:
-            raise Skip("hidden tests define no tests")
+            raise Skipped("hidden tests define no tests")
         if nodeids_too_long(nodeids):
-            raise Skip("hidden test node ids too long")
+            raise Skipped("hidden test node ids too long")
         return nodeids
 
     async def _pytest(
@@ -352,7 +354,7 @@ class _Builder:
         foreign = foreign_imports(events.imported, real_tree)
         if foreign:
             name, location = foreign[0]
-            raise Skip(
+            raise Skipped(
                 f"code under test is not the worktree's at {where}: the tests imported {name} "
                 f"from {location}, outside the worktree ({layout.describe()}); an installed "
                 f"copy in {self.options.python}'s environment or a path the tests add comes first"
@@ -371,7 +373,7 @@ class _Builder:
         if not events.collect_errors:
             failed = outcomes(events, nodeids).failed
             if not failed:
-                raise Skip(
+                raise Skipped(
                     "initial failure does not reproduce: no hidden test fails at base "
                     f"(pytest exit {events.exitstatus})"
                 )
@@ -380,19 +382,19 @@ class _Builder:
         diagnoses = [diagnose(e.text, hidden, str(base_tree)) for e in events.collect_errors]
         for diagnosis in diagnoses:
             if not diagnosis.in_test_code:
-                raise Skip(f"build failed at base: {diagnosis.detail}")
+                raise Skipped(f"build failed at base: {diagnosis.detail}")
         missing = [d.missing for d in diagnoses if d.missing is not None]
         others = tuple(d.detail for d in diagnoses if d.missing is None)
         details = "; ".join(d.detail for d in diagnoses)
         if not missing:
-            raise Skip(f"build failed at base: {details}")
+            raise Skipped(f"build failed at base: {details}")
         contract = build_contract(
             hidden_bytes, missing, base=_reader(base_tree), merge=_reader(merge_tree)
         )
         if contract.resolved == 0:
-            raise Skip(f"build failed at base: no interface identifiers recognized: {details}")
+            raise Skipped(f"build failed at base: no interface identifiers recognized: {details}")
         if contract.line_count() > MAX_CONTRACT_LINES:
-            raise Skip(
+            raise Skipped(
                 f"interface contract too large ({contract.line_count()} lines, "
                 f"at most {MAX_CONTRACT_LINES})"
             )
@@ -407,32 +409,32 @@ class _Builder:
         events = await self._pytest(merge_tree, nodeids, "merge", layout)
         if events.collect_errors:
             detail = diagnose(events.collect_errors[0].text, [], str(merge_tree)).detail
-            raise Skip(f"hidden tests do not pass at the merge commit: {detail}")
+            raise Skipped(f"hidden tests do not pass at the merge commit: {detail}")
         passed = set(outcomes(events, nodeids).passed)
         not_passing = [nodeid for nodeid in nodeids if nodeid not in passed]
         if not_passing or events.exitstatus != 0:
             named = ", ".join(not_passing[:5]) or f"pytest exit {events.exitstatus}"
-            raise Skip(f"hidden tests do not pass at the merge commit: {named}")
+            raise Skipped(f"hidden tests do not pass at the merge commit: {named}")
 
 
 def _refuse_incomplete(result: CommandResult, events: RunEvents, where: str, python: str) -> None:
     """A missing toolchain or an incomplete run is its own skip, never a reproduced failure."""
     stderr = result.stderr.decode("utf-8", errors="replace")
     if result.start_error is not None:
-        raise Skip(f"toolchain missing: cannot start {python}: {result.start_error}")
+        raise Skipped(f"toolchain missing: cannot start {python}: {result.start_error}")
     if result.timed_out:
-        raise Skip(f"incomplete run at {where}: timed out after {RUN_TIMEOUT_MS // 1000} s")
+        raise Skipped(f"incomplete run at {where}: timed out after {RUN_TIMEOUT_MS // 1000} s")
     if result.output_capped:
-        raise Skip(f"incomplete run at {where}: output over {RUN_OUTPUT_CAP} bytes")
+        raise Skipped(f"incomplete run at {where}: output over {RUN_OUTPUT_CAP} bytes")
     if events.exitstatus is not None:
         return
     if "No module named pytest" in stderr:
-        raise Skip(f"toolchain missing: pytest is not installed for {python}")
+        raise Skipped(f"toolchain missing: pytest is not installed for {python}")
     conftest = CONFTEST_FAILURE.search(stderr)
     if conftest is not None:
         events.collect_errors.append(CollectError(conftest.group(1), stderr[conftest.start() :]))
         return
-    raise Skip(
+    raise Skipped(
         f"incomplete run at {where}: pytest ended without finishing (exit {result.exit_code})"
     )
 

@@ -1,4 +1,4 @@
-"""Git for attempts: forge's own source per attempt, the recipe's workspace, views, a capture.
+"""The attempt's git checkouts: its own source, the recipe's workspace, the views, a capture.
 
 Every git call runs under forge's hardened profile (`forge.git`), and never on a git folder a
 recipe could have written: the attempt source (`<work>/source`) is forge's and no sandbox ever
@@ -217,6 +217,11 @@ class Capture:
     """A commit of the captured tree whose parent is the base, in the attempt source."""
     changes: tuple[tuple[str, str], ...]
     """(status, path) sorted by path; status A, M, D or T; a rename is D plus A."""
+
+    def outside(self, allowed: tuple[str, ...]) -> list[str]:
+        """The changed paths not in `allowed`, sorted: the scope violations."""
+        permitted = set(allowed)
+        return sorted(path for _, path in self.changes if path not in permitted)
 
 
 async def content_tree(
