@@ -39,7 +39,8 @@ def wait_for_colour(page: Page, colour: str) -> None:
             tab: window.forgeBrowser?.surface.tab, rows: window.forgeBrowser?.surface.tabs?.rows,
             controls: window.forgeBrowser?.surface.controls,
             gestures: window.forgeBrowser?.surface.inputSeq,
-            address: document.querySelector("[aria-label=address]")?.value}})""",
+            address: document.querySelector("[aria-label=address]")?.value,
+            notices: [...document.querySelectorAll(".notices > *")].map((n) => n.innerText)}})""",
     )
 
 

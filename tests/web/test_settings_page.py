@@ -4,10 +4,11 @@ the loader's message beside its key (issue #16)."""
 
 from __future__ import annotations
 
+import json
 import re
 import tomllib
 
-from playwright.sync_api import BrowserContext, Locator, Page, expect
+from playwright.sync_api import BrowserContext, Locator, Page, WebSocketRoute, expect
 
 from .conftest import Supervised
 
@@ -110,6 +111,52 @@ def test_an_invalid_value_shows_the_loaders_message_beside_its_key(
     page.get_by_role("button", name="Save", exact=True).click()
     expect(page.locator("[data-saved]")).to_be_visible()
     assert 'browser_profile = "work"' in supervised.config.read_text(encoding="utf-8")
+
+
+def test_a_save_sent_before_home_arrives_is_answered_not_called_lost(
+    desktop: BrowserContext, supervised: Supervised
+) -> None:
+    """The page is open at the greeting and draws the settings that follow it, but it replays its
+    surfaces onto the new link only when home's snapshot comes. A save sent in between went on
+    this very link: the replay must not call it lost. Home's snapshot (and all after it) is held
+    here until the page's save has gone to the server, the order a loaded machine can give."""
+    page = desktop.new_page()
+    held: list[str | bytes] = []
+    state = {"holding": True}
+
+    def link(route: WebSocketRoute) -> None:
+        server = route.connect_to_server()
+
+        def to_server(message: str | bytes) -> None:
+            server.send(message)
+            if isinstance(message, str) and json.loads(message)["kind"] == "settings_edit":
+                state["holding"] = False
+                for waiting in held:
+                    route.send(waiting)
+
+        def to_page(message: str | bytes) -> None:
+            if state["holding"] and (held or _is_home_snapshot(message)):
+                held.append(message)
+            else:
+                route.send(message)
+
+        route.on_message(to_server)
+        server.on_message(to_page)
+
+    page.route_web_socket(re.compile(r"/socket"), link)
+    open_settings(page, supervised)
+    setting(page, "lab.dask_no_worker_s").locator("input").fill("75")
+    page.get_by_role("button", name="Save", exact=True).click()
+    expect(page.locator("[data-saved]")).to_contain_text("Saved to forge.toml")
+    assert held, "home's snapshot was never held: the page saved after its replay"
+    assert on_disk(supervised)["lab"] == {"dask_no_worker_s": 75}
+
+
+def _is_home_snapshot(message: str | bytes) -> bool:
+    if not isinstance(message, str):
+        return False
+    decoded = json.loads(message)
+    return bool(decoded["kind"] == "snapshot" and decoded.get("subject") == "home")
 
 
 def test_a_project_is_added_renamed_and_removed_and_a_live_ones_removal_refused(

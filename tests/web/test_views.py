@@ -7,6 +7,8 @@ from typing import Any
 
 from playwright.sync_api import Browser, BrowserContext, expect
 
+from forge.testing.pages import page_of, served
+
 from .conftest import PHONE, Supervised, poll, wait_for_screen
 from .test_browser import open_tab, wait_for_colour
 
@@ -15,12 +17,14 @@ NO_SHIFT = 0.001
 """The layout-shift score counted as none: on a loaded machine Chromium once reported 0.00007
 (a sub-pixel move) here with nothing visibly moving."""
 SHIFTS_JS = """() => {
+    window.forgeShiftObserver?.disconnect();  // counting again: an earlier count would add twice
     window.forgeShifts = 0;
-    new PerformanceObserver((list) => {
+    window.forgeShiftObserver = new PerformanceObserver((list) => {
         for (const entry of list.getEntries()) {
             if (!entry.hadRecentInput) window.forgeShifts += entry.value;
         }
-    }).observe({type: "layout-shift"});
+    });
+    window.forgeShiftObserver.observe({type: "layout-shift"});
 }"""
 
 
@@ -93,3 +97,28 @@ def test_nothing_moves_when_output_or_frames_arrive(
     wait_for_colour(page, "red")
     poll(page, "(drawn) => window.forgeBrowser.drawn > drawn", drawn)
     assert page.evaluate("() => window.forgeShifts") < NO_SHIFT
+
+
+LONG_TITLE = "a title many times longer than the first one was"
+
+
+def test_a_tab_that_retitles_itself_moves_nothing_beside_it(
+    desktop: BrowserContext, supervised: Supervised
+) -> None:
+    """A tab's width is its own, not its title's: pages retitle themselves whenever they like
+    (the colour page on a click, a chat on a message), and the strip's buttons stay put."""
+    page = desktop.new_page()
+    with (
+        served(page_of(b"<title>short</title>")) as short,
+        served(page_of(f"<title>{LONG_TITLE}</title>".encode())) as long,
+    ):
+        open_tab(page, supervised, short, "retitled")
+        tab = page.get_by_role("tablist", name="tabs").get_by_role("tab", selected=True)
+        expect(tab).to_have_text("short")
+        beside = page.get_by_label("new tab")
+        before = (tab.bounding_box(), beside.bounding_box())
+        address = page.get_by_label("address")
+        address.fill(long)
+        address.press("Enter")
+        expect(tab).to_have_text(LONG_TITLE)
+        assert (tab.bounding_box(), beside.bounding_box()) == before

@@ -35,6 +35,8 @@ export class SettingsSaves implements Surface {
   readonly draft = new Draft();
   outcome: Outcome = { state: "idle" };
   private nextId = 1;
+  /** The link (`ForgeSocket.links`) the save in flight was sent on. */
+  private sentOn = 0;
 
   constructor(private readonly app: App) {
     app.addSurface(this);
@@ -68,8 +70,10 @@ export class SettingsSaves implements Surface {
     // settings cross as JSON only
   }
 
+  /** A new link: a save sent on an older one may be lost. One sent on this link (the person
+   * saved while the page was replaying its surfaces onto a link just greeted) is answered. */
   relink(): void {
-    if (this.outcome.state !== "saving") return;
+    if (this.outcome.state !== "saving" || this.sentOn === this.app.socket.links) return;
     this.outcome = {
       state: "refused",
       reason: "lost",
@@ -88,6 +92,7 @@ export class SettingsSaves implements Surface {
     if (!this.app.send({ kind: "settings_edit", fingerprint, id, edits })) {
       this.outcome = { state: "refused", reason: "lost", message: "Not connected: nothing was sent.", keyPath: null };
     } else {
+      this.sentOn = this.app.socket.links;
       this.outcome = { state: "saving", id, sent };
     }
     this.app.changed();

@@ -10,8 +10,10 @@ When the daemon dies, the read fails: the host says so (`on_trouble`) and reads 
 the supervisor reports the sound server back (`reconnect`). Chromium does not reconnect to a
 restarted PulseAudio by itself (its audio service keeps the dead connection, and every new stream
 fails), so `reconnect` ends Chromium's audio service process; Chromium starts a fresh one for the
-page's next sound. A stream that was playing across the restart stays silent until the page
-plays again: Chromium does not reopen it (measured with Chromium 156).
+page's next sound. `reconnect` returns (and the sound is said back) only once Chromium has reaped
+the ended process: before that Chromium may still hand a new stream to the dead service, and that
+stream stays silent for good. A stream that was playing across the restart stays silent until the
+page plays again: Chromium does not reopen it (measured with Chromium 156).
 """
 
 from __future__ import annotations
@@ -36,6 +38,10 @@ log = get_logger(__name__)
 
 AUDIO_SERVICE_FLAG = "--utility-sub-type=audio.mojom.AudioService"
 """How Chromium's audio service process is told apart from its other children."""
+
+AUDIO_SERVICE_REAPED_S = 5.0
+"""How long `reconnect` waits for Chromium to reap the audio service it ended (it takes
+milliseconds); past it the sound is said back anyway, and the log says it was not reaped."""
 
 Trouble = Callable[[str | None], None]
 T = TypeVar("T")
@@ -133,11 +139,18 @@ class ProfileSound:
         self._seqs.pop(tab, None)
         self._fit_reader()
 
-    def reconnect(self) -> None:
+    async def reconnect(self) -> None:
         """The sound server is (back) up with this profile's sink: Chromium's audio service
         starts afresh against it, and the monitor is read again if anyone listens."""
-        ended = restart_audio_service(self._chromium_pid())
-        log.info("browser_sound_reconnected", sink=self.route.sink, audio_service_ended=ended)
+        ended, left = await asyncio.to_thread(
+            restart_audio_service, self._chromium_pid(), AUDIO_SERVICE_REAPED_S
+        )
+        log.info(
+            "browser_sound_reconnected",
+            sink=self.route.sink,
+            audio_service_ended=ended,
+            audio_service_reaped=not left,
+        )
         if self._reader is not None:
             self._reader.stop()
             self._reader = None
@@ -184,15 +197,18 @@ class ProfileSound:
             self._on_frame(frame)
 
 
-def restart_audio_service(chromium_pid: int | None) -> bool:
-    """End Chromium's audio service process, if it runs; Chromium starts another on demand."""
+def restart_audio_service(chromium_pid: int | None, within: float) -> tuple[bool, bool]:
+    """End Chromium's audio service process, if it runs, and wait up to `within` seconds for
+    Chromium to reap it (then Chromium has seen it die, and starts another on demand). Whether
+    one was ended, and whether one ended is still not reaped."""
     if chromium_pid is None:
-        return False
-    ended = False
+        return False, False
+    ended: list[psutil.Process] = []
     with contextlib.suppress(psutil.Error):
         for child in psutil.Process(chromium_pid).children(recursive=True):
             with contextlib.suppress(psutil.Error):
                 if AUDIO_SERVICE_FLAG in child.cmdline():
                     child.kill()
-                    ended = True
-    return ended
+                    ended.append(child)
+    _, left = psutil.wait_procs(ended, timeout=within)
+    return bool(ended), bool(left)

@@ -439,10 +439,10 @@ class BrowserHost:
             raise BrowserRequestRefused("this profile's browser runs without sound")
         self.sound.listen(number, on)
 
-    def sound_server(self) -> None:
+    async def sound_server(self) -> None:
         """The sound server is (back) with this profile's sink: Chromium's audio reconnects."""
         if self.sound is not None:
-            self.sound.reconnect()
+            await self.sound.reconnect()
 
     async def answer_files(self, ask_id: int, files: list[ChosenFile] | None) -> list[Path]:
         """Hand the chosen files to the page's chooser (None or [] dismisses); their paths."""

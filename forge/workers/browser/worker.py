@@ -211,7 +211,7 @@ class BrowserWorker(Worker):
 
     @handles(SoundServer)
     async def sound_server(self, request: SoundServer) -> None:
-        self.host.sound_server()
+        await self.host.sound_server()
 
     @handles(FileAnswer, payloads=True)
     async def file_answer(

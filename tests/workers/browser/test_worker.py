@@ -102,12 +102,17 @@ async def test_frames_input_and_a_chromium_crash_through_the_worker(
 
     await listener.until(lambda: titled("clicked"))
 
+    def surface_failed() -> list[TypedEvent]:
+        return [e for e in listener.worker_events if isinstance(e, SurfaceFailed)]
+
     chromium = chromium_of(handle)
     chromium.kill()
-    await listener.until(lambda: listener.ends)
+    # The stream's end rides the bulk socket and `surface_failed` the control socket: either
+    # arrives first (docs/architecture.md, the browser worker), so both are awaited.
+    await listener.until(lambda: listener.ends and surface_failed())
     assert listener.ends == [(tab_stream(tab), "Chromium was killed by signal 9 (SIGKILL)")]
-    failed = [e for e in listener.worker_events if isinstance(e, SurfaceFailed)]
-    assert failed == [SurfaceFailed(reason="Chromium was killed by signal 9 (SIGKILL)", tabs=[tab])]
+    reason = "Chromium was killed by signal 9 (SIGKILL)"
+    assert surface_failed() == [SurfaceFailed(reason=reason, tabs=[tab])]
 
     row = await handle.wait_for(
         lambda r: r.state is WorkerState.READY and r.restarts == 1, within=WAIT_S
