@@ -132,6 +132,18 @@ class Viewport:
                 "mobile": self.touch}  # fmt: skip
 
 
+def frame_page_size(
+    reported: tuple[int, int], current: Viewport, previous: Viewport | None
+) -> tuple[int, int]:
+    """The CSS size a frame was laid out at, read against the current viewport and the one
+    before it: a frame painted while a resize was landing (a phone's layout as the tab turns
+    desktop) may carry the old viewport's size in device pixels."""
+    page_size = current.laid_out(reported)
+    if page_size == reported and previous is not None:
+        return previous.laid_out(reported)
+    return page_size
+
+
 @dataclass(frozen=True)
 class Download:
     """A finished download: `data` when it may cross, else `error` in words (BR22)."""
@@ -171,6 +183,9 @@ class _Tab:
     url: str
     opener: int | None
     viewport: Viewport
+    previous_viewport: Viewport | None = None
+    """The size before the last resize: frames painted before Chromium applied the new one
+    still carry it."""
     dialog: Dialog | None = None
     pump: FramePump | None = None
     frame_seq: FrameSeq = field(default_factory=FrameSeq)
@@ -385,7 +400,7 @@ class BrowserHost:
         tab = self._tab(number)
         if viewport == tab.viewport:
             return
-        tab.viewport = viewport
+        tab.previous_viewport, tab.viewport = tab.viewport, viewport
         await self._apply_viewport(tab)
         if tab.pump is not None:
             tab.pump.page_size = viewport.css
@@ -687,11 +702,13 @@ class BrowserHost:
         ).add_done_callback(_quietly)
         if tab.pump is not None:
             metadata = params.get("metadata", {})
-            page_size = tab.viewport.laid_out(
+            page_size = frame_page_size(
                 (
                     round(metadata.get("deviceWidth", tab.viewport.css[0])),
                     round(metadata.get("deviceHeight", tab.viewport.css[1])),
-                )
+                ),
+                tab.viewport,
+                tab.previous_viewport,
             )
             tab.pump.paint(base64.b64decode(params["data"]), page_size)
 
