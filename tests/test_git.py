@@ -7,7 +7,7 @@ clone's author). Its configuration, wherever git finds it (`.git/config`, a file
 and external diff drivers, `diff.external`, the pager, the signature program behind
 `log.showSignature`, and hooks through `core.hooksPath`. Each program writes a marker file. The
 same repository is first shown to make every marker under plain git, so the attack is real; then
-every git forge runs on a seat (through the real tree process) and in replay must make none, while
+every git forge runs on a seat (through the real tree worker) and in replay must make none, while
 still answering what the repository holds.
 """
 
