@@ -4,6 +4,7 @@ home's `workers`, restarted by the manager when it dies, its reads answering aga
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 from collections.abc import Callable
@@ -15,9 +16,10 @@ from websockets.asyncio.client import ClientConnection
 
 from forge.ipc.manager import WorkerManager
 from forge.supervisor.seatfiles.gitstate import Seen
+from forge.testing.supervised import Start as Supervise
 from forge.workers.trees.protocol import TREES, ReadScan
 
-from .rig import FRAME_S, WIRE_SEAT, Rig, Start, make_repo, next_kind, send
+from .rig import FRAME_S, WIRE_SEAT, Rig, Start, make_repo, next_kind, run, send
 
 Row = dict[str, Any]
 
@@ -52,6 +54,22 @@ async def test_the_tree_worker_has_a_row_in_homes_workers(tree_rig: Start) -> No
     row = await trees_row(client, workers, lambda row: row["state"] == "ready")
     assert (row["kind"], row["restarts"]) == ("trees", 0)
     assert isinstance(row["pid"], int)
+
+
+async def test_forge_supervise_lists_the_tree_worker_that_read_homes_git(
+    supervise: Supervise, tmp_path: Path
+) -> None:
+    """The composed supervisor (`running_supervisor`): home's snapshot, whose project row git
+    was just read for, lists the worker that read it."""
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    run(tree, "init", "-q", "-b", "main")
+    supervised = await supervise(f'[[projects]]\norg = "acme"\nname = "p"\npath = "{tree}"\n')
+    client = await supervised.greeted()
+    await client.send(json.dumps({"kind": "subscribe", "what": "home"}))
+    data = json.loads(await client.recv())["data"]
+    assert data["projects"][0]["work"]["gate"] is True
+    assert [(row["name"], row["kind"]) for row in data["workers"]] == [("trees", "trees")]
 
 
 async def test_a_killed_tree_worker_is_seen_restarted_and_read_and_watched_again(
