@@ -3,8 +3,8 @@
     .venv/bin/python -P bench/git_state.py [--files 20000] [--changed 5000] [--rounds 8]
 
 A supervisor runs in its own process (the socket, the seat-files services: settings, documents,
-the git watch; no worker hosts) with one project on a fresh repository of `--files` files in 200
-folders. The driver then measures, over the socket:
+the git watch and its tree worker; no other workers) with one project on a fresh repository of
+`--files` files in 200 folders. The driver then measures, over the socket:
 1. time to the session snapshot (work row + git layer + capped diff) on the clean tree and with
    `--changed` files modified, `--rounds` subscribes each;
 2. the same reads in this process, split: `scan` (status, numstat, ahead) and `read_diff`;
@@ -41,6 +41,7 @@ SEAT = {"org": "acme", "project": "proj", "label": "lead"}
 async def serve(config: Path) -> None:
     """The server role: the socket and the seat-files services, until stdin closes."""
     from forge.config import ConfigWatcher, load_config
+    from forge.ipc.manager import WorkerManager
     from forge.logs import configure
     from forge.supervisor import settings
     from forge.supervisor.seatfiles import documents, gitwatch
@@ -50,18 +51,19 @@ async def serve(config: Path) -> None:
 
     configure(config.parent / "forge.log", to_stderr=False, level=logging.INFO, process="bench")
     loaded = load_config(config)
-    supervisor = Supervisor(loaded)
-    watcher = ConfigWatcher(config, loaded, supervisor.apply_config)
-    settings.install(supervisor, watcher.check)
-    documents.install(supervisor)
-    gitwatch.install(supervisor)
-    socket = SocketServer(supervisor)
-    await socket.start()
-    await supervisor.start_seat(Seat(**SEAT))
-    print("ready", flush=True)
-    await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
-    await socket.close()
-    await supervisor.shutdown()
+    async with WorkerManager() as manager:
+        supervisor = Supervisor(loaded)
+        watcher = ConfigWatcher(config, loaded, supervisor.apply_config)
+        settings.install(supervisor, watcher.check)
+        documents.install(supervisor)
+        gitwatch.install(supervisor, manager)
+        socket = SocketServer(supervisor)
+        await socket.start()
+        await supervisor.start_seat(Seat(**SEAT))
+        print("ready", flush=True)
+        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
+        await socket.close()
+        await supervisor.shutdown()
 
 
 def git(tree: Path, *args: str) -> None:

@@ -7,18 +7,20 @@ clone's author). Its configuration, wherever git finds it (`.git/config`, a file
 and external diff drivers, `diff.external`, the pager, the signature program behind
 `log.showSignature`, and hooks through `core.hooksPath`. Each program writes a marker file. The
 same repository is first shown to make every marker under plain git, so the attack is real; then
-every git forge runs on a seat (through the real tree process) and in replay must make none, while
+every git forge runs on a seat (through the real tree worker) and in replay must make none, while
 still answering what the repository holds.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import pty
 import shutil
 import subprocess
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,12 +29,15 @@ import pytest
 from forge import git as forge_git
 from forge.attempt.checkouts import has_commit, list_files
 from forge.clock import PinnedClock
+from forge.config import load_config
+from forge.ipc.manager import WorkerManager
 from forge.lab import replay_git
 from forge.supervisor.seatfiles.gitstate import LocalTrees, Seen
-from forge.supervisor.seatfiles.treeproto import Event
-from forge.supervisor.seatfiles.trees import TreeProcess
-from forge.supervisor.seatfiles.treeside import git_folders
+from forge.supervisor.seatfiles.trees import TreeWorker
+from forge.supervisor.socket.core import Supervisor
 from forge.wire.git import Diff, Populated
+from forge.workers.trees.protocol import WatchHeard
+from forge.workers.trees.watch import git_folders
 
 WHERE = ("config", "include", "worktree")
 """Where the hostile keys are: `.git/config`, a file it includes, `config.worktree`."""
@@ -221,8 +226,23 @@ def test_the_hostile_repository_runs_every_program_under_plain_git(
     assert repo.seen() == repo.every_mark
 
 
-async def read_seat(trees: TreeProcess, tree: Path) -> tuple[Seen, Diff | None, str, bytes]:
-    """Every read the supervisor asks of a seat's tree, through the real tree process."""
+@contextlib.asynccontextmanager
+async def tree_worker(tmp_path: Path) -> AsyncIterator[TreeWorker]:
+    """The supervisor's git reader: the real tree worker, started by a real worker manager."""
+    config = tmp_path / "forge.toml"
+    config.write_text("", encoding="utf-8")
+    async with WorkerManager() as manager:
+        supervisor = Supervisor(load_config(config))
+        trees = TreeWorker(supervisor, manager)
+        trees.install()
+        try:
+            yield trees
+        finally:
+            await supervisor.shutdown()
+
+
+async def read_seat(trees: TreeWorker, tree: Path) -> tuple[Seen, Diff | None, str, bytes]:
+    """Every read the supervisor asks of a seat's tree, through the real tree worker."""
     seen, diff = await trees.record(tree)
     work = await trees.work(tree)
     assert work == seen.work
@@ -231,7 +251,7 @@ async def read_seat(trees: TreeProcess, tree: Path) -> tuple[Seen, Diff | None, 
     _, data = await trees.blob(tree, commit, "a.txt", 1 << 20)
     ready = asyncio.Event()
 
-    def heard(event: Event) -> None:
+    def heard(event: WatchHeard) -> None:
         if event.word == "ready":
             ready.set()
 
@@ -244,12 +264,8 @@ async def read_seat(trees: TreeProcess, tree: Path) -> tuple[Seen, Diff | None, 
 @pytest.mark.parametrize("where", WHERE)
 async def test_no_seat_read_runs_a_program_the_repository_names(tmp_path: Path, where: str) -> None:
     repo = hostile(tmp_path, where)
-    trees = TreeProcess()
-    trees.begin()
-    try:
+    async with tree_worker(tmp_path) as trees:
         seen, diff, commit, data = await read_seat(trees, repo.tree)
-    finally:
-        await trees.close()
     assert repo.seen() == set()
     assert seen.work.branch == "feat"
     assert seen.work.changed == 5
@@ -321,12 +337,8 @@ async def test_a_bare_repository_in_committed_content_is_never_used(tmp_path: Pa
     assert {path.name for path in marks.iterdir()} == {"bare-fsmonitor"}
     (marks / "bare-fsmonitor").unlink()
 
-    trees = TreeProcess()
-    trees.begin()
-    try:
+    async with tree_worker(tmp_path) as trees:
         seen, diff = await trees.record(evil)
-    finally:
-        await trees.close()
     assert (seen.work.gate, seen.git, diff) == (False, None, None)
     assert await git_folders(evil) == []
     with pytest.raises(forge_git.GitError, match="cannot use bare repository"):

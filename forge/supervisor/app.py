@@ -69,11 +69,11 @@ async def running_supervisor(
         browser.install(supervisor, manager)
         settings.install(supervisor, watcher.check)
         documents.install(supervisor)
-        gitwatch.install(supervisor)
+        gitwatch.install(supervisor, manager)
         client_perf.install(supervisor)
         voice.install(supervisor, manager)
         lab.install(supervisor, manager, views.walker_handle)
-        _publish_workers(supervisor, manager)
+        publish_workers(supervisor, manager)
         await _refresh_service_status(supervisor)
         poller = asyncio.create_task(_poll_service_status(supervisor))
         stack.callback(poller.cancel)
@@ -88,7 +88,7 @@ async def running_supervisor(
         yield supervisor
 
 
-def _publish_workers(supervisor: Supervisor, manager: WorkerManager) -> None:
+def publish_workers(supervisor: Supervisor, manager: WorkerManager) -> None:
     supervisor.workers = lambda: [row.to_json() for row in manager.rows()]
 
     def changed(row: WorkerRow) -> None:

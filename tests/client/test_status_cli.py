@@ -28,7 +28,8 @@ async def test_status_finds_the_supervisor_from_forge_toml_and_answers_0(
     assert lines[0].startswith("forge 0.")
     assert "  acme/proj  " in out
     assert "seats: none started" in out
-    assert "workers: none running" in out
+    assert "workers (1)" in out  # the tree worker alone
+    assert "  trees  trees  " in out
 
 
 async def test_a_broken_forge_toml_still_finds_the_supervisor_serving_it(
@@ -60,7 +61,7 @@ async def test_status_json_is_the_home_subjects_facts(supervise: Start, project_
     assert decoded["boot_id"] == home["boot_id"]
     assert decoded["projects"] == home["projects"]
     assert decoded["seats"] == home["agents"] == []
-    assert decoded["workers"] == []
+    assert [row["name"] for row in decoded["workers"]] == ["trees"]  # the tree worker alone
 
 
 async def test_no_supervisor_exits_3_with_the_reason(free_port: int) -> None:
@@ -95,7 +96,9 @@ async def test_a_failed_worker_exits_1_and_shows_why(in_process: InProcess, free
         "misbehaving", "-", "failed", "0", "78",
         "config_error was asked for; configuration error (exit code 78); not restarting",
     ]  # fmt: skip
-    states = {w["name"]: w["state"] for w in json.loads(json_out)["workers"]}
+    states = {
+        w["name"]: w["state"] for w in json.loads(json_out)["workers"] if w["kind"] != "trees"
+    }
     assert states == {"steady": "ready", "misconfigured": "failed"}
 
 

@@ -1,8 +1,9 @@
 """A real supervisor on a real socket, in this process, with the services of a seat's files.
 
 It composes what `running_supervisor` composes for forge.toml, documents and git (settings,
-documents, the git watch, a config watcher whose check a save runs) without the worker hosts,
-so a test can also spy on this process's functions. Clients are websockets clients.
+documents, the git watch and its tree worker, a config watcher whose check a save runs, the
+`workers` rows on home) without the other workers, so a test can also spy on this process's
+functions. Clients are websockets clients.
 """
 
 from __future__ import annotations
@@ -21,7 +22,9 @@ from websockets.asyncio.client import ClientConnection, connect
 from forge.client.auth import subprotocols
 from forge.clock import SYSTEM_CLOCK, Clock
 from forge.config import ConfigWatcher, load_config
+from forge.ipc.manager import WorkerManager
 from forge.supervisor import settings
+from forge.supervisor.app import publish_workers
 from forge.supervisor.seatfiles import documents, gitwatch
 from forge.supervisor.socket.core import Supervisor
 from forge.supervisor.socket.server import SocketServer
@@ -39,6 +42,7 @@ class Rig:
     config: Path
     tree: Path
     watch: gitwatch.GitWatch
+    manager: WorkerManager
     clients: list[ClientConnection] = field(default_factory=list)
 
     @property
@@ -114,20 +118,23 @@ async def tree_rig(
         )
         loaded = load_config(config, overrides={"server.port": free_port})
         supervisor = Supervisor(loaded, clock=clock)
+        manager = WorkerManager()
+        publish_workers(supervisor, manager)
         watcher = ConfigWatcher(config, loaded, supervisor.apply_config)
         settings.install(supervisor, watcher.check)
         documents.install(supervisor)
-        watch = gitwatch.install(supervisor, linger_s=linger_s)
+        watch = gitwatch.install(supervisor, manager, linger_s=linger_s)
         socket = SocketServer(supervisor)
         await socket.start()
         await supervisor.start_seat(SEAT)
-        rig = Rig(supervisor, config, tree, watch)
+        rig = Rig(supervisor, config, tree, watch, manager)
 
         async def stop() -> None:
             for client in rig.clients:
                 await client.close()
             await socket.close()
             await supervisor.shutdown()
+            await manager.close()
 
         stops.append(stop)
         return rig

@@ -6,7 +6,6 @@ import msgspec
 
 from forge.supervisor.seatfiles.gitdiff import DiffReader, header_paths, unquote, untracked_file
 from forge.supervisor.seatfiles.gitparse import ahead, parse_changes, parse_status, pick_base
-from forge.supervisor.seatfiles.treeside import relevant
 from forge.wire.git import (
     DIFF_BYTES_MAX,
     DIFF_FILES_MAX,
@@ -17,6 +16,7 @@ from forge.wire.git import (
     Populated,
     Work,
 )
+from forge.workers.trees.watch import relevant
 
 
 def test_status_gives_the_work_row_and_each_entrys_change() -> None:

@@ -76,7 +76,7 @@ async def test_home_carries_projects_with_git_work_and_the_runs_facts(seated: Su
     assert row["project"]["org"] == "acme"
     assert row["project"]["sessions"] == 0
     assert row["work"] == {"branch": "main", "changed": 2, "gate": True}
-    assert data["workers"] == []
+    assert [row["name"] for row in data["workers"]] == ["trees"]  # the tree worker alone
     assert (data["service_status"], data["fatal_error"], data["agents"]) == (None, None, [])
     two = await seated.greeted()
     again = await ask(two, {"kind": "subscribe", "what": "home"})

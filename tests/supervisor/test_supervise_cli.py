@@ -177,7 +177,7 @@ async def test_ctrl_c_stops_it_with_no_traceback_from_any_child(
 ) -> None:
     """Ctrl-C in the terminal sends SIGINT to its whole foreground process group: the supervisor
     stops in order (exit 0) and no process it started prints a KeyboardInterrupt traceback (its
-    tree process, which answers git reads, did, once it had served one)."""
+    tree worker, which answers git reads, did, once it had served one)."""
     del forge_dirs
     config = git_project
     # A session of its own, as a shell gives a foreground job: its group is what Ctrl-C signals.
@@ -196,7 +196,7 @@ async def test_ctrl_c_stops_it_with_no_traceback_from_any_child(
         await client.send(json.dumps({"kind": "subscribe", "what": {"session": SEAT}}))
         async with asyncio.timeout(STARTUP_S):
             snapshot = await read_json(client, "snapshot")
-        assert snapshot["data"]["work"]["branch"] == "main"  # the tree process has answered
+        assert snapshot["data"]["work"]["branch"] == "main"  # the tree worker has answered
     finally:
         os.killpg(process.pid, signal.SIGINT)
         _, err = await process.communicate()

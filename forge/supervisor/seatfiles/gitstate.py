@@ -343,7 +343,7 @@ class TreeReads(Protocol):
 
 
 class LocalTrees:
-    """The reads run by this process (the tree process runs these; so may a test)."""
+    """The reads run by this process (the tree worker runs these; so may a test)."""
 
     async def work(self, directory: Path) -> Work:
         return await read_work(directory)

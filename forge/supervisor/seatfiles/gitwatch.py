@@ -2,15 +2,15 @@
 
 A tree is watched while a connection holds the session of a seat working in it (several seats of
 one project share one watch), and for `LINGER_S` after its last holder leaves. The watch and the
-scans run in the tree process (`treeside`, through `trees.TreeProcess`, started with this
-service, which also makes it the supervisor's git reader): here a watch is only its
+scans run in the tree worker (`forge.workers.trees`, through `trees.TreeWorker`, started with
+this service, which also makes it the supervisor's git reader): here a watch is only its
 `ready`/`changed` events, and bursts that arrive while a scan runs fold into one next scan.
 
 A scan is pushed to a seat, on its counter and to home, unless it is the one thing every holder of
 the seat was told (`SeatState.told`: the snapshots taken since the last push, or that push). The
 first scan runs once the watch reports `ready`, so a change between the subscribe's snapshot and
-the watch is caught by that scan and a later one by the watch. If the tree process dies, every
-watch ends (logged) and the next hold starts it again.
+the watch is caught by that scan and a later one by the watch. If the tree worker dies, every
+watch ends (logged) and the next hold, once the manager has restarted it, watches again.
 """
 
 from __future__ import annotations
@@ -20,25 +20,29 @@ import contextlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from forge.git import GitError
+from forge.ipc.manager import WorkerManager
 from forge.logs import get_logger
-from forge.supervisor.seatfiles.treeproto import Event
-from forge.supervisor.seatfiles.trees import TreeProcess
+from forge.supervisor.seatfiles.trees import TreeWorker
 from forge.supervisor.service import TaskSet
 from forge.supervisor.socket.core import Supervisor
 from forge.wire.seats import Seat, SessionSubject, Subject
+from forge.workers.trees.protocol import WatchHeard
 
 log = get_logger(__name__)
 
 
 LINGER_S = 30.0
 """A tree's watch outlives its last holder this long, so a page that closes and reopens a seat
-does not pay for setting the watch up again (half a second of the tree process for 20,000 files)."""
+does not pay for setting the watch up again (half a second of the tree worker for 20,000 files)."""
 
 
-def install(supervisor: Supervisor, *, linger_s: float = LINGER_S) -> GitWatch:
-    """Start the tree process, make it the supervisor's git reader, and watch held seats."""
-    trees = TreeProcess()
-    trees.begin()
+def install(
+    supervisor: Supervisor, manager: WorkerManager, *, linger_s: float = LINGER_S
+) -> GitWatch:
+    """Start the tree worker, make it the supervisor's git reader, and watch held seats."""
+    trees = TreeWorker(supervisor, manager)
+    trees.install()
     supervisor.trees = trees
     watch = GitWatch(supervisor, trees, linger_s)
     supervisor.on_held(watch.held)
@@ -59,7 +63,7 @@ class _Tree:
     lingering: asyncio.Task[None] | None = None
     """While nobody holds a seat of the tree: the countdown to ending its watch."""
 
-    def heard(self, event: Event) -> None:
+    def heard(self, event: WatchHeard) -> None:
         if event.word == "failed":
             self.failed = event.why or "the watch failed"
         self.dirty.set()
@@ -68,7 +72,7 @@ class _Tree:
 class GitWatch:
     """The watched trees of held seats."""
 
-    def __init__(self, supervisor: Supervisor, trees: TreeProcess, linger_s: float) -> None:
+    def __init__(self, supervisor: Supervisor, trees: TreeWorker, linger_s: float) -> None:
         self._supervisor = supervisor
         self._process = trees
         self._linger_s = linger_s
@@ -116,14 +120,14 @@ class GitWatch:
                 tree.lingering.cancel()
             _end(tree)
         await self._tasks.drain()
-        await self._process.close()
 
     async def _watch(self, tree: _Tree) -> None:
         """Watch the tree, scan once the watch is up, then after each burst, until ended."""
         try:
             ident = await self._process.watch(tree.directory, tree.heard)
-        except Exception:
-            log.exception("git_watch_failed", directory=str(tree.directory))
+        except GitError as failed:  # the tree worker died or restarts: the next hold tries again
+            tree.failed = failed.why
+            self._forget(tree)
             return
         try:
             while True:
@@ -135,10 +139,14 @@ class GitWatch:
                     await self._rescan(tree)
         finally:
             self._process.unwatch(ident)
+        self._forget(tree)
+
+    def _forget(self, tree: _Tree) -> None:
+        """A watch that failed is logged and forgotten, so the next hold tries again."""
         if tree.failed is not None and not tree.stopping:
             log.error("git_watch_failed", directory=str(tree.directory), why=tree.failed)
             if self._trees.get(tree.directory) is tree:
-                del self._trees[tree.directory]  # the next hold tries again
+                del self._trees[tree.directory]
 
     async def _rescan(self, tree: _Tree) -> None:
         found = await self._process.scan(tree.directory)

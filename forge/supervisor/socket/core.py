@@ -70,7 +70,7 @@ class Supervisor:
         self.workers: Callable[[], list[dict[str, Any]]] = list
         """The home `workers` rows (D4); the worker manager replaces this with its own reader."""
         self.trees: TreeReads = LocalTrees()
-        """Git reads of seats' trees; the git service replaces this with its tree process."""
+        """Git reads of seats' trees; the seat files replace this with the tree worker."""
         self._subscribers: defaultdict[Subject, set[Connection]] = defaultdict(set)
         self._unseen: dict[Seat, None] = {}
         self._verbs: dict[type[ClientMessage], VerbHandler[Any]] = {}
