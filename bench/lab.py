@@ -19,17 +19,25 @@
    (the workspace with a git folder of its own, a `clone --no-hardlinks`, since the recipe must
    never share forge's; a worktree for each of the three verification views; one diff; their
    removal), and the older floor with a worktree for the workspace too.
+4. `model` (`--only model`): the scripted model's round trip (a streamed reply of about 4 KB,
+   `forge.testing.model_server`) through an allow-list egress proxy naming only its port, beside
+   the same request sent to it directly, alternating blocks in one run, each on a keep-alive
+   client connection (as the CLI's); the proxy forwards each plain request on an upstream
+   connection of its own. Server and proxy run in a child process on forge's event loop, as in
+   an attempt runner. Prints the medians and the ratio (goal: at most 1.2x).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import http.client
 import json
 import os
 import platform
 import resource
 import shutil
+import socket
 import statistics
 import subprocess
 import sys
@@ -38,6 +46,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from forge import eventloop, logs
 from forge.attempt.checkouts import (
     capture_tree,
     make_attempt_source,
@@ -45,6 +54,10 @@ from forge.attempt.checkouts import (
     save_index,
     unified_diff,
 )
+from forge.attempt.egress.policy import allow_list_policy
+from forge.attempt.egress.proxy import EgressProxy
+from forge.testing.model_script import parse_script
+from forge.testing.model_server import ModelServer
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # the Lab's test kit: the benchmark runs what the tests run
@@ -251,14 +264,101 @@ def report(label: str, own: list[float], floor: list[float], worktrees: list[flo
     )
 
 
+MODEL_REPLY_CHARS = 4096
+MODEL_BLOCK = 25
+"""Round trips per block; blocks alternate proxy, direct."""
+
+
+async def serve_model(turns: int) -> None:
+    """The scripted model server and an allow-list proxy naming only it; their ports on stdout
+    as one JSON line; until stdin closes."""
+    reply = ("The bug is in calc.add. " * (MODEL_REPLY_CHARS // 24 + 1))[:MODEL_REPLY_CHARS]
+    script = parse_script({"turns": [{"say": reply}] * turns, "chunk": 64})
+    async with ModelServer(script) as server:
+        port = int(server.url.rsplit(":", 1)[1])
+        proxy = EgressProxy(allow_list_policy([f"127.0.0.1:{port}"], own=()))
+        await proxy.start()
+        listener = socket.create_server(("127.0.0.1", 0))
+        await proxy.serve(listener)
+        print(json.dumps({"model": port, "proxy": listener.getsockname()[1]}), flush=True)
+        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
+        await proxy.stop()
+
+
+def model_round_trips(blocks: int) -> None:
+    """The scripted model's streamed reply through the allow-list proxy beside direct."""
+    child = subprocess.Popen(
+        [sys.executable, "-P", __file__, "--serve-model", str(2 * blocks * MODEL_BLOCK + 2)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stdin is not None
+    assert child.stdout is not None
+    try:
+        ports = json.loads(child.stdout.readline())
+        url = f"http://127.0.0.1:{ports['model']}/v1/messages"
+        body = json.dumps(
+            {
+                "model": "claude-bench",
+                "max_tokens": 1024,
+                "stream": True,
+                "messages": [{"role": "user", "content": [{"type": "text", "text": "fix it"}]}],
+            }
+        )
+        headers = {"content-type": "application/json", "x-api-key": "bench"}
+        through = http.client.HTTPConnection("127.0.0.1", ports["proxy"])
+        direct = http.client.HTTPConnection("127.0.0.1", ports["model"])
+        samples: dict[str, list[float]] = {"proxy": [], "direct": []}
+        sizes: set[int] = set()
+
+        def round_trip(connection: http.client.HTTPConnection, target: str) -> float:
+            started = time.perf_counter()
+            connection.request("POST", target, body=body, headers=headers)
+            response = connection.getresponse()
+            data = response.read()
+            elapsed = time.perf_counter() - started
+            if response.status != 200:
+                raise RuntimeError(f"{response.status}: {data[:200]!r}")
+            sizes.add(len(data))
+            return elapsed
+
+        round_trip(through, url)  # warm both: the first connection's costs are not the steady
+        round_trip(direct, "/v1/messages")
+        for _ in range(blocks):
+            samples["proxy"] += [round_trip(through, url) for _ in range(MODEL_BLOCK)]
+            samples["direct"] += [round_trip(direct, "/v1/messages") for _ in range(MODEL_BLOCK)]
+        through.close()
+        direct.close()
+    finally:
+        child.stdin.close()
+        child.wait()
+    proxied, plain = statistics.median(samples["proxy"]), statistics.median(samples["direct"])
+    p90 = {k: sorted(v)[int(0.9 * len(v)) - 1] for k, v in samples.items()}
+    print(
+        f"model round trip ({min(sizes)}-{max(sizes)} B streamed, n={len(samples['proxy'])} "
+        f"each): through the allow-list proxy median {proxied * 1e3:.2f} ms "
+        f"(p90 {p90['proxy'] * 1e3:.2f} ms), direct {plain * 1e3:.2f} ms "
+        f"(p90 {p90['direct'] * 1e3:.2f} ms); ratio {proxied / plain:.2f}x "
+        f"(load {os.getloadavg()[0]:.1f})"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--quick", action="store_true", help="fewer rounds and attempts")
-    parser.add_argument("--only", choices=("overhead", "parallel", "real"), help="one case")
+    parser.add_argument(
+        "--only", choices=("overhead", "parallel", "real", "model"), help="one case"
+    )
     parser.add_argument(
         "--sleeps", default="1,3", help="the harness's sleep in the speedup case, comma-separated"
     )
+    parser.add_argument("--serve-model", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.serve_model is not None:
+        logs.configure(None, to_stderr=False)
+        eventloop.run(serve_model(args.serve_model))
+        return
     rounds, attempts = (3, 8) if args.quick else (10, 16)
     print(
         f"{time.strftime('%Y-%m-%d')} {platform.node()} {platform.machine()}, "
@@ -279,6 +379,8 @@ def main() -> None:
     if args.only in (None, "real"):
         with tempfile.TemporaryDirectory() as disk:
             real_sized(Path(disk), attempts // 2)
+    if args.only in (None, "model"):
+        model_round_trips(4 if args.quick else 12)
     print(f"load average {os.getloadavg()[0]:.1f}")
 
 

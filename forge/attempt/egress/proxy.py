@@ -125,14 +125,17 @@ async def probe_port(bwrap_argv: Sequence[str]) -> str | None:
         await proxy.stop()
 
 
-def proxy_env(port: int = PROXY_PORT) -> dict[str, str]:
+def proxy_env(port: int = PROXY_PORT, *, routed: Policy | None = None) -> dict[str, str]:
     """What a sandboxed command is given so that its clients use the proxy: both spellings
     (curl reads only the lowercase `http_proxy`), loopback exempt (the command's own test
-    servers), and Node's switch to honour them (Node 24 and later)."""
+    servers) unless `routed`'s allow-list names it (the host's server, reached only through the
+    proxy), and Node's switch to honour them (Node 24 and later)."""
     url = f"http://127.0.0.1:{port}"
     env = {name: url for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")}
     env |= {name.lower(): url for name in env}
-    env["NO_PROXY"] = env["no_proxy"] = "localhost,127.0.0.1,::1"
+    listed = {d.host for d in routed.allowed or ()} if routed is not None else set()
+    exempt = [host for host in ("localhost", "127.0.0.1", "::1") if host not in listed]
+    env["NO_PROXY"] = env["no_proxy"] = ",".join(exempt)
     env["NODE_USE_ENV_PROXY"] = "1"
     return env
 
@@ -425,7 +428,8 @@ class EgressProxy:
             except (OSError, TimeoutError) as failure:
                 error = failure
                 continue
-            self._note(str(dest), "admitted", f"public address {address}")
+            kind = "listed loopback" if address.is_loopback else "public"
+            self._note(str(dest), "admitted", f"{kind} address {address}")
             return streams
         reason = f"no connection to {', '.join(map(str, decision.addresses))}: {error!r}"
         self._note(str(dest), "failed", reason)
