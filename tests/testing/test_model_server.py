@@ -535,4 +535,4 @@ def test_the_module_names_a_bad_script(tmp_path: Path) -> None:
     command = [sys.executable, "-m", "forge.testing.model_server", "--script", str(file)]
     done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 2
-    assert f"model script {file}" in done.stderr, done.stderr
+    assert f"{file}: Expected `array`, got `int` - at `$.turns`" in done.stderr, done.stderr
