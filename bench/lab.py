@@ -19,12 +19,15 @@
    (the workspace with a git folder of its own, a `clone --no-hardlinks`, since the recipe must
    never share forge's; a worktree for each of the three verification views; one diff; their
    removal), and the older floor with a worktree for the workspace too.
-4. `model` (`--only model`): the scripted model's round trip (a streamed reply of about 4 KB,
+4. `model` (`--only model`): the scripted model's round trip (a streamed reply of 4,096
+   characters in 64-character deltas, about 12.8 KB of server-sent events,
    `forge.testing.model_server`) through an allow-list egress proxy naming only its port, beside
    the same request sent to it directly, alternating blocks in one run, each on a keep-alive
-   client connection (as the CLI's); the proxy forwards each plain request on an upstream
-   connection of its own. Server and proxy run in a child process on forge's event loop, as in
-   an attempt runner. Prints the medians and the ratio (goal: at most 1.2x).
+   client connection (as the CLI's). Two ways through: `plain` (an `http://` base URL: the proxy
+   parses each request and response and forwards it on an upstream connection of its own) and
+   `tunnel` (CONNECT once, then requests inside the tunnel: what an `https://` base URL such as
+   the real API's costs, less its TLS). Server and proxy run in a child process on forge's event
+   loop, as in an attempt runner. Prints the medians and the ratios (goal: at most 1.2x).
 """
 
 from __future__ import annotations
@@ -288,7 +291,7 @@ async def serve_model(turns: int) -> None:
 def model_round_trips(blocks: int) -> None:
     """The scripted model's streamed reply through the allow-list proxy beside direct."""
     child = subprocess.Popen(
-        [sys.executable, "-P", __file__, "--serve-model", str(2 * blocks * MODEL_BLOCK + 2)],
+        [sys.executable, "-P", __file__, "--serve-model", str(3 * blocks * MODEL_BLOCK + 3)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
@@ -308,8 +311,10 @@ def model_round_trips(blocks: int) -> None:
         )
         headers = {"content-type": "application/json", "x-api-key": "bench"}
         through = http.client.HTTPConnection("127.0.0.1", ports["proxy"])
+        tunnel = http.client.HTTPConnection("127.0.0.1", ports["proxy"])
+        tunnel.set_tunnel("127.0.0.1", ports["model"])
         direct = http.client.HTTPConnection("127.0.0.1", ports["model"])
-        samples: dict[str, list[float]] = {"proxy": [], "direct": []}
+        samples: dict[str, list[float]] = {"plain": [], "tunnel": [], "direct": []}
         sizes: set[int] = set()
 
         def round_trip(connection: http.client.HTTPConnection, target: str) -> float:
@@ -323,25 +328,30 @@ def model_round_trips(blocks: int) -> None:
             sizes.add(len(data))
             return elapsed
 
-        round_trip(through, url)  # warm both: the first connection's costs are not the steady
-        round_trip(direct, "/v1/messages")
+        ways = {"plain": (through, url), "tunnel": (tunnel, "/v1/messages")}
+        ways["direct"] = (direct, "/v1/messages")
+        for connection, target in ways.values():  # the first connection's costs are not steady
+            round_trip(connection, target)
         for _ in range(blocks):
-            samples["proxy"] += [round_trip(through, url) for _ in range(MODEL_BLOCK)]
-            samples["direct"] += [round_trip(direct, "/v1/messages") for _ in range(MODEL_BLOCK)]
-        through.close()
-        direct.close()
+            for name, (connection, target) in ways.items():
+                samples[name] += [round_trip(connection, target) for _ in range(MODEL_BLOCK)]
+        for connection, _ in ways.values():
+            connection.close()
     finally:
         child.stdin.close()
         child.wait()
-    proxied, plain = statistics.median(samples["proxy"]), statistics.median(samples["direct"])
-    p90 = {k: sorted(v)[int(0.9 * len(v)) - 1] for k, v in samples.items()}
+    medians = {name: statistics.median(found) for name, found in samples.items()}
+    p90 = {name: sorted(found)[int(0.9 * len(found)) - 1] for name, found in samples.items()}
     print(
-        f"model round trip ({min(sizes)}-{max(sizes)} B streamed, n={len(samples['proxy'])} "
-        f"each): through the allow-list proxy median {proxied * 1e3:.2f} ms "
-        f"(p90 {p90['proxy'] * 1e3:.2f} ms), direct {plain * 1e3:.2f} ms "
-        f"(p90 {p90['direct'] * 1e3:.2f} ms); ratio {proxied / plain:.2f}x "
-        f"(load {os.getloadavg()[0]:.1f})"
+        f"model round trip ({min(sizes)}-{max(sizes)} B streamed, n={len(samples['direct'])} "
+        f"each, load {os.getloadavg()[0]:.1f}): direct median {medians['direct'] * 1e3:.2f} ms "
+        f"(p90 {p90['direct'] * 1e3:.2f} ms)"
     )
+    for name in ("plain", "tunnel"):
+        print(
+            f"  through the allow-list proxy, {name}: median {medians[name] * 1e3:.2f} ms "
+            f"(p90 {p90[name] * 1e3:.2f} ms), ratio {medians[name] / medians['direct']:.2f}x"
+        )
 
 
 def main() -> None:
