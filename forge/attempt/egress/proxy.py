@@ -495,9 +495,20 @@ async def _pump_body(client: _Side, upstream: _Side) -> None:
 
 
 async def _pump_response(upstream: _Side, client: _Side) -> None:
-    """The upstream response (interim ones included), to the client."""
+    """The upstream response (interim ones included), to the client. Its body goes on in one
+    write per read from upstream, however many chunks that read held (a streamed reply is
+    many small events: one write each would double the proxy's system calls)."""
+    held: list[bytes] = []
     while True:
-        event = await upstream.next_event()
+        event = upstream.conn.next_event()
+        if event is h11.NEED_DATA:
+            await _flush(client, held)
+            upstream.conn.receive_data(await upstream.reader.read(CHUNK))
+            continue
+        if isinstance(event, h11.Data):
+            held.append(client.conn.send(h11.Data(data=event.data)) or b"")
+            continue
+        await _flush(client, held)
         if isinstance(event, h11.InformationalResponse):
             await client.send(
                 h11.InformationalResponse(
@@ -512,13 +523,19 @@ async def _pump_response(upstream: _Side, client: _Side) -> None:
                     reason=event.reason,
                 )
             )
-        elif isinstance(event, h11.Data):
-            await client.send(h11.Data(data=event.data))
         elif isinstance(event, h11.EndOfMessage):
             await client.send(h11.EndOfMessage())
             return
         else:
             raise ConnectionResetError("the upstream server closed before its response ended")
+
+
+async def _flush(client: _Side, held: list[bytes]) -> None:
+    """What `_pump_response` holds, to the client in one write."""
+    if held:
+        client.writer.write(b"".join(held))
+        held.clear()
+        await client.writer.drain()
 
 
 async def _answer(client: _Side, status: int, text: str) -> None:
