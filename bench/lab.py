@@ -19,17 +19,28 @@
    (the workspace with a git folder of its own, a `clone --no-hardlinks`, since the recipe must
    never share forge's; a worktree for each of the three verification views; one diff; their
    removal), and the older floor with a worktree for the workspace too.
+4. `model` (`--only model`): the scripted model's round trip (a streamed reply of 4,096
+   characters in 64-character deltas, about 12.8 KB of server-sent events,
+   `forge.testing.model_server`) through an allow-list egress proxy naming only its port, beside
+   the same request sent to it directly, alternating blocks in one run, each on a keep-alive
+   client connection (as the CLI's). Two ways through: `plain` (an `http://` base URL: the proxy
+   parses each request and response and forwards it on an upstream connection of its own) and
+   `tunnel` (CONNECT once, then requests inside the tunnel: what an `https://` base URL such as
+   the real API's costs, less its TLS). Server and proxy run in a child process on forge's event
+   loop, as in an attempt runner. Prints the medians and the ratios (goal: at most 1.2x).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import http.client
 import json
 import os
 import platform
 import resource
 import shutil
+import socket
 import statistics
 import subprocess
 import sys
@@ -38,6 +49,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from forge import eventloop, logs
 from forge.attempt.checkouts import (
     capture_tree,
     make_attempt_source,
@@ -45,6 +57,10 @@ from forge.attempt.checkouts import (
     save_index,
     unified_diff,
 )
+from forge.attempt.egress.policy import allow_list_policy
+from forge.attempt.egress.proxy import EgressProxy
+from forge.testing.model_script import parse_script
+from forge.testing.model_server import ModelServer
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # the Lab's test kit: the benchmark runs what the tests run
@@ -251,14 +267,108 @@ def report(label: str, own: list[float], floor: list[float], worktrees: list[flo
     )
 
 
+MODEL_REPLY_CHARS = 4096
+MODEL_BLOCK = 25
+"""Round trips per block; blocks alternate proxy, direct."""
+
+
+async def serve_model(turns: int) -> None:
+    """The scripted model server and an allow-list proxy naming only it; their ports on stdout
+    as one JSON line; until stdin closes."""
+    reply = ("The bug is in calc.add. " * (MODEL_REPLY_CHARS // 24 + 1))[:MODEL_REPLY_CHARS]
+    script = parse_script({"turns": [{"say": reply}] * turns, "chunk": 64})
+    async with ModelServer(script) as server:
+        port = int(server.url.rsplit(":", 1)[1])
+        proxy = EgressProxy(allow_list_policy([f"127.0.0.1:{port}"], own=()))
+        await proxy.start()
+        listener = socket.create_server(("127.0.0.1", 0))
+        await proxy.serve(listener)
+        print(json.dumps({"model": port, "proxy": listener.getsockname()[1]}), flush=True)
+        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
+        await proxy.stop()
+
+
+def model_round_trips(blocks: int) -> None:
+    """The scripted model's streamed reply through the allow-list proxy beside direct."""
+    child = subprocess.Popen(
+        [sys.executable, "-P", __file__, "--serve-model", str(3 * blocks * MODEL_BLOCK + 3)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stdin is not None
+    assert child.stdout is not None
+    try:
+        ports = json.loads(child.stdout.readline())
+        url = f"http://127.0.0.1:{ports['model']}/v1/messages"
+        body = json.dumps(
+            {
+                "model": "claude-bench",
+                "max_tokens": 1024,
+                "stream": True,
+                "messages": [{"role": "user", "content": [{"type": "text", "text": "fix it"}]}],
+            }
+        )
+        headers = {"content-type": "application/json", "x-api-key": "bench"}
+        through = http.client.HTTPConnection("127.0.0.1", ports["proxy"])
+        tunnel = http.client.HTTPConnection("127.0.0.1", ports["proxy"])
+        tunnel.set_tunnel("127.0.0.1", ports["model"])
+        direct = http.client.HTTPConnection("127.0.0.1", ports["model"])
+        samples: dict[str, list[float]] = {"plain": [], "tunnel": [], "direct": []}
+        sizes: set[int] = set()
+
+        def round_trip(connection: http.client.HTTPConnection, target: str) -> float:
+            started = time.perf_counter()
+            connection.request("POST", target, body=body, headers=headers)
+            response = connection.getresponse()
+            data = response.read()
+            elapsed = time.perf_counter() - started
+            if response.status != 200:
+                raise RuntimeError(f"{response.status}: {data[:200]!r}")
+            sizes.add(len(data))
+            return elapsed
+
+        ways = {"plain": (through, url), "tunnel": (tunnel, "/v1/messages")}
+        ways["direct"] = (direct, "/v1/messages")
+        for connection, target in ways.values():  # the first connection's costs are not steady
+            round_trip(connection, target)
+        for _ in range(blocks):
+            for name, (connection, target) in ways.items():
+                samples[name] += [round_trip(connection, target) for _ in range(MODEL_BLOCK)]
+        for connection, _ in ways.values():
+            connection.close()
+    finally:
+        child.stdin.close()
+        child.wait()
+    medians = {name: statistics.median(found) for name, found in samples.items()}
+    p90 = {name: sorted(found)[int(0.9 * len(found)) - 1] for name, found in samples.items()}
+    print(
+        f"model round trip ({min(sizes)}-{max(sizes)} B streamed, n={len(samples['direct'])} "
+        f"each, load {os.getloadavg()[0]:.1f}): direct median {medians['direct'] * 1e3:.2f} ms "
+        f"(p90 {p90['direct'] * 1e3:.2f} ms)"
+    )
+    for name in ("plain", "tunnel"):
+        print(
+            f"  through the allow-list proxy, {name}: median {medians[name] * 1e3:.2f} ms "
+            f"(p90 {p90[name] * 1e3:.2f} ms), ratio {medians[name] / medians['direct']:.2f}x"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--quick", action="store_true", help="fewer rounds and attempts")
-    parser.add_argument("--only", choices=("overhead", "parallel", "real"), help="one case")
+    parser.add_argument(
+        "--only", choices=("overhead", "parallel", "real", "model"), help="one case"
+    )
     parser.add_argument(
         "--sleeps", default="1,3", help="the harness's sleep in the speedup case, comma-separated"
     )
+    parser.add_argument("--serve-model", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.serve_model is not None:
+        logs.configure(None, to_stderr=False)
+        eventloop.run(serve_model(args.serve_model))
+        return
     rounds, attempts = (3, 8) if args.quick else (10, 16)
     print(
         f"{time.strftime('%Y-%m-%d')} {platform.node()} {platform.machine()}, "
@@ -279,6 +389,8 @@ def main() -> None:
     if args.only in (None, "real"):
         with tempfile.TemporaryDirectory() as disk:
             real_sized(Path(disk), attempts // 2)
+    if args.only in (None, "model"):
+        model_round_trips(4 if args.quick else 12)
     print(f"load average {os.getloadavg()[0]:.1f}")
 
 

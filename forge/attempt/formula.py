@@ -1,18 +1,21 @@
 """The Formula (YAML, `schemaVersion: 1`): the recipe a variant runs, decoded strictly.
 
 Only what the Lab uses exists here: one coding atom (its argv, timeout, pinned model, whether
-its sandbox has the network, what hidden folders it mounts), an optional trailing `role: learn`
+its sandbox has the network or only an allow-list of destinations, which of the caller's
+variables it is given, what hidden folders it mounts), an optional trailing `role: learn`
 atom (the command `forge learn` runs; never configured silently), optional baseline checks, and
 `learning.recurrenceThreshold` (the failure streak that queues a learn request).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
 import yaml
 
+from forge.attempt.egress.policy import BadDestination, entry_problem, parse_authority
 from forge.attempt.fields import Reader
 from forge.attempt.plan import MAX_COMMAND_TIMEOUT_MS, Command, read_checks
 
@@ -24,7 +27,14 @@ class Atom:
     timeout_ms: int
     model: str
     network: bool = False
-    """Whether the sandboxed recipe (and its checks) may reach the network; off unless asked."""
+    """Whether the sandboxed recipe (and its checks) may reach the public network; off unless
+    asked."""
+    egress: tuple[str, ...] = ()
+    """The only `host:port` pairs the sandboxed recipe (and its checks) may reach, through the
+    egress proxy (an allow-list: the attempt stays sealed); never with `network`."""
+    pass_env: tuple[str, ...] = ()
+    """The caller's variables the coding step is given (an API key): in its process's
+    environment only, never in a file of the recipe's or the attempt record."""
     mounts: tuple[str, ...] = ()
     """Absolute folders the sandbox mounts read-only although it hides them (an interpreter
     under the home directory, say); never `--out`, `--source` or the cohort's folder."""
@@ -39,6 +49,8 @@ class LearnAtom:
     timeout_ms: int
 
 
+MAX_EGRESS_ENTRIES = 16
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 LEARN_TIMEOUT_MAX_MS = 900_000
 """The longest timeout a learn atom may ask for (15 minutes); a longer one is refused."""
 DEFAULT_RECURRENCE_THRESHOLD = 3
@@ -95,12 +107,18 @@ def _atom(reader: Reader, value: object, path: str) -> Atom:
         value,
         path,
         required={"id", "role", "command", "timeoutMs", "model"},
-        optional={"network", "mounts"},
+        optional={"network", "egress", "passEnv", "mounts"},
     )
     if atom["role"] == "learn":
         reader.note(f"{path}.role", "a learn atom must be the last atom")
     else:
         reader.one_of(atom["role"], f"{path}.role", ("coding",))
+    if "network" in atom and "egress" in atom:
+        reader.note(
+            f"{path}.egress",
+            f"atom {atom['id']!r} names both network and egress: choose the public network "
+            "(network: true) or only the listed destinations (egress)",
+        )
     return Atom(
         id=reader.nonblank(atom["id"], f"{path}.id", max_chars=64),
         command=reader.argv(atom["command"], f"{path}.command"),
@@ -109,11 +127,35 @@ def _atom(reader: Reader, value: object, path: str) -> Atom:
         ),
         model=reader.nonblank(atom["model"], f"{path}.model", max_chars=200),
         network=reader.boolean(atom["network"], f"{path}.network") if "network" in atom else False,
+        egress=_egress(reader, atom["egress"], f"{path}.egress") if "egress" in atom else (),
+        pass_env=tuple(
+            reader.matching(item, f"{path}.passEnv[{i}]", _ENV_NAME)
+            for i, item in enumerate(reader.array(atom.get("passEnv", []), f"{path}.passEnv"))
+        ),
         mounts=tuple(
             reader.absolute_path(item, f"{path}.mounts[{i}]")
             for i, item in enumerate(reader.array(atom.get("mounts", []), f"{path}.mounts"))
         ),
     )
+
+
+def _egress(reader: Reader, value: object, path: str) -> tuple[str, ...]:
+    """The allow-list, each entry `host:port` in canonical form (a name lowercased)."""
+    entries: list[str] = []
+    for i, item in enumerate(reader.array(value, path, lo=1, hi=MAX_EGRESS_ENTRIES)):
+        text = reader.string(item, f"{path}[{i}]")
+        try:
+            dest = parse_authority(text)
+        except BadDestination as error:
+            reader.note(f"{path}[{i}]", str(error))
+            entries.append(text)
+            continue
+        problem = entry_problem(dest)
+        if problem is not None:
+            reader.note(f"{path}[{i}]", f"{text!r}: {problem}")
+        entries.append(str(dest))
+    reader.unique(entries, path, "destination")
+    return tuple(entries)
 
 
 def _learn_atom(reader: Reader, value: object, path: str) -> LearnAtom:

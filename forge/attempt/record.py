@@ -102,6 +102,9 @@ class Seal(msgspec.Struct, rename="camel", kw_only=True):
     """Why the recipe was not sandboxed (null when it was)."""
     network: bool
     """Whether the recipe could reach the network (always true without the sandbox)."""
+    egress: list[str] | UnsetType = UNSET
+    """The only destinations the sandboxed recipe could reach (its atom's allow-list), when it
+    has one; it stays sealed."""
 
 
 class AttemptRecord(msgspec.Struct, rename="camel", kw_only=True):

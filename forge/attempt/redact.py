@@ -7,7 +7,7 @@ Two passes: values of the caller's secret-looking environment variables become
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 TAIL_BYTES = 8192
 """An output tail kept for a failure is the stream's last 8 KiB."""
@@ -27,11 +27,12 @@ _PATTERNS = [
 
 
 class Redactor:
-    def __init__(self, caller_env: Mapping[str, str]) -> None:
+    def __init__(self, caller_env: Mapping[str, str], passed: Collection[str] = ()) -> None:
+        """`passed`: the variables a step is given, redacted whatever their names."""
         secrets = [
             (name, value)
             for name, value in caller_env.items()
-            if _SECRET_NAME_RE.search(name) and len(value) >= _MIN_SECRET_LEN
+            if (name in passed or _SECRET_NAME_RE.search(name)) and len(value) >= _MIN_SECRET_LEN
         ]
         self._secrets = sorted(secrets, key=lambda item: -len(item[1]))
 

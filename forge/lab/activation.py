@@ -53,6 +53,10 @@ def review_text(
             f"model {atom.model}, coding argv {json.dumps(list(atom.command))}, "
             f"timeout {atom.timeout_ms} ms, network: {'true' if atom.network else 'false'}"
         )
+        if atom.egress:
+            lines.append(f"  egress: {', '.join(atom.egress)}")
+        if atom.pass_env:
+            lines.append(f"  passEnv: {', '.join(atom.pass_env)}")
         for check in variant.formula.checks:
             lines.append(f"  baseline check {check.id}: {json.dumps(list(check.argv))}")
     for task in cohort.tasks:

@@ -464,8 +464,15 @@ def _ended(failure: FailedCommand) -> str:
 
 
 def _unsealed(record: AttemptRecord) -> str:
-    """`; sealed: no (network)` for an attempt whose recipe could reach the network."""
-    return "; sealed: no (network)" if record.seal is not UNSET and record.seal.network else ""
+    """`; sealed: no (network)` for an attempt whose recipe could reach the network, and
+    `; sealed: yes (egress: host:port, ...)` for one that could reach only its allow-list."""
+    if record.seal is UNSET:
+        return ""
+    if record.seal.network:
+        return "; sealed: no (network)"
+    if record.seal.egress:
+        return f"; sealed: yes (egress: {', '.join(record.seal.egress)})"
+    return ""
 
 
 def _base_mark(failure: RegressionFailure | None) -> str:

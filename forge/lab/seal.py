@@ -86,9 +86,9 @@ def review_lines(
         "Seal: each attempt works in a private 0700 directory outside --out (removed afterwards "
         "unless --keep-workspaces); its source holds only the base commit, origin "
         + (origin or "none")
-        + " (none for a variant with network), no FETCH_HEAD, a fetch refspec that matches "
-        "nothing; git runs on the recipe's trees only through a git folder forge made and the "
-        "recipe never sees",
+        + " (none for a variant with network or egress), no FETCH_HEAD, a fetch refspec that "
+        "matches nothing; git runs on the recipe's trees only through a git folder forge made "
+        "and the recipe never sees",
     ]
     if probe.program is None:
         lines.append(f"recipe not sandboxed: {probe.reason}; the layout seal alone holds")
@@ -116,8 +116,13 @@ def review_lines(
     if protected:
         lines.append("  absent although inside a shown folder: " + ", ".join(protected))
     for variant in cohort.variants:
-        network = "network: yes (sealed: no)" if variant.formula.coding.network else "network: no"
+        atom = variant.formula.coding
+        network = "network: yes (sealed: no)" if atom.network else "network: no"
+        if atom.egress:
+            network = f"network: only {', '.join(atom.egress)} through forge's egress proxy"
         lines.append(f"  variant {variant.spec.name}: {network}")
+        if atom.pass_env:
+            lines.append(f"    the coding step is given the caller's {', '.join(atom.pass_env)}")
         for mount in variant.formula.coding.mounts:
             lines.append(f"    mounts {mount} read-only")
         if variant.formula.coding.network:

@@ -16,14 +16,21 @@ with the API's 404 error. Each request is recorded (`requests`): method, path, h
 secrets redacted, JSON body, the turn that answered it and how the answer ended. Faults come
 from the script: an HTTP error (`fail`), a stream cut mid-event (`drop`), a stream held until
 `release()` or the client leaves (`stall`, to interrupt mid-stream: `await wait_stalled()`).
+
+From a shell, `python -m forge.testing.model_server --script FILE [--port N] [--unix PATH]`
+serves a script until Ctrl-C: it prints its URL, then one line per request as it is answered.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import functools
 import ipaddress
+import itertools
 import json
-from collections.abc import Callable, Iterable
+import sys
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -41,7 +48,7 @@ from forge.testing.model_replies import (
     message_json,
     stream_events,
 )
-from forge.testing.model_script import Script, Turn
+from forge.testing.model_script import Script, ScriptError, Turn, load_script
 
 # What keeps the CLI from reaching anything but its model (feature flags, telemetry, error
 # reports, update checks); tests/testing/test_claude_agent.py proves it in a network namespace.
@@ -504,3 +511,47 @@ async def _write(writer: asyncio.StreamWriter, data: bytes | None) -> None:
     if data:
         writer.write(data)
         await writer.drain()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Serve a script from a shell until Ctrl-C (a recipe tried by hand against its model)."""
+    parser = argparse.ArgumentParser(
+        prog="python -m forge.testing.model_server",
+        description="Serve a scripted stand-in for Anthropic's Messages API on loopback.",
+    )
+    parser.add_argument("--script", type=Path, required=True, help="the script (YAML or .json)")
+    parser.add_argument("--port", type=int, default=0, help="the TCP port (default: any free)")
+    parser.add_argument("--unix", type=Path, help="also listen on this Unix socket")
+    args = parser.parse_args(argv)
+    try:
+        script = load_script(args.script)
+        asyncio.run(_serve(script, args.port, args.unix))
+    except ScriptError as error:
+        print(error, file=sys.stderr)
+        return 2
+    except OSError as error:
+        print(f"the model server cannot listen: {error}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+async def _serve(script: Script, port: int, unix: Path | None) -> None:
+    async with ModelServer(script, port=port, unix_path=unix) as server:
+        where = f" and {unix}" if unix is not None else ""
+        print(f"serving {len(script.turns)} turn(s) at {server.url}{where}", flush=True)
+        for shown in itertools.count():
+            await server.wait_for(functools.partial(_answered, server, shown))
+            request = server.requests[shown]
+            turn = "" if request.turn is None else f" turn {request.turn}"
+            print(f"{request.method} {request.path}: {request.outcome}{turn}", flush=True)
+
+
+def _answered(server: ModelServer, number: int) -> bool:
+    """Whether the request of this index has come and its answer is decided."""
+    return number < len(server.requests) and server.requests[number].outcome != "pending"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

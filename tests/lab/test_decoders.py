@@ -247,6 +247,57 @@ def test_formula_refusals(change: dict[str, Any], field: str) -> None:
         decode_formula(json.dumps({**FORMULA, **change}).encode(), file="a.yaml")
 
 
+def atom(**fields: Any) -> dict[str, Any]:
+    """FORMULA with its coding atom changed."""
+    return {"atoms": [{**FORMULA["atoms"][0], **fields}]}
+
+
+def test_a_formula_atom_may_name_its_egress_and_the_variables_it_is_given() -> None:
+    document = {
+        **FORMULA,
+        **atom(
+            egress=["API.Anthropic.com:443", "127.0.0.1:8080", "[::1]:9"],
+            passEnv=["ANTHROPIC_API_KEY"],
+        ),
+    }
+    coding = decode_formula(json.dumps(document).encode(), file="a.yaml").coding
+    assert coding.egress == ("api.anthropic.com:443", "127.0.0.1:8080", "[::1]:9")
+    assert coding.pass_env == ("ANTHROPIC_API_KEY",)
+    assert coding.network is False
+
+
+@pytest.mark.parametrize(
+    ("change", "problem"),
+    [
+        (
+            atom(network=True, egress=["api.anthropic.com:443"]),
+            "atoms[0].egress: atom 'code' names both network and egress",
+        ),
+        (atom(egress=[]), "atoms[0].egress: must hold from 1 to 16 entries, got 0"),
+        (atom(egress="api.anthropic.com:443"), "atoms[0].egress: must be an array"),
+        (
+            atom(egress=["api.anthropic.com"]),
+            "atoms[0].egress[0]: 'api.anthropic.com' is not host:port",
+        ),
+        (atom(egress=["a.example:99999"]), "atoms[0].egress[0]: port 99999 is not between"),
+        (
+            atom(egress=["http://a.example:443"]),
+            "atoms[0].egress[0]: 'http://a.example:443' is not",
+        ),
+        (atom(egress=["10.1.2.3:80"]), "atoms[0].egress[0]: '10.1.2.3:80': a private address"),
+        (atom(egress=["localhost:80"]), "atoms[0].egress[0]: 'localhost:80': name loopback by"),
+        (atom(egress=["a.example:1", "A.example:1"]), "atoms[0].egress[1].destination: duplicate"),
+        (atom(passEnv=["ANTHROPIC API KEY"]), "atoms[0].passEnv[0]: must match"),
+    ],
+)
+def test_a_bad_egress_or_passed_variable_is_refused_naming_it(
+    change: dict[str, Any], problem: str
+) -> None:
+    with pytest.raises(LabRefusal) as refusal:
+        decode_formula(json.dumps({**FORMULA, **change}).encode(), file="a.yaml")
+    assert f"a.yaml: {problem}" in str(refusal.value)
+
+
 def test_formula_yaml_refuses_duplicate_keys() -> None:
     with pytest.raises(LabRefusal, match="duplicate key 'name'"):
         decode_formula(b"schemaVersion: 1\nname: a\nname: b\natoms: []\n", file="a.yaml")

@@ -11,9 +11,11 @@ from forge.attempt.egress.headers import request_headers, response_headers
 from forge.attempt.egress.log import MAX_ENTRIES, EgressLog
 from forge.attempt.egress.policy import (
     BadDestination,
+    Decision,
     Destination,
     address_problem,
     allow_list_policy,
+    entry_problem,
     judge,
     parse_authority,
     parse_proxy_url,
@@ -113,6 +115,47 @@ def test_an_allow_list_refuses_what_it_does_not_list_before_resolving() -> None:
     v6 = screen(policy, parse_authority("[2606:4700::1]:443"))
     assert v6 is not None
     assert v6.admitted
+
+
+def test_a_loopback_address_is_reached_only_where_an_allow_list_names_it() -> None:
+    """The scripted model server's port: admitted without a lookup when listed; its neighbour
+    port, the public policy, and a LAN address listed or not are refused before any lookup."""
+    listed = allow_list_policy(["127.0.0.1:8080", "example.com:443"], own=())
+    admitted = screen(listed, Destination("127.0.0.1", 8080))
+    assert admitted == Decision(True, "listed loopback address 127.0.0.1", (ip("127.0.0.1"),))
+    for refused in (
+        Destination("127.0.0.1", 8081),
+        Destination("10.1.2.3", 80),
+        Destination("example.org", 443),
+    ):
+        assert screen(listed, refused) == Decision(False, "not on the egress list")
+    lan = screen(allow_list_policy(["10.1.2.3:80"], own=()), Destination("10.1.2.3", 80))
+    assert lan == Decision(False, "private address 10.1.2.3")
+    public = screen(public_policy(own=()), Destination("127.0.0.1", 8080))
+    assert public == Decision(False, "loopback address 127.0.0.1")
+
+
+@pytest.mark.parametrize(
+    ("entry", "problem"),
+    [
+        ("127.0.0.1:8080", None),
+        ("[::1]:8080", None),
+        ("api.anthropic.com:443", None),
+        ("1.2.3.4:443", None),
+        ("10.1.2.3:80", "a private address 10.1.2.3 is never reachable; list loopback or public"),
+        ("169.254.169.254:80", "a link-local address 169.254.169.254 is never reachable"),
+        ("localhost:8080", "name loopback by its address (127.0.0.1:PORT)"),
+    ],
+)
+def test_an_allow_list_entry_that_could_never_be_reached_is_named(
+    entry: str, problem: str | None
+) -> None:
+    found = entry_problem(parse_authority(entry))
+    if problem is None:
+        assert found is None
+    else:
+        assert found is not None
+        assert found.startswith(problem)
 
 
 def test_a_listed_name_still_reaches_only_public_addresses() -> None:

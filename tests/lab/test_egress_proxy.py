@@ -9,11 +9,20 @@ import contextlib
 import ipaddress
 import socket
 from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
 
-from forge.attempt.egress.policy import Policy, allow_list_policy, public_policy
-from forge.attempt.egress.proxy import EgressProxy, resolve
+from forge.attempt.egress.policy import IPAddress, Policy, allow_list_policy, public_policy
+from forge.attempt.egress.proxy import EgressProxy, Streams, connect, resolve
 
-from .egress_kit import PUBLIC_STAND_IN, Connector, Names, client, echo_server, http_server
+from .egress_kit import (
+    PUBLIC_STAND_IN,
+    Connector,
+    Names,
+    client,
+    echo_server,
+    http_server,
+    loopback_server,
+)
 
 LAN = ipaddress.ip_address("192.168.1.10")
 LOOPBACK = ipaddress.ip_address("127.0.0.1")
@@ -21,7 +30,10 @@ LOOPBACK = ipaddress.ip_address("127.0.0.1")
 
 @contextlib.asynccontextmanager
 async def serving(
-    policy: Policy, names: Names, connector: Connector, max_connections: int = 256
+    policy: Policy,
+    names: Names,
+    connector: Connector | LoopbackConnector,
+    max_connections: int = 256,
 ) -> AsyncIterator[tuple[EgressProxy, int]]:
     """The proxy on a loopback port of the test's own (in a sandbox, `port` opens it)."""
     proxy = EgressProxy(
@@ -169,6 +181,56 @@ async def test_an_allow_list_admits_only_its_pairs_and_resolves_nothing_else() -
         ("api.example:80", "refused", "not on the egress list", 1),
         ("1.2.3.4:443", "refused", "not on the egress list", 1),
         ("api.example:443", "admitted", "public address 1.2.3.4", 1),
+    ]
+
+
+@dataclass
+class LoopbackConnector:
+    """Connects loopback addresses for real and records each; any other address fails the test
+    (the proxy must never try one)."""
+
+    tried: list[tuple[IPAddress, int]] = field(default_factory=list)
+
+    async def __call__(self, address: IPAddress, port: int) -> Streams:
+        self.tried.append((address, port))
+        if not address.is_loopback:
+            raise AssertionError(f"the proxy tried to connect to {address}:{port}")
+        return await connect(address, port)
+
+
+async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """A loopback service the list does not name: it would read whatever reached it."""
+    await reader.read()
+
+
+async def test_an_allow_listed_loopback_port_is_reached_and_nothing_else_is_tried() -> None:
+    """The scripted model server's case: its listed port is reached with a plain request; its
+    neighbour port, a public name and a LAN address are refused by the list before any lookup
+    or connection, each recorded."""
+    names = Names({"example.com": [PUBLIC_STAND_IN]})
+    connector = LoopbackConnector()
+    async with http_server() as (model, seen), loopback_server(silent) as other:
+        policy = allow_list_policy([f"127.0.0.1:{model}"], own=())
+        async with serving(policy, names, connector) as (proxy, port):
+            for method, target, expected in [
+                (b"POST", f"http://127.0.0.1:{model}/v1/messages".encode(), 200),
+                (b"GET", f"http://127.0.0.1:{other}/".encode(), 403),
+                (b"CONNECT", f"127.0.0.1:{other}".encode(), 403),
+                (b"CONNECT", b"example.com:443", 403),
+                (b"CONNECT", b"10.1.2.3:80", 403),
+                (b"GET", b"http://10.1.2.3/", 403),
+            ]:
+                async with client(port) as c:
+                    status, _ = await c.request(method, target)
+                assert status == expected, target
+    assert [(s.method, s.target) for s in seen] == [(b"POST", b"/v1/messages")]
+    assert names.asked == [], "nothing is resolved: a listed loopback address needs no lookup"
+    assert connector.tried == [(LOOPBACK, model)]
+    assert decisions(proxy) == [
+        (f"127.0.0.1:{model}", "admitted", "listed loopback address 127.0.0.1", 1),
+        (f"127.0.0.1:{other}", "refused", "not on the egress list", 2),
+        ("example.com:443", "refused", "not on the egress list", 1),
+        ("10.1.2.3:80", "refused", "not on the egress list", 2),
     ]
 
 

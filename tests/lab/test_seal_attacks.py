@@ -10,12 +10,14 @@ outside the sandbox could write them.
 
 from __future__ import annotations
 
+import http.server
 import json
 import shutil
 import socket
+import threading
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -287,3 +289,104 @@ def test_a_networked_recipe_cannot_reach_a_service_on_the_hosts_loopback(kit: Ki
     assert "loopback" in decisions[0]["reason"]
     report = (kit.out / "report.md").read_text()
     assert f"  - network: refused 127.0.0.1:{port} (loopback" in report
+
+
+ALLOW_LIST_PRELUDE = r"""
+/usr/bin/python3 - >&2 <<'PY' || true
+import http.client, os, urllib.parse
+proxy = urllib.parse.urlsplit(os.environ["HTTP_PROXY"])
+def through(method, target, headers):
+    connection = http.client.HTTPConnection(proxy.hostname, proxy.port, timeout=30)
+    connection.request(method, target, headers=headers)
+    print(method, target, connection.getresponse().status)
+through("GET", "http://127.0.0.1:MODEL/v1/models", {"x-api-key": os.environ["ANTHROPIC_API_KEY"]})
+through("GET", "http://127.0.0.1:OTHER/", {})
+through("CONNECT", "example.com:443", {})
+through("CONNECT", "10.1.2.3:80", {})
+through("GET", "http://10.1.2.3:80/", {})
+PY
+exec "$@"
+"""
+
+
+class _KeyRecorder(http.server.BaseHTTPRequestHandler):
+    """The scripted model's stand-in: answers 200 and keeps each request's API key."""
+
+    keys: ClassVar[list[str | None]] = []
+
+    def do_GET(self) -> None:
+        self.keys.append(self.headers.get("x-api-key"))
+        self.send_response(200)
+        self.send_header("content-length", "0")
+        self.end_headers()
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+def test_an_allow_listed_recipe_reaches_its_model_and_nothing_else(kit: Kit) -> None:
+    """`egress: ["127.0.0.1:MODEL"]` through a real run (bubblewrap, the proxy, real sockets):
+    the recipe reaches the listed loopback server with the caller's API key (`passEnv`), while
+    another loopback port accepts nothing and a public name and a LAN address are refused by the
+    list itself (before any lookup or connection); every refusal is in the record and the
+    report, the attempt stays sealed, and the key is in no file of the run."""
+    key = f"sk-ant-test-{uuid.uuid4().hex}"
+    model = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _KeyRecorder)
+    _KeyRecorder.keys = []
+    serving = threading.Thread(target=model.serve_forever, daemon=True)
+    serving.start()
+    model_port = model.server_address[1]
+    try:
+        with socket.create_server(("127.0.0.1", 0)) as other:
+            other_port = other.getsockname()[1]
+            other.setblocking(False)
+            prelude = ALLOW_LIST_PRELUDE.replace("MODEL", str(model_port))
+            atom = {"egress": [f"127.0.0.1:{model_port}"], "passEnv": ["ANTHROPIC_API_KEY"]}
+            kit.cohort(
+                a=with_prelude(kit, "a", prelude.replace("OTHER", str(other_port)), atom=atom),
+                b=kit.formula("b", model="m2"),
+                tasks={"t1": kit.plan("t1")},
+            )
+            preview = kit.cli()
+            assert f"  egress: 127.0.0.1:{model_port}\n" in preview.stdout
+            assert f"variant a: network: only 127.0.0.1:{model_port} through" in preview.stdout
+            assert kit.approve(env={"ANTHROPIC_API_KEY": key}).returncode == 0
+            with pytest.raises(BlockingIOError):
+                other.accept()
+    finally:
+        model.shutdown()
+        model.server_close()
+    assert _KeyRecorder.keys == [key]
+    record = kit.record("t1", "a")
+    assert record["correct"] is True
+    assert record["seal"] == {
+        "sandbox": "bubblewrap",
+        "reason": None,
+        "network": False,
+        "egress": [f"127.0.0.1:{model_port}"],
+    }
+    assert record["egress"]["policy"] == "allow-list"
+    decided = {
+        (d["destination"], d["decision"], d["reason"]) for d in record["egress"]["decisions"]
+    }
+    assert decided == {
+        (f"127.0.0.1:{model_port}", "admitted", "listed loopback address 127.0.0.1"),
+        (f"127.0.0.1:{other_port}", "refused", "not on the egress list"),
+        ("example.com:443", "refused", "not on the egress list"),
+        ("10.1.2.3:80", "refused", "not on the egress list"),
+    }
+    report = (kit.out / "report.md").read_text()
+    line = next(line for line in report.splitlines() if line.startswith("- t1 a rep-1: "))
+    assert line.endswith(f"; sealed: yes (egress: 127.0.0.1:{model_port})")
+    assert "sealed: no" not in report
+    for refused in (f"127.0.0.1:{other_port}", "example.com:443", "10.1.2.3:80"):
+        assert f"  - network: refused {refused} (not on the egress list)" in report
+    probe = next(p for p in kit.probes() if p["coordinate"].startswith("t1/a"))
+    assert probe["env"]["ANTHROPIC_API_KEY"] == key
+    assert "127.0.0.1" not in probe["env"]["NO_PROXY"].split(",")
+    b_probe = next(p for p in kit.probes() if p["coordinate"].startswith("t1/b"))
+    assert "ANTHROPIC_API_KEY" not in b_probe["env"]
+    for folder in (kit.out, kit.cohort_dir):
+        for file in folder.rglob("*"):
+            if file.is_file() and not file.is_symlink():
+                assert key.encode() not in file.read_bytes(), file

@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
 import stat
+import subprocess
+import sys
+import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -495,3 +499,40 @@ async def test_a_body_that_is_not_a_conversation_is_refused() -> None:
     assert reply.status == 400
     assert "`messages` list" in reply.json()["error"]["message"]
     assert server.unplayed() == [0]
+
+
+# From a shell
+
+
+def test_the_module_serves_a_script_from_a_shell_until_interrupted(tmp_path: Path) -> None:
+    """`python -m forge.testing.model_server --script FILE`: it prints its URL, answers there,
+    prints each answered request, and ends cleanly on Ctrl-C (SIGINT)."""
+    file = tmp_path / "script.yaml"
+    file.write_text("turns:\n  - say: From the shell.\n")
+    command = [sys.executable, "-m", "forge.testing.model_server", "--script", str(file)]
+    with subprocess.Popen(command, stdout=subprocess.PIPE, text=True) as server:
+        assert server.stdout is not None
+        first = server.stdout.readline()
+        url = first.rsplit(" ", 1)[-1].strip()
+        assert first.startswith("serving 1 turn(s) at http://127.0.0.1:"), first
+        request = urllib.request.Request(
+            f"{url}/v1/messages",
+            data=json.dumps(ask("hi", stream=False)).encode(),
+            headers={"content-type": "application/json"},
+        )
+        direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        with direct.open(request, timeout=60) as reply:
+            message = json.load(reply)
+        assert message["content"] == [{"type": "text", "text": "From the shell."}]
+        assert server.stdout.readline() == "POST /v1/messages: answered turn 0\n"
+        server.send_signal(signal.SIGINT)
+        assert server.wait(timeout=60) == 0
+
+
+def test_the_module_names_a_bad_script(tmp_path: Path) -> None:
+    file = tmp_path / "script.yaml"
+    file.write_text("turns: 3\n")
+    command = [sys.executable, "-m", "forge.testing.model_server", "--script", str(file)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 2
+    assert f"{file}: Expected `array`, got `int` - at `$.turns`" in done.stderr, done.stderr

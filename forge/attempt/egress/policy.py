@@ -4,7 +4,8 @@ Two policies. The public network (an atom's `network: true`): a destination is a
 global unicast addresses that are not this machine's own, so neither the host's loopback services
 (the Dask scheduler among them), nor its LAN, nor a link-local metadata service is reachable. An
 allow-list (an atom's `egress: ["host:port", ...]`): only the listed pairs, judged on the name
-the client asked for *before* it is resolved, and then at public addresses only.
+the client asked for *before* it is resolved, and then at public addresses only; a loopback
+address is reached only when listed literally (`127.0.0.1:8080`: a test's scripted model server).
 
 A destination is judged in two steps, so the proxy can refuse before any lookup: `screen` (the
 list, and an address given literally) and, for a name, `judge` on the addresses it resolved to.
@@ -152,6 +153,18 @@ def allow_list_policy(entries: Iterable[str], *, own: Iterable[IPAddress]) -> Po
     return Policy(frozenset(parse_authority(e) for e in entries), frozenset(own))
 
 
+def entry_problem(dest: Destination) -> str | None:
+    """Why an allow-list entry could never be reached (None when it can): a literal address off
+    the public network other than loopback, or a name for this machine."""
+    if dest.host == "localhost" or dest.host.endswith(".localhost"):
+        return "name loopback by its address (127.0.0.1:PORT), which is reached without a lookup"
+    address = dest.address
+    if address is None or address.is_loopback:
+        return None
+    problem = address_problem(address)
+    return None if problem is None else f"a {problem} is never reachable; list loopback or public"
+
+
 @dataclass(frozen=True)
 class Decision:
     """The proxy's answer for one destination."""
@@ -170,6 +183,8 @@ def screen(policy: Policy, dest: Destination) -> Decision | None:
     address = dest.address
     if address is None:
         return None
+    if policy.allowed is not None and address.is_loopback:
+        return Decision(True, f"listed loopback address {address}", (address,))
     problem = address_problem(address, policy.own)
     if problem is not None:
         return Decision(False, problem)

@@ -125,14 +125,17 @@ async def probe_port(bwrap_argv: Sequence[str]) -> str | None:
         await proxy.stop()
 
 
-def proxy_env(port: int = PROXY_PORT) -> dict[str, str]:
+def proxy_env(port: int = PROXY_PORT, *, routed: Policy | None = None) -> dict[str, str]:
     """What a sandboxed command is given so that its clients use the proxy: both spellings
     (curl reads only the lowercase `http_proxy`), loopback exempt (the command's own test
-    servers), and Node's switch to honour them (Node 24 and later)."""
+    servers) unless `routed`'s allow-list names it (the host's server, reached only through the
+    proxy), and Node's switch to honour them (Node 24 and later)."""
     url = f"http://127.0.0.1:{port}"
     env = {name: url for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")}
     env |= {name.lower(): url for name in env}
-    env["NO_PROXY"] = env["no_proxy"] = "localhost,127.0.0.1,::1"
+    listed = {d.host for d in routed.allowed or ()} if routed is not None else set()
+    exempt = [host for host in ("localhost", "127.0.0.1", "::1") if host not in listed]
+    env["NO_PROXY"] = env["no_proxy"] = ",".join(exempt)
     env["NODE_USE_ENV_PROXY"] = "1"
     return env
 
@@ -425,7 +428,8 @@ class EgressProxy:
             except (OSError, TimeoutError) as failure:
                 error = failure
                 continue
-            self._note(str(dest), "admitted", f"public address {address}")
+            kind = "listed loopback" if address.is_loopback else "public"
+            self._note(str(dest), "admitted", f"{kind} address {address}")
             return streams
         reason = f"no connection to {', '.join(map(str, decision.addresses))}: {error!r}"
         self._note(str(dest), "failed", reason)
@@ -491,9 +495,20 @@ async def _pump_body(client: _Side, upstream: _Side) -> None:
 
 
 async def _pump_response(upstream: _Side, client: _Side) -> None:
-    """The upstream response (interim ones included), to the client."""
+    """The upstream response (interim ones included), to the client. Its body goes on in one
+    write per read from upstream, however many chunks that read held (a streamed reply is
+    many small events: one write each would double the proxy's system calls)."""
+    held: list[bytes] = []
     while True:
-        event = await upstream.next_event()
+        event = upstream.conn.next_event()
+        if event is h11.NEED_DATA:
+            await _flush(client, held)
+            upstream.conn.receive_data(await upstream.reader.read(CHUNK))
+            continue
+        if isinstance(event, h11.Data):
+            held.append(client.conn.send(h11.Data(data=event.data)) or b"")
+            continue
+        await _flush(client, held)
         if isinstance(event, h11.InformationalResponse):
             await client.send(
                 h11.InformationalResponse(
@@ -508,13 +523,19 @@ async def _pump_response(upstream: _Side, client: _Side) -> None:
                     reason=event.reason,
                 )
             )
-        elif isinstance(event, h11.Data):
-            await client.send(h11.Data(data=event.data))
         elif isinstance(event, h11.EndOfMessage):
             await client.send(h11.EndOfMessage())
             return
         else:
             raise ConnectionResetError("the upstream server closed before its response ended")
+
+
+async def _flush(client: _Side, held: list[bytes]) -> None:
+    """What `_pump_response` holds, to the client in one write."""
+    if held:
+        client.writer.write(b"".join(held))
+        held.clear()
+        await client.writer.drain()
 
 
 async def _answer(client: _Side, status: int, text: str) -> None:

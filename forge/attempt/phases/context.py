@@ -139,11 +139,17 @@ class Context:
         if self.sandbox is not None:
             env["TMPDIR"] = "/tmp"
         if self.egress is not None:
-            env.update(proxy_env())
+            env.update(proxy_env(routed=self.egress.policy))
         env[MARKER_ENV] = self.spec.attempt_id
         env["PYTHONDONTWRITEBYTECODE"] = "1"
         env.update(extra)
         return env
+
+    def passed_env(self) -> dict[str, str]:
+        """The caller's variables the coding atom names (its API key): into the process's
+        environment only, never a file; the redactor masks them in every output tail."""
+        caller = self.spec.caller_env
+        return {name: caller[name] for name in self.atom.pass_env if name in caller}
 
     def check_env(self, home: Path) -> dict[str, str]:
         """A verifying step's environment: its own fresh home, Python's user site off."""

@@ -234,6 +234,7 @@ async def _invoke(
         FORGE_TASK_FILE=str(task_file),
         FORGE_MODEL=atom.model,
         FORGE_ATTEMPT_ID=spec.attempt_id,
+        **context.passed_env(),
     )
     result = await run_command(
         atom.command,

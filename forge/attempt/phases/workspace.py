@@ -17,7 +17,7 @@ from pathlib import Path
 
 from forge.attempt import sandbox
 from forge.attempt.checkouts import make_attempt_source, make_workspace, save_index
-from forge.attempt.egress.policy import public_policy
+from forge.attempt.egress.policy import allow_list_policy, public_policy
 from forge.attempt.egress.proxy import EgressProxy, machine_addresses
 from forge.attempt.limits import Bounds
 from forge.attempt.phases.context import Context, Meter
@@ -75,7 +75,7 @@ async def workspace(spec: AttemptSpec, clock: Clock, held: Holdings) -> Workspac
         sandbox=box,
         egress=held.egress,
         meter=Meter(),
-        redactor=Redactor(spec.caller_env),
+        redactor=Redactor(spec.caller_env, spec.variant.formula.coding.pass_env),
         recipe_bounds=Bounds(spec.settings.limits, (work / "workspace", work / "home")),
     )
     return Workspace(context=context, seal=seal, error=await _trees(context))
@@ -98,9 +98,10 @@ async def _seal(spec: AttemptSpec, work: Path, held: Holdings) -> tuple[Seal, Sa
     if probe.program is None:
         return Seal(sandbox=None, reason=probe.reason, network=True), None
     launcher: list[str] = []
-    if atom.network:
+    if atom.network or atom.egress:
         own = await asyncio.to_thread(machine_addresses)
-        held.egress = EgressProxy(public_policy(own=own))
+        policy = public_policy(own=own) if atom.network else allow_list_policy(atom.egress, own=own)
+        held.egress = EgressProxy(policy)
         await held.egress.start()
         launcher = held.egress.wrap([])
     # The private directories' parent is scratch: other attempts' trees live beside this one.
@@ -113,7 +114,10 @@ async def _seal(spec: AttemptSpec, work: Path, held: Holdings) -> tuple[Seal, Sa
         tmpfs_bytes=spec.settings.limits.disk_bytes,
         launcher=launcher,
     )
-    return Seal(sandbox=sandbox.NAME, reason=None, network=atom.network), box
+    seal = Seal(sandbox=sandbox.NAME, reason=None, network=atom.network)
+    if atom.egress:
+        seal.egress = list(atom.egress)
+    return seal, box
 
 
 async def _trees(context: Context) -> str | None:
@@ -121,8 +125,8 @@ async def _trees(context: Context) -> str | None:
     spec, base = context.spec, context.plan.base_commit
     try:
         await make_attempt_source(spec.source, base, context.source)
-        # With the network, a public origin would hand the recipe the fix: no remote at all.
-        origin = None if context.atom.network else spec.origin
+        # With any way out, a public origin would point the recipe at the fix: no remote.
+        origin = None if context.atom.network or context.atom.egress else spec.origin
         await make_workspace(context.source, base, context.workspace, origin)
         await save_index(context.workspace, context.stat_index)
     except (GitError, OSError) as error:
