@@ -26,6 +26,7 @@ from forge.health.service import home_service_status, service_status
 from forge.ipc.manager import WorkerManager, WorkerRow, WorkerState
 from forge.logs import get_logger
 from forge.supervisor import lab, processes, settings
+from forge.supervisor.agent import service as agent
 from forge.supervisor.browser import service as browser
 from forge.supervisor.seatfiles import documents, gitwatch
 from forge.supervisor.socket import client_perf
@@ -73,6 +74,7 @@ async def running_supervisor(
         client_perf.install(supervisor)
         voice.install(supervisor, manager)
         lab.install(supervisor, manager, views.walker_handle)
+        agent.install(supervisor, manager)
         publish_workers(supervisor, manager)
         await _refresh_service_status(supervisor)
         poller = asyncio.create_task(_poll_service_status(supervisor))

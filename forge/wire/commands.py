@@ -2,10 +2,11 @@
 
 `{"cancel": {"key": {...}}}` is a struct variant and `"vault_lock"` a unit variant (S13). Exactly
 the commands whose outcome rides only the reply must carry `reply_to`, and no other may (S15): both
-mismatches are refused before anything runs. Four such commands have names (the biometric four); the
-spawn, despawn and three review-write commands that also take `reply_to` have none yet, so this
-server does not know them and refuses them as unknown commands (O-S10). A refusal of one of the four
-sent with `reply_to` is that reply's body (S16): `reply_channel` says where it goes.
+mismatches are refused before anything runs. Six such commands have names (the biometric four, and
+an agent seat's `spawn` and `despawn`: `forge.wire.agent`); the three review-write commands that
+also take `reply_to` have none yet, so this server refuses them as unknown commands (O-S10). A
+refusal of one of the six sent with `reply_to` is that reply's body (S16): `reply_channel` says
+where it goes.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from forge.wire.agent import AGENT_COMMANDS, AGENT_REPLY_COMMANDS
 from forge.wire.client import Command, ReplyTo
 from forge.wire.errors import ClientRefusal
 
@@ -29,21 +31,28 @@ UNIT_COMMANDS = frozenset(
 )
 """The seven unit variants: they cross as the bare name."""
 
-REPLY_COMMANDS = frozenset(
-    {"biometric_release", "biometric_enrol", "biometric_rewrite", "vault_enrolment_material"}
+REPLY_COMMANDS = (
+    frozenset(
+        {"biometric_release", "biometric_enrol", "biometric_rewrite", "vault_enrolment_material"}
+    )
+    | AGENT_REPLY_COMMANDS
 )
 """Commands that must carry `reply_to`, because their outcome arrives only in the reply."""
 
-STRUCT_COMMANDS = frozenset(
-    {
-        "cancel",
-        "respond_settings_write",
-        "respond_vault_ask",
-        "read_call_output",
-        "dictate_activate",
-        "commit_diff",
-    }
-) | (REPLY_COMMANDS)
+STRUCT_COMMANDS = (
+    frozenset(
+        {
+            "cancel",
+            "respond_settings_write",
+            "respond_vault_ask",
+            "read_call_output",
+            "dictate_activate",
+            "commit_diff",
+        }
+    )
+    | REPLY_COMMANDS
+    | AGENT_COMMANDS
+)
 """The struct variants this server knows (a struct variant not listed is an unknown command)."""
 
 KNOWN_COMMANDS = UNIT_COMMANDS | STRUCT_COMMANDS

@@ -54,6 +54,7 @@ BinaryNowHandler = Callable[[Connection, B], None]
 ShutdownHook = Callable[[], Awaitable[None]]
 HeldHook = Callable[[Subject, bool], None]
 SubjectReader = Callable[[], Awaitable[dict[str, Any]]]
+SessionLayer = Callable[[SeatState], Awaitable[dict[str, Any]]]
 
 
 class Supervisor:
@@ -81,6 +82,7 @@ class Supervisor:
         self._held_hooks: list[HeldHook] = []
         self._shutdown_hooks: list[ShutdownHook] = []
         self._subject_readers: dict[str, SubjectReader] = {}
+        self._session_layers: list[SessionLayer] = []
         self.home_fields: dict[str, Callable[[], Any]] = {}
         """Home fields an area owns (`dictate`, `voice`), read at each home snapshot."""
         self._decoder = ClientDecoder()
@@ -142,6 +144,11 @@ class Supervisor:
     def register_subject(self, subject: UnitSubject, reader: SubjectReader) -> None:
         """Answer a unit subject's snapshot with `await reader()` (the area that owns its facts)."""
         self._subject_readers[subject] = reader
+
+    def register_session_layer(self, layer: SessionLayer) -> None:
+        """Lay `await layer(state)` over each session snapshot: its keys replace the snapshot's,
+        a dict value updating the snapshot's dict of that key (an agent seat's header)."""
+        self._session_layers.append(layer)
 
     def on_disconnect(self, hook: Callable[[Connection], None]) -> None:
         """Run `hook(connection)` in every connection's one teardown (T16)."""
@@ -330,7 +337,14 @@ class Supervisor:
         one no area serves answers the document's "nothing" values, never an error: D1)."""
         if isinstance(subject, SessionSubject):
             state = self.require_seat("subscribe", subject.session)
-            return await subjects.session(state, self.trees)
+            data = await subjects.session(state, self.trees)
+            for layer in self._session_layers:
+                for key, value in (await layer(state)).items():
+                    if isinstance(value, dict) and isinstance(data.get(key), dict):
+                        data[key].update(value)
+                    else:
+                        data[key] = value
+            return data
         if subject == HOME:
             return await subjects.home(
                 self.loaded.config,

@@ -41,6 +41,8 @@ class SeatState:
     lifecycle: str = "idle"
     last_active_ms: int | None = None
     failed: str | None = None
+    waiting: dict[str, Any] | None = None
+    """What the seat waits on (an agent's oldest ask: kind, id, how many behind it)."""
     has_background: bool = False
     terminal: dict[str, Any] | None = None
     processes: list[ProcessRow] | None = None

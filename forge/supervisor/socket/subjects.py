@@ -27,7 +27,7 @@ def agents_row(state: SeatState, work: Work) -> Data:
         "label": state.seat.label,
         "lifecycle": state.lifecycle,
         "has_background": state.has_background,
-        "waiting": None,
+        "waiting": state.waiting,
         "last_active_ms": state.last_active_ms,
         "failed": state.failed,
         "work": work,

@@ -1,0 +1,435 @@
+"""Agent seats on the socket: one agent worker (Claude Code) per seat, its commands and its stream.
+
+`AgentService.install` registers the agent commands (`spawn`, `despawn`, `prompt`, `cancel`,
+`answer`, `set_model`, `set_permission_mode`), the `more` verb, and the agent layer of the
+session subject (header, conversation, pending asks, queue). Each worker event becomes seat
+updates (`seat.AgentSeat.apply`) numbered on the seat's counter, so every connection holding the
+seat reads the same frames under the same seq. The conversation is read from the CLI's own
+transcript (`conversation`), and the seats with an agent are recorded (`records`): a restarted
+supervisor brings each back, resuming its session by id.
+
+A worker that ends unasked is restarted by the manager; its seat shows `crashed` (home's row
+and the session's `agent_problem`), its in-flight prompt ends `failed` and its asks are
+withdrawn, and once the new generation is ready the session is resumed by id.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from forge import git
+from forge.ipc.errors import RequestFailed, WorkerError
+from forge.ipc.manager import WorkerEvent as RawEvent
+from forge.ipc.manager import WorkerHandle, WorkerManager, WorkerRow, WorkerState
+from forge.ipc.protocol import WorkerRequest, call
+from forge.logs import get_logger
+from forge.supervisor.agent import conversation
+from forge.supervisor.agent.records import AgentRecord, AgentRecords
+from forge.supervisor.agent.seat import AgentSeat, Update, decision_of
+from forge.supervisor.socket.connection import Connection
+from forge.supervisor.socket.core import Supervisor
+from forge.supervisor.socket.seats import SeatState, UnknownProject
+from forge.wire import agent as wire
+from forge.wire import server
+from forge.wire.client import More
+from forge.wire.commands import CommandCall
+from forge.wire.errors import ClientRefusal
+from forge.wire.seats import Seat
+from forge.workers.agent import protocol as worker
+
+log = get_logger(__name__)
+
+START_WITHIN_S = 180.0
+"""How long the CLI may take to start (a large Node program; slow on a loaded machine)."""
+REQUEST_WITHIN_S = 60.0
+
+ReplyT = Any
+
+
+class AgentService:
+    """Every agent seat of this supervisor and its worker."""
+
+    def __init__(
+        self, supervisor: Supervisor, manager: WorkerManager, records: AgentRecords | None = None
+    ) -> None:
+        self._supervisor = supervisor
+        self._manager = manager
+        self._records = records or AgentRecords()
+        self._seats: dict[Seat, AgentSeat] = {}
+        self._handles: dict[Seat, WorkerHandle] = {}
+        self._by_worker: dict[str, Seat] = {}
+        self._restarting: set[Seat] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def install(self) -> None:
+        supervisor = self._supervisor
+        supervisor.register_command("spawn", self._spawn)
+        supervisor.register_command("despawn", self._despawn)
+        supervisor.register_command("prompt", self._prompt)
+        supervisor.register_command("cancel", self._cancel)
+        supervisor.register_command("answer", self._answer)
+        supervisor.register_command("set_model", self._set_model)
+        supervisor.register_command("set_permission_mode", self._set_mode)
+        supervisor.register_verb(More, self._more)
+        supervisor.register_session_layer(self._session_layer)
+        supervisor.on_shutdown(self._shutdown)
+        self._manager.on_change(self._worker_changed)
+        for record in self._records.load():
+            self._later(self._restore(record))
+
+    # --- commands --------------------------------------------------------------------------
+
+    async def _spawn(self, connection: Connection, command: CommandCall) -> None:
+        bag = _bag(command, wire.Spawn)
+        key = bag.key
+        if key in self._seats:
+            raise ClientRefusal(
+                "command", f"seat {key} already has an agent (despawn it first)", key
+            )
+        project = self._supervisor.loaded.config.project(key.org, key.project)
+        if project is None:
+            raise ClientRefusal("command", f"no project {key.org}/{key.project} is configured", key)
+        cwd = project.path if bag.worktree is None else await _worktree(project.path, bag.worktree)
+        record = AgentRecord(
+            key=key,
+            cwd=str(cwd),
+            model=bag.model,
+            permission_mode=bag.permission_mode,
+            session_id=None,
+        )
+        seat = await self._launch(record)
+        assert command.reply_to is not None
+        reply = wire.SpawnReply(key=key, session_id=seat.session_id, cwd=seat.cwd)
+        connection.send(server.reply(command.reply_to, msgspec.to_builtins(reply)))
+
+    async def _despawn(self, connection: Connection, command: CommandCall) -> None:
+        key = _bag(command, wire.Despawn).key
+        seat, handle = self._require(key)
+        killed: list[int] = []
+        try:
+            killed = (await call(handle, worker.Stop(), within=REQUEST_WITHIN_S)).killed
+        except WorkerError as error:
+            log.warning("agent_stop_failed", seat=str(key), reason=str(error))
+        await self._drop(key)
+        seat.set_lifecycle("stopped")
+        await self._publish_row(seat)
+        assert command.reply_to is not None
+        reply = wire.DespawnReply(key=key, killed=killed)
+        connection.send(server.reply(command.reply_to, msgspec.to_builtins(reply)))
+
+    async def _prompt(self, connection: Connection, command: CommandCall) -> None:
+        bag = _bag(command, wire.PromptCommand)
+        seat, handle = self._require(bag.key)
+        prompt_uuid = seat.submit(bag.text, bag.source)
+        try:
+            await self._ask(bag.key, handle, worker.Prompt(text=bag.text))
+        except ClientRefusal:
+            seat.refused(prompt_uuid)
+            raise
+
+    async def _cancel(self, connection: Connection, command: CommandCall) -> None:
+        key = _bag(command, wire.Cancel).key
+        _, handle = self._require(key)
+        if not (await self._ask(key, handle, worker.Interrupt())).interrupted:
+            raise ClientRefusal("command", f"no turn is running on seat {key}", key)
+
+    async def _answer(self, connection: Connection, command: CommandCall) -> None:
+        bag = _bag(command, wire.AnswerCommand)
+        seat, handle = self._require(bag.key)
+        card = seat.asks.get(bag.id)
+        if card is None:
+            raise ClientRefusal(
+                "command",
+                f"no ask {bag.id} waits on seat {bag.key} (answered, withdrawn, or never raised)",
+                bag.key,
+            )
+        try:
+            decision = decision_of(bag.answer, card)
+        except ValueError as error:
+            raise ClientRefusal("command", str(error), bag.key) from None
+        await self._ask(bag.key, handle, worker.Answer(ask_id=bag.id, decision=decision))
+
+    async def _set_model(self, connection: Connection, command: CommandCall) -> None:
+        bag = _bag(command, wire.SetModelCommand)
+        seat, handle = self._require(bag.key)
+        await self._ask(bag.key, handle, worker.SetModel(model=bag.model))
+        seat.model = bag.model
+        self._publish(bag.key, [seat.header_update()])
+
+    async def _set_mode(self, connection: Connection, command: CommandCall) -> None:
+        bag = _bag(command, wire.SetPermissionModeCommand)
+        seat, handle = self._require(bag.key)
+        await self._ask(bag.key, handle, worker.SetPermissionMode(mode=bag.mode))
+        seat.permission_mode = bag.mode
+        self._publish(bag.key, [seat.header_update()])
+
+    # --- the session subject and `more` ------------------------------------------------------
+
+    async def _session_layer(self, state: SeatState) -> dict[str, Any]:
+        seat = self._seats.get(state.seat)
+        if seat is None:
+            return {}
+        turns, cursor = await self._page(seat, None, conversation.PAGE_TURNS)
+        asks = seat.pending_asks()
+        return {
+            "header": msgspec.to_builtins(seat.header()),
+            "conversation": {"turns": turns, "cursor": cursor, "compactions": 0},
+            "pending_asks": asks,
+            "pending_ask": asks[0] if asks else None,
+            "state": {"queue": list(seat.queue)},
+        }
+
+    async def _more(self, connection: Connection, message: More) -> None:
+        key = message.conversation
+        self._supervisor.require_seat("more", key)
+        seat = self._seats.get(key)
+        before = message.before
+        if before is not None and (
+            not isinstance(before, int) or isinstance(before, bool) or before < 0
+        ):
+            raise ClientRefusal("more", "before is a cursor a page or snapshot gave, or null", key)
+        wanted = message.turns if message.turns is not None else conversation.PAGE_TURNS
+        if not 0 < wanted <= conversation.MAX_PAGE_TURNS:
+            raise ClientRefusal("more", f"turns is from 1 to {conversation.MAX_PAGE_TURNS}", key)
+        turns, cursor = ([], None) if seat is None else await self._page(seat, before, wanted)
+        connection.send(
+            {
+                "kind": "page",
+                "conversation": key,
+                "turns": msgspec.to_builtins(turns),
+                "cursor": cursor,
+            }
+        )
+
+    async def _page(
+        self, seat: AgentSeat, before: int | None, turns: int
+    ) -> tuple[list[wire.Turn], int | None]:
+        if seat.session_id is None:
+            return [], None
+        session_id = seat.session_id
+
+        def read() -> tuple[list[wire.Turn], int | None]:
+            path = conversation.find_transcript(conversation.config_dir(os.environ), session_id)
+            return conversation.page(
+                conversation.messages_of(conversation.read_rows(path)), before, turns
+            )
+
+        return await asyncio.to_thread(read)
+
+    # --- workers -----------------------------------------------------------------------------
+
+    async def _launch(self, record: AgentRecord) -> AgentSeat:
+        """Start the seat's worker and its CLI (resuming `record.session_id` when set)."""
+        key = record.key
+        try:
+            await self._supervisor.start_seat(key)
+        except UnknownProject as error:
+            raise ClientRefusal("command", str(error), key) from None
+        seat = AgentSeat(
+            key=key, cwd=record.cwd, model=record.model, permission_mode=record.permission_mode,
+            session_id=record.session_id,
+        )  # fmt: skip
+        self._seats[key] = seat
+        config = worker.SeatConfig(
+            cwd=record.cwd,
+            cli_path=_cli_path(self._supervisor),
+            model=record.model,
+            permission_mode=msgspec.convert(record.permission_mode, worker.PermissionMode),
+        )
+        name = f"agent:{key}"
+        handle = self._manager.start(worker.AGENT.spec(name, config=msgspec.to_builtins(config)))
+        self._handles[key] = handle
+        self._by_worker[name] = key
+        handle.on_event(lambda raw: self._on_event(key, raw))
+        await self._publish_row(seat)
+        try:
+            await call(handle, worker.Start(session_id=record.session_id), within=START_WITHIN_S)
+        except (RequestFailed, WorkerError) as error:
+            why = _start_failure(handle, error)
+            await self._drop(key)
+            seat.set_lifecycle("failed", why)
+            await self._publish_row(seat)
+            raise ClientRefusal(
+                "command", f"the agent on seat {key} did not start: {why}", key
+            ) from None
+        if seat.lifecycle == "starting":
+            seat.set_lifecycle("idle")
+        self._save()
+        await self._publish_row(seat)
+        return seat
+
+    async def _restore(self, record: AgentRecord) -> None:
+        try:
+            await self._launch(record)
+        except ClientRefusal as refusal:
+            log.warning("agent_restore_failed", seat=str(record.key), reason=refusal.why)
+
+    async def _drop(self, key: Seat) -> None:
+        self._seats.pop(key, None)
+        handle = self._handles.pop(key, None)
+        if handle is not None:
+            self._by_worker.pop(handle.name, None)
+            await self._manager.remove(handle.name)
+        self._save()
+
+    def _on_event(self, key: Seat, raw: RawEvent) -> None:
+        seat = self._seats.get(key)
+        event = worker.AGENT.decode_event(raw.event, raw.data)
+        if seat is None or event is None:
+            return
+        before = (seat.home_lifecycle(), seat.waiting(), seat.problem)
+        recorded = seat.session_id
+        self._publish(key, seat.apply(event))
+        if seat.session_id != recorded:
+            self._save()
+        if (seat.home_lifecycle(), seat.waiting(), seat.problem) != before:
+            self._later(self._publish_row(seat))
+
+    def _worker_changed(self, row: WorkerRow) -> None:
+        key = self._by_worker.get(row.name)
+        seat = None if key is None else self._seats.get(key)
+        if key is None or seat is None:
+            return
+        if row.state is WorkerState.RESTARTING and key not in self._restarting:
+            self._restarting.add(key)
+            why = f"the agent's worker ended ({row.last_reason or row.last_exit}); restarting it"
+            log.warning("agent_worker_lost", seat=str(key), reason=why)
+            self._publish(key, seat.worker_lost(why))
+            self._publish(
+                key, [("agent_problem", {"key": key, "code": "cli_exited", "message": why})]
+            )
+            self._later(self._publish_row(seat))
+        elif row.state is WorkerState.READY and key in self._restarting:
+            self._restarting.discard(key)
+            self._later(self._resume(key, seat))
+        elif row.state is WorkerState.FAILED:
+            seat.set_lifecycle("failed", row.last_reason or "the agent's worker kept crashing")
+            self._later(self._publish_row(seat))
+
+    async def _resume(self, key: Seat, seat: AgentSeat) -> None:
+        handle = self._handles.get(key)
+        if handle is None:
+            return
+        try:
+            await call(handle, worker.Start(session_id=seat.session_id), within=START_WITHIN_S)
+        except (RequestFailed, WorkerError) as error:
+            seat.set_lifecycle("failed", _start_failure(handle, error))
+        else:
+            seat.set_lifecycle("idle")
+            log.info("agent_resumed", seat=str(key), session_id=seat.session_id)
+        self._publish(key, [seat.header_update()])
+        await self._publish_row(seat)
+
+    async def _shutdown(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+
+    # --- helpers -----------------------------------------------------------------------------
+
+    def _require(self, key: Seat) -> tuple[AgentSeat, WorkerHandle]:
+        seat, handle = self._seats.get(key), self._handles.get(key)
+        if seat is None or handle is None:
+            raise ClientRefusal("command", f"seat {key} has no agent (spawn one first)", key)
+        return seat, handle
+
+    async def _ask(self, key: Seat, handle: WorkerHandle, request: WorkerRequest[ReplyT]) -> ReplyT:
+        try:
+            return await call(handle, request, within=REQUEST_WITHIN_S)
+        except RequestFailed as refusal:
+            raise ClientRefusal("command", refusal.message, key) from None
+        except WorkerError as error:
+            raise ClientRefusal(
+                "command", f"the agent on seat {key} did not answer: {error}", key
+            ) from None
+
+    def _publish(self, key: Seat, updates: list[Update]) -> None:
+        for variant, body in updates:
+            self._supervisor.publish_seat_update(key, variant, body)
+
+    async def _publish_row(self, seat: AgentSeat) -> None:
+        state = self._supervisor.seats.get(seat.key)
+        if state is None:
+            return
+        state.lifecycle = seat.home_lifecycle()
+        state.waiting = seat.waiting()
+        state.failed = seat.problem if seat.lifecycle in ("crashed", "failed") else None
+        await self._supervisor.publish_agents_row(state)
+
+    def _save(self) -> None:
+        records = [
+            AgentRecord(
+                key=seat.key,
+                cwd=seat.cwd,
+                model=seat.model,
+                permission_mode=seat.permission_mode or "default",
+                session_id=seat.session_id,
+            )
+            for seat in self._seats.values()
+        ]
+        try:
+            self._records.save(records)
+        except OSError as error:
+            log.warning("agent_records_unwritable", path=str(self._records.path), reason=str(error))
+
+    def _later(self, coroutine: Any) -> None:
+        task = asyncio.get_running_loop().create_task(coroutine)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+
+def install(supervisor: Supervisor, manager: WorkerManager) -> AgentService:
+    service = AgentService(supervisor, manager)
+    service.install()
+    return service
+
+
+def _bag(command: CommandCall, shape: type[Any]) -> Any:
+    try:
+        return msgspec.convert(command.fields, shape)
+    except msgspec.ValidationError as error:
+        raise ClientRefusal("command", f"{command.name}: {error}") from None
+
+
+def _cli_path(supervisor: Supervisor) -> str | None:
+    configured = supervisor.loaded.config.agent.cli_path
+    return None if configured is None else str(configured)
+
+
+def _start_failure(handle: WorkerHandle, error: Exception) -> str:
+    """Why the agent did not start, in the person's words (the worker's refusal or its row's)."""
+    if isinstance(error, RequestFailed):
+        return error.message
+    return handle.row.last_reason or str(error)
+
+
+async def _worktree(project: Path, named: str) -> Path:
+    """`named` resolved, if it is one of the project's worktrees (`git worktree list`)."""
+    try:
+        listing = await git.run(project, "worktree", "list", "--porcelain", "-z")
+    except git.GitError as error:
+        raise ClientRefusal(
+            "command", f"the project's worktrees could not be listed: {error}"
+        ) from None
+    wanted = await asyncio.to_thread(_resolve_among, project, named, listing)
+    if wanted is None:
+        raise ClientRefusal(
+            "command",
+            f"worktree {named} is not one of project {project}'s git worktrees (git worktree list)",
+        )
+    return wanted
+
+
+def _resolve_among(project: Path, named: str, listing: bytes) -> Path | None:
+    """`named` (relative to the project) resolved, if it is a worktree `listing` names."""
+    trees = {
+        Path(entry[len("worktree ") :].decode()).resolve()
+        for entry in listing.split(b"\0")
+        if entry.startswith(b"worktree ")
+    }
+    wanted = (project / Path(named).expanduser()).resolve()
+    return wanted if wanted in trees else None
