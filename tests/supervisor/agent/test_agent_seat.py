@@ -1,0 +1,220 @@
+"""An agent seat through a real `forge supervise`: two connections see one turn the same way,
+a permission ask answered from the other connection, a denial with its reason, an interrupt
+mid-stream, and the conversation paged from the CLI's transcript across a supervisor restart."""
+
+from __future__ import annotations
+
+import pytest
+
+from forge.testing.model_conversation import tool_results
+from forge.testing.supervised import Start
+from tests.supervisor.agent.conftest import (
+    SEAT,
+    AgentSupervisor,
+    Frame,
+    Reader,
+    body,
+    config_for,
+    ended,
+    hold_session,
+    reader,
+    seat_updates_raw,
+    spawn,
+    update,
+    updates,
+)
+
+pytestmark = pytest.mark.timeout(600)
+
+
+async def test_a_turn_streams_to_two_connections_as_the_same_frames(
+    agent_supervisor: AgentSupervisor,
+) -> None:
+    text = "Hello from the scripted model, in several deltas for both phones."
+    _, supervised, _ = await agent_supervisor({"say": text})
+    phone, desk = await reader(supervised), await reader(supervised)
+    await spawn(phone)
+    before = await hold_session(phone)
+    assert before["header"]["turn_in_flight"] is False
+    await hold_session(desk)
+    await phone.command("prompt", {"key": SEAT, "text": "Say hello."})
+    await phone.first(ended)
+    await desk.first(ended)
+    deltas = [
+        m["msg"]["text"] for m in updates(phone, "chat_appended") if m["msg"]["type"] == "delta"
+    ]
+    assert len(deltas) > 1
+    assert "".join(deltas) == text
+    [user] = [m["msg"] for m in updates(phone, "chat_appended") if m["msg"]["type"] == "user"]
+    assert user["text"] == "Say hello."
+    phone_frames = seat_updates_raw(phone)
+    desk_frames = seat_updates_raw(desk)
+    turn = phone_frames[
+        phone_frames.index(next(f for f in phone_frames if '"prompt_lifecycle"' in f)) :
+    ]
+    assert turn == desk_frames[-len(turn) :], "the same bytes, the same seq, in the same order"
+    after = await hold_session(desk)
+    assert after["header"]["turn_in_flight"] is False
+    [settled] = after["conversation"]["turns"]
+    assert [m["type"] for m in settled["messages"]] == ["user", "assistant"]
+    assert settled["messages"][1]["blocks"] == [{"type": "text", "text": text}]
+
+
+async def test_a_bash_ask_waits_until_the_other_connection_allows_it(
+    agent_supervisor: AgentSupervisor,
+) -> None:
+    server, supervised, project = await agent_supervisor(
+        {"bash": "echo hi > f.txt && echo made it"},
+        {"when": {"tool_result": "Bash"}, "say": "Done."},
+    )
+    phone, desk = await reader(supervised), await reader(supervised, answering=True)
+    await spawn(phone)
+    await hold_session(phone)
+    await hold_session(desk)
+    await phone.command("prompt", {"key": SEAT, "text": "Make f.txt."})
+    raised = body(await desk.first(update("ask_pending")))["ask"]
+    assert (raised["kind"], raised["tool_name"]) == ("permission", "Bash")
+    assert raised["input"]["command"] == "echo hi > f.txt && echo made it"
+    home_row = await phone.first(
+        lambda f: update("seat_changed")(f) and body(f)["row"]["waiting"] is not None
+    )
+    assert body(home_row)["row"]["waiting"] == {
+        "kind": "permission",
+        "id": raised["id"],
+        "behind": 0,
+    }
+    assert not (project / "f.txt").exists(), "the call is held until answered"
+    held = await hold_session(phone)
+    assert [ask["id"] for ask in held["pending_asks"]] == [raised["id"]]
+    await desk.command("answer", {"key": SEAT, "id": raised["id"], "answer": "allow_once"})
+    await phone.first(ended)
+    assert (project / "f.txt").read_text() == "hi\n"
+    assert updates(phone, "ask_resolved") == [
+        {"key": SEAT, "id": raised["id"], "outcome": "answered"}
+    ]
+    [result] = [
+        m["msg"] for m in updates(phone, "chat_appended") if m["msg"]["type"] == "tool_result"
+    ]
+    assert (result["tool_use_id"], result["is_error"]) == (raised["id"], False)
+    assert "made it" in result["text"]
+    again = await phone.ask(
+        {
+            "kind": "command",
+            "command": {"answer": {"key": SEAT, "id": raised["id"], "answer": "allow_once"}},
+        },
+        lambda f: f["kind"] == "error",
+    )
+    assert "no ask" in again["why"]
+    settled = (await hold_session(phone))["conversation"]["turns"][-1]["messages"]
+    assert any(m["type"] == "tool_result" and "made it" in m["text"] for m in settled)
+    assert tool_results(server.message_requests()[1].body)[0].tool_name == "Bash"
+
+
+async def test_a_denial_reaches_the_model_with_its_reason(
+    agent_supervisor: AgentSupervisor,
+) -> None:
+    server, supervised, project = await agent_supervisor(
+        {"bash": "echo hi > f.txt"},
+        {"when": {"tool_result": "Bash", "tool_error": True}, "say": "Understood."},
+    )
+    phone = await reader(supervised, answering=True)
+    await spawn(phone)
+    await hold_session(phone)
+    await phone.command("prompt", {"key": SEAT, "text": "Make f.txt."})
+    raised = body(await phone.first(update("ask_pending")))["ask"]
+    wrong = await phone.ask(
+        {
+            "kind": "command",
+            "command": {
+                "answer": {"key": SEAT, "id": raised["id"], "answer": {"choose": {"answers": {}}}}
+            },
+        },
+        lambda f: f["kind"] == "error",
+    )
+    assert "permission ask" in wrong["why"]
+    reason = "Not in this repository, please."
+    await phone.command(
+        "answer", {"key": SEAT, "id": raised["id"], "answer": {"deny": {"reason": reason}}}
+    )
+    await phone.first(ended)
+    assert not (project / "f.txt").exists()
+    [result] = tool_results(server.message_requests()[1].body)
+    assert result.is_error
+    assert reason in result.text
+    said = [m["msg"] for m in updates(phone, "chat_appended") if m["msg"]["type"] == "result"]
+    assert said[-1]["text"] == "Understood."
+
+
+async def test_cancel_interrupts_a_turn_mid_stream(agent_supervisor: AgentSupervisor) -> None:
+    server, supervised, _ = await agent_supervisor(
+        {"say": "A long answer that will not finish.", "stall": {"after": 2}},
+        {"when": {"user_text": "Go on."}, "say": "Going on."},
+    )
+    phone = await reader(supervised)
+    await spawn(phone)
+    await hold_session(phone)
+    await phone.command("prompt", {"key": SEAT, "text": "Talk for a while."})
+    await server.wait_stalled()
+    await phone.first(lambda f: update("chat_appended")(f) and body(f)["msg"]["type"] == "delta")
+    assert (await hold_session(phone))["header"]["turn_in_flight"] is True
+    await phone.command("cancel", {"key": SEAT})
+    cut = body(await phone.first(ended))
+    assert cut["outcome"] == "interrupted"
+    idle = await phone.ask(
+        {"kind": "command", "command": {"cancel": {"key": SEAT}}}, lambda f: f["kind"] == "error"
+    )
+    assert idle["why"] == "no turn is running on seat acme/web/main"
+    since = len(phone.frames)
+    await phone.command("prompt", {"key": SEAT, "text": "Go on."})
+    after = body(await phone.first(ended, since))
+    assert after["outcome"] == "completed"
+
+
+async def test_more_after_a_supervisor_restart_returns_the_same_turns(
+    agent_supervisor: AgentSupervisor, supervise: Start
+) -> None:
+    _, supervised, project = await agent_supervisor(
+        {"say": "First answer."},
+        {"when": {"user_text": "Second."}, "say": "Second answer."},
+        {"when": {"user_text": "Third."}, "say": "Third answer."},
+    )
+    phone = await reader(supervised)
+    await spawn(phone)
+    await hold_session(phone)
+    for words in ("First.", "Second.", "Third."):
+        since = len(phone.frames)
+        await phone.command("prompt", {"key": SEAT, "text": words})
+        await phone.first(ended, since)
+    newest, older = await two_pages(phone)
+    assert [t["messages"][0]["text"] for t in newest["turns"]] == ["Second.", "Third."]
+    assert [t["messages"][-1]["blocks"][0]["text"] for t in newest["turns"]] == [
+        "Second answer.",
+        "Third answer.",
+    ]
+    assert [t["messages"][0]["text"] for t in older["turns"]] == ["First."]
+    assert older["cursor"] is None
+
+    await supervised.stop()
+    restarted = await supervise(config_for(project))
+    again = await reader(restarted)
+    home = next(f for f in again.frames if f["kind"] == "snapshot")["data"]
+    if not any(row["slot"] == SEAT and row["lifecycle"] == "idle" for row in home["agents"]):
+        await again.first(
+            lambda f: update("seat_changed")(f) and body(f)["row"]["lifecycle"] == "idle"
+        )
+    assert await two_pages(again) == (newest, older)
+    resumed = await hold_session(again)
+    assert resumed["conversation"]["turns"] == older["turns"] + newest["turns"]
+
+
+async def two_pages(connection: Reader) -> tuple[Frame, Frame]:
+    """The newest two turns' page and the page above it."""
+    newest = await connection.ask(
+        {"kind": "more", "conversation": SEAT, "before": None, "turns": 2},
+        lambda f: f["kind"] == "page",
+    )
+    older = await connection.ask(
+        {"kind": "more", "conversation": SEAT, "before": newest["cursor"], "turns": 2},
+        lambda f: f["kind"] == "page",
+    )
+    return newest, older
