@@ -4,6 +4,9 @@ mid-stream, and the conversation paged from the CLI's transcript across a superv
 
 from __future__ import annotations
 
+import os
+import signal
+
 import pytest
 
 from forge.testing.model_conversation import tool_results
@@ -218,3 +221,41 @@ async def two_pages(connection: Reader) -> tuple[Frame, Frame]:
         lambda f: f["kind"] == "page",
     )
     return newest, older
+
+
+async def test_a_worker_killed_mid_turn_is_reported_then_resumed(
+    agent_supervisor: AgentSupervisor,
+) -> None:
+    server, supervised, _ = await agent_supervisor(
+        {"say": "A long answer that will not finish.", "stall": {"after": 2}},
+        {"when": {"user_text": "Go on."}, "say": "Going on."},
+    )
+    phone = await reader(supervised)
+    spawned = await spawn(phone)
+    await hold_session(phone)
+    await phone.command("prompt", {"key": SEAT, "text": "Talk for a while."})
+    await server.wait_stalled()
+    started = await supervised.record("worker_spawned", kind="agent")
+    os.kill(started["pid"], signal.SIGKILL)
+    cut = body(await phone.first(ended))
+    assert cut["outcome"] == "failed"
+    crashed = await phone.first(
+        lambda f: update("seat_changed")(f) and body(f)["row"]["lifecycle"] == "crashed"
+    )
+    assert "restarting" in body(crashed)["row"]["failed"]
+    assert updates(phone, "agent_problem")
+    since = phone.frames.index(crashed)
+    await phone.first(
+        lambda f: update("seat_changed")(f) and body(f)["row"]["lifecycle"] == "idle", since
+    )
+    since = len(phone.frames)
+    await phone.command("prompt", {"key": SEAT, "text": "Go on."})
+    after = body(await phone.first(ended, since))
+    assert after["outcome"] == "completed"
+    header = (await hold_session(phone))["header"]
+    assert header["agent_session_id"] is not None
+    assert spawned["session_id"] in (None, header["agent_session_id"])
+    turns = (await hold_session(phone))["conversation"]["turns"]
+    prompts = [t["messages"][0]["text"] for t in turns if t["messages"][0]["type"] == "user"]
+    assert prompts[-1] == "Go on."
+    assert "Talk for a while." in prompts, "the resumed session kept the first turn"
