@@ -39,6 +39,9 @@ def _areas() -> list[Register]:
     from forge.client.cli import register as register_client
 
     registers.append(register_client)
+    from forge.client.agent_cli import register as register_agent
+
+    registers.append(register_agent)
     from forge.access.cli import register as register_access
 
     registers.append(register_access)
