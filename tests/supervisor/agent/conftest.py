@@ -91,10 +91,16 @@ class Reader:
         if reply_to is None:
             await self.client.send(json.dumps(message))
             return None
-        reply = await self.ask(
-            message, lambda f: f["kind"] == "reply" and f["reply_to"] == reply_to
+        answer = await self.ask(
+            message,
+            lambda f: (
+                (f["kind"] == "reply" and f["reply_to"] == reply_to)
+                or (f["kind"] == "error" and f["what"] == "command")
+            ),
         )
-        return reply["body"]
+        assert answer["kind"] == "reply", f"refused by an error, not in its reply: {answer}"
+        body: Any = answer["body"]
+        return body
 
     async def close(self) -> None:
         await self.client.close()
