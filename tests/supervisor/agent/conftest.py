@@ -43,6 +43,15 @@ def git_project(path: Path) -> Path:
     return path
 
 
+def add_worktree(project: Path, tree: Path) -> Path:
+    """A git worktree of `project` at `tree` (on a first commit)."""
+    who = ["-c", "user.name=forge", "-c", "user.email=forge@example.invalid"]
+    commit = ["commit", "-q", "--allow-empty", "-m", "base"]
+    subprocess.run(["git", "-C", str(project), *who, *commit], check=True)
+    subprocess.run(["git", "-C", str(project), "worktree", "add", "-q", str(tree)], check=True)
+    return tree
+
+
 def config_for(path: Path) -> str:
     return f'[[projects]]\norg = "acme"\nname = "web"\npath = "{path}"\n'
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import signal
+from pathlib import Path
 
 import pytest
 
@@ -16,6 +17,7 @@ from tests.supervisor.agent.conftest import (
     AgentSupervisor,
     Frame,
     Reader,
+    add_worktree,
     body,
     config_for,
     ended,
@@ -259,3 +261,39 @@ async def test_a_worker_killed_mid_turn_is_reported_then_resumed(
     prompts = [t["messages"][0]["text"] for t in turns if t["messages"][0]["type"] == "user"]
     assert prompts[-1] == "Go on."
     assert "Talk for a while." in prompts, "the resumed session kept the first turn"
+
+
+async def test_spawn_runs_only_in_the_projects_own_worktrees_and_despawn_ends_it(
+    agent_supervisor: AgentSupervisor, tmp_path: Path
+) -> None:
+    _, supervised, project = await agent_supervisor({"say": "unreached"})
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    tree = add_worktree(project, tmp_path / "web-feature")
+    phone = await reader(supervised)
+    for named in (str(outside), "../outside", "/etc", ".git"):
+        refused = await phone.command("spawn", {"key": SEAT, "worktree": named}, reply_to=1)
+        assert refused is not None
+        assert refused["ok"] is False
+        assert "is not one of project" in refused["why"], refused
+    unknown = await phone.command("spawn", {"key": SEAT, "shell": "sh"}, reply_to=2)
+    assert unknown is not None
+    assert "shell" in unknown["why"]
+    spawned = await spawn(phone, worktree="../web-feature")
+    assert spawned["cwd"] == str(tree.resolve())
+    twice = await phone.command("spawn", {"key": SEAT}, reply_to=3)
+    assert twice == {
+        "ok": False,
+        "why": "seat acme/web/main already has an agent (despawn it first)",
+    }
+    gone = await phone.command("despawn", {"key": SEAT}, reply_to=4)
+    assert gone is not None
+    assert (gone["ok"], gone["key"]) == (True, SEAT)
+    await phone.first(
+        lambda f: update("seat_changed")(f) and body(f)["row"]["lifecycle"] == "stopped"
+    )
+    after = await phone.ask(
+        {"kind": "command", "command": {"prompt": {"key": SEAT, "text": "Hello?"}}},
+        lambda f: f["kind"] == "error",
+    )
+    assert after["why"] == "seat acme/web/main has no agent (spawn one first)"
