@@ -25,12 +25,13 @@ import msgspec
 from forge import git
 from forge.ipc.errors import RequestFailed, WorkerError
 from forge.ipc.manager import WorkerEvent as RawEvent
-from forge.ipc.manager import WorkerHandle, WorkerManager, WorkerRow, WorkerState
-from forge.ipc.protocol import WorkerRequest, call
+from forge.ipc.manager import WorkerHandle, WorkerManager, WorkerRow
+from forge.ipc.protocol import call
 from forge.logs import get_logger
 from forge.supervisor.agent import conversation
 from forge.supervisor.agent.records import AgentRecord, AgentRecords
 from forge.supervisor.agent.seat import AgentSeat, Update, decision_of
+from forge.supervisor.service import WorkerService
 from forge.supervisor.socket.connection import Connection
 from forge.supervisor.socket.core import Supervisor
 from forge.supervisor.socket.seats import SeatState, UnknownProject
@@ -48,26 +49,24 @@ START_WITHIN_S = 180.0
 """How long the CLI may take to start (a large Node program; slow on a loaded machine)."""
 REQUEST_WITHIN_S = 60.0
 
-ReplyT = Any
 
-
-class AgentService:
+class AgentService(WorkerService):
     """Every agent seat of this supervisor and its worker."""
+
+    name = "agent"
 
     def __init__(
         self, supervisor: Supervisor, manager: WorkerManager, records: AgentRecords | None = None
     ) -> None:
-        self._supervisor = supervisor
-        self._manager = manager
+        super().__init__(supervisor, manager)
         self._records = records or AgentRecords()
         self._seats: dict[Seat, AgentSeat] = {}
         self._handles: dict[Seat, WorkerHandle] = {}
         self._by_worker: dict[str, Seat] = {}
         self._restarting: set[Seat] = set()
-        self._tasks: set[asyncio.Task[None]] = set()
 
     def install(self) -> None:
-        supervisor = self._supervisor
+        supervisor = self.supervisor
         supervisor.register_command("spawn", self._spawn)
         supervisor.register_command("despawn", self._despawn)
         supervisor.register_command("prompt", self._prompt)
@@ -77,10 +76,9 @@ class AgentService:
         supervisor.register_command("set_permission_mode", self._set_mode)
         supervisor.register_verb(More, self._more)
         supervisor.register_session_layer(self._session_layer)
-        supervisor.on_shutdown(self._shutdown)
-        self._manager.on_change(self._worker_changed)
+        super().install()
         for record in self._records.load():
-            self._later(self._restore(record))
+            self.tasks.spawn(self._restore(record))
 
     # --- commands --------------------------------------------------------------------------
 
@@ -91,7 +89,7 @@ class AgentService:
             raise ClientRefusal(
                 "command", f"seat {key} already has an agent (despawn it first)", key
             )
-        project = self._supervisor.loaded.config.project(key.org, key.project)
+        project = self.supervisor.loaded.config.project(key.org, key.project)
         if project is None:
             raise ClientRefusal("command", f"no project {key.org}/{key.project} is configured", key)
         cwd = project.path if bag.worktree is None else await _worktree(project.path, bag.worktree)
@@ -127,7 +125,13 @@ class AgentService:
         seat, handle = self._require(bag.key)
         prompt_uuid = seat.submit(bag.text, bag.source)
         try:
-            await self._ask(bag.key, handle, worker.Prompt(text=bag.text))
+            await self.ask(
+                handle,
+                worker.Prompt(text=bag.text),
+                what="command",
+                seat=bag.key,
+                within=REQUEST_WITHIN_S,
+            )
         except ClientRefusal:
             seat.refused(prompt_uuid)
             raise
@@ -135,7 +139,10 @@ class AgentService:
     async def _cancel(self, connection: Connection, command: CommandCall) -> None:
         key = _bag(command, wire.Cancel).key
         _, handle = self._require(key)
-        if not (await self._ask(key, handle, worker.Interrupt())).interrupted:
+        interrupted = await self.ask(
+            handle, worker.Interrupt(), what="command", seat=key, within=REQUEST_WITHIN_S
+        )
+        if not interrupted.interrupted:
             raise ClientRefusal("command", f"no turn is running on seat {key}", key)
 
     async def _answer(self, connection: Connection, command: CommandCall) -> None:
@@ -152,19 +159,37 @@ class AgentService:
             decision = decision_of(bag.answer, card)
         except ValueError as error:
             raise ClientRefusal("command", str(error), bag.key) from None
-        await self._ask(bag.key, handle, worker.Answer(ask_id=bag.id, decision=decision))
+        await self.ask(
+            handle,
+            worker.Answer(ask_id=bag.id, decision=decision),
+            what="command",
+            seat=bag.key,
+            within=REQUEST_WITHIN_S,
+        )
 
     async def _set_model(self, connection: Connection, command: CommandCall) -> None:
         bag = _bag(command, wire.SetModelCommand)
         seat, handle = self._require(bag.key)
-        await self._ask(bag.key, handle, worker.SetModel(model=bag.model))
+        await self.ask(
+            handle,
+            worker.SetModel(model=bag.model),
+            what="command",
+            seat=bag.key,
+            within=REQUEST_WITHIN_S,
+        )
         seat.model = bag.model
         self._publish(bag.key, [seat.header_update()])
 
     async def _set_mode(self, connection: Connection, command: CommandCall) -> None:
         bag = _bag(command, wire.SetPermissionModeCommand)
         seat, handle = self._require(bag.key)
-        await self._ask(bag.key, handle, worker.SetPermissionMode(mode=bag.mode))
+        await self.ask(
+            handle,
+            worker.SetPermissionMode(mode=bag.mode),
+            what="command",
+            seat=bag.key,
+            within=REQUEST_WITHIN_S,
+        )
         seat.permission_mode = bag.mode
         self._publish(bag.key, [seat.header_update()])
 
@@ -186,7 +211,7 @@ class AgentService:
 
     async def _more(self, connection: Connection, message: More) -> None:
         key = message.conversation
-        self._supervisor.require_seat("more", key)
+        self.supervisor.require_seat("more", key)
         seat = self._seats.get(key)
         before = message.before
         if before is not None and (
@@ -227,7 +252,7 @@ class AgentService:
         """Start the seat's worker and its CLI (resuming `record.session_id` when set)."""
         key = record.key
         try:
-            await self._supervisor.start_seat(key)
+            await self.supervisor.start_seat(key)
         except UnknownProject as error:
             raise ClientRefusal("command", str(error), key) from None
         seat = AgentSeat(
@@ -237,12 +262,12 @@ class AgentService:
         self._seats[key] = seat
         config = worker.SeatConfig(
             cwd=record.cwd,
-            cli_path=_cli_path(self._supervisor),
+            cli_path=_cli_path(self.supervisor),
             model=record.model,
             permission_mode=msgspec.convert(record.permission_mode, worker.PermissionMode),
         )
         name = f"agent:{key}"
-        handle = self._manager.start(worker.AGENT.spec(name, config=msgspec.to_builtins(config)))
+        handle = self.manager.start(worker.AGENT.spec(name, config=msgspec.to_builtins(config)))
         self._handles[key] = handle
         self._by_worker[name] = key
         handle.on_event(lambda raw: self._on_event(key, raw))
@@ -274,7 +299,7 @@ class AgentService:
         handle = self._handles.pop(key, None)
         if handle is not None:
             self._by_worker.pop(handle.name, None)
-            await self._manager.remove(handle.name)
+            await self.manager.remove(handle.name)
         self._save()
 
     def _on_event(self, key: Seat, raw: RawEvent) -> None:
@@ -288,14 +313,16 @@ class AgentService:
         if seat.session_id != recorded:
             self._save()
         if (seat.home_lifecycle(), seat.waiting(), seat.problem) != before:
-            self._later(self._publish_row(seat))
+            self.tasks.spawn(self._publish_row(seat))
 
-    def _worker_changed(self, row: WorkerRow) -> None:
+    def owns(self, row: WorkerRow) -> bool:
         key = self._by_worker.get(row.name)
-        seat = None if key is None else self._seats.get(key)
-        if key is None or seat is None:
-            return
-        if row.state is WorkerState.RESTARTING and key not in self._restarting:
+        return key is not None and key in self._seats
+
+    def worker_restarting(self, row: WorkerRow) -> None:
+        key = self._by_worker[row.name]
+        seat = self._seats[key]
+        if key not in self._restarting:
             self._restarting.add(key)
             why = f"the agent's worker ended ({row.last_reason or row.last_exit}); restarting it"
             log.warning("agent_worker_lost", seat=str(key), reason=why)
@@ -303,13 +330,18 @@ class AgentService:
             self._publish(
                 key, [("agent_problem", {"key": key, "code": "cli_exited", "message": why})]
             )
-            self._later(self._publish_row(seat))
-        elif row.state is WorkerState.READY and key in self._restarting:
+            self.tasks.spawn(self._publish_row(seat))
+
+    def worker_ready(self, row: WorkerRow) -> None:
+        key = self._by_worker[row.name]
+        if key in self._restarting:
             self._restarting.discard(key)
-            self._later(self._resume(key, seat))
-        elif row.state is WorkerState.FAILED:
-            seat.set_lifecycle("failed", row.last_reason or "the agent's worker kept crashing")
-            self._later(self._publish_row(seat))
+            self.tasks.spawn(self._resume(key, self._seats[key]))
+
+    def worker_failed(self, row: WorkerRow) -> None:
+        seat = self._seats[self._by_worker[row.name]]
+        seat.set_lifecycle("failed", row.last_reason or "the agent's worker kept crashing")
+        self.tasks.spawn(self._publish_row(seat))
 
     async def _resume(self, key: Seat, seat: AgentSeat) -> None:
         handle = self._handles.get(key)
@@ -325,10 +357,6 @@ class AgentService:
         self._publish(key, [seat.header_update()])
         await self._publish_row(seat)
 
-    async def _shutdown(self) -> None:
-        for task in list(self._tasks):
-            task.cancel()
-
     # --- helpers -----------------------------------------------------------------------------
 
     def _require(self, key: Seat) -> tuple[AgentSeat, WorkerHandle]:
@@ -337,28 +365,18 @@ class AgentService:
             raise ClientRefusal("command", f"seat {key} has no agent (spawn one first)", key)
         return seat, handle
 
-    async def _ask(self, key: Seat, handle: WorkerHandle, request: WorkerRequest[ReplyT]) -> ReplyT:
-        try:
-            return await call(handle, request, within=REQUEST_WITHIN_S)
-        except RequestFailed as refusal:
-            raise ClientRefusal("command", refusal.message, key) from None
-        except WorkerError as error:
-            raise ClientRefusal(
-                "command", f"the agent on seat {key} did not answer: {error}", key
-            ) from None
-
     def _publish(self, key: Seat, updates: list[Update]) -> None:
         for variant, body in updates:
-            self._supervisor.publish_seat_update(key, variant, body)
+            self.supervisor.publish_seat_update(key, variant, body)
 
     async def _publish_row(self, seat: AgentSeat) -> None:
-        state = self._supervisor.seats.get(seat.key)
+        state = self.supervisor.seats.get(seat.key)
         if state is None:
             return
         state.lifecycle = seat.home_lifecycle()
         state.waiting = seat.waiting()
         state.failed = seat.problem if seat.lifecycle in ("crashed", "failed") else None
-        await self._supervisor.publish_agents_row(state)
+        await self.supervisor.publish_agents_row(state)
 
     def _save(self) -> None:
         records = [
@@ -375,11 +393,6 @@ class AgentService:
             self._records.save(records)
         except OSError as error:
             log.warning("agent_records_unwritable", path=str(self._records.path), reason=str(error))
-
-    def _later(self, coroutine: Any) -> None:
-        task = asyncio.get_running_loop().create_task(coroutine)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
 
 
 def install(supervisor: Supervisor, manager: WorkerManager) -> AgentService:
