@@ -297,3 +297,42 @@ async def test_spawn_runs_only_in_the_projects_own_worktrees_and_despawn_ends_it
         lambda f: f["kind"] == "error",
     )
     assert after["why"] == "seat acme/web/main has no agent (spawn one first)"
+
+
+async def test_a_question_is_answered_with_a_chosen_option(
+    agent_supervisor: AgentSupervisor,
+) -> None:
+    question = {"question": "Which colour?", "header": "Colour", "options": ["Red", "Blue"]}
+    server, supervised, _ = await agent_supervisor(
+        {"ask": question}, {"when": {"tool_result": "AskUserQuestion"}, "say": "Blue it is."}
+    )
+    phone = await reader(supervised, answering=True)
+    await spawn(phone)
+    await hold_session(phone)
+    await phone.command("prompt", {"key": SEAT, "text": "Pick a colour."})
+    card = body(await phone.first(update("ask_pending")))["ask"]
+    assert card["kind"] == "question"
+    [asked] = card["questions"]
+    assert (asked["question"], [o["label"] for o in asked["options"]]) == (
+        "Which colour?",
+        ["Red", "Blue"],
+    )
+    home_row = await phone.first(
+        lambda f: update("seat_changed")(f) and body(f)["row"]["waiting"] is not None
+    )
+    assert body(home_row)["row"]["waiting"]["kind"] == "question"
+    wrong = await phone.ask(
+        {
+            "kind": "command",
+            "command": {"answer": {"key": SEAT, "id": card["id"], "answer": "allow_once"}},
+        },
+        lambda f: f["kind"] == "error",
+    )
+    assert wrong["why"] == f"ask {card['id']} is a question: answer it with choose"
+    choice = {"choose": {"answers": {"Which colour?": ["Blue"]}}}
+    await phone.command("answer", {"key": SEAT, "id": card["id"], "answer": choice})
+    await phone.first(ended)
+    said = [m["msg"] for m in updates(phone, "chat_appended") if m["msg"]["type"] == "result"]
+    assert said[-1]["text"] == "Blue it is."
+    [result] = tool_results(server.message_requests()[1].body)
+    assert "Blue" in result.text
