@@ -336,3 +336,28 @@ async def test_a_question_is_answered_with_a_chosen_option(
     assert said[-1]["text"] == "Blue it is."
     [result] = tool_results(server.message_requests()[1].body)
     assert "Blue" in result.text
+
+
+async def test_a_prompt_sent_during_a_turn_is_queued_for_every_view(
+    agent_supervisor: AgentSupervisor,
+) -> None:
+    server, supervised, _ = await agent_supervisor(
+        {"say": "The first answer, slowly.", "stall": {"after": 1}},
+        {"when": {"user_text": "Second question."}, "say": "The second answer."},
+    )
+    phone, desk = await reader(supervised), await reader(supervised)
+    await spawn(phone)
+    await hold_session(phone)
+    await phone.command("prompt", {"key": SEAT, "text": "First question."})
+    await server.wait_stalled()
+    await desk.command("prompt", {"key": SEAT, "text": "Second question."})
+    queued = body(await phone.first(update("prompt_queued")))["prompt"]
+    assert (queued["text"], queued["source"]) == ("Second question.", "composer")
+    late = await hold_session(desk)
+    assert late["state"]["queue"] == [queued]
+    assert len(server.message_requests()) == 1, "the queued prompt is not sent yet"
+    server.release()
+    await phone.first(lambda f: ended(f) and body(f)["uuid"] == queued["uuid"])
+    phases = [(m["uuid"] == queued["uuid"], m["phase"]) for m in updates(phone, "prompt_lifecycle")]
+    assert phases == [(False, "started"), (False, "ended"), (True, "started"), (True, "ended")]
+    assert (await hold_session(desk))["state"]["queue"] == []
