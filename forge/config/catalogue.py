@@ -649,11 +649,11 @@ KEYS: tuple[Key, ...] = (
         AGENT,
         "cli_path",
         kind="string",
-        reload="not_read_yet",
+        reload="next_session",
         rule=Text(),
         default=None,
         note="a Claude Code CLI of your own (`claude`); unset is the one bundled in the agent "
-        "SDK's wheel, else `claude` on PATH; for agent seats (the supervisor starts none yet)",
+        "SDK's wheel, else `claude` on PATH; read at each agent seat's spawn",
     ),
 )
 

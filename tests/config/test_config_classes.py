@@ -64,6 +64,11 @@ CONSUMERS: dict[tuple[str, str], ReloadClass] = {
     ("supervisor/browser/service.py", "projects[].name"): "live",
     ("supervisor/terminal/service.py", "projects[].org"): "live",
     ("supervisor/terminal/service.py", "projects[].name"): "live",
+    # An agent seat finds its project and directory, and the CLI it runs, at each spawn.
+    ("supervisor/agent/service.py", "projects[].org"): "live",
+    ("supervisor/agent/service.py", "projects[].name"): "live",
+    ("supervisor/agent/service.py", "projects[].path"): "next_session",
+    ("supervisor/agent/service.py", "agent.cli_path"): "next_session",
     ("supervisor/socket/seats.py", "projects[].org"): "live",
     ("supervisor/socket/seats.py", "projects[].name"): "live",
     ("supervisor/socket/seats.py", "projects[].path"): "next_session",
