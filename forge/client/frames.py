@@ -1,10 +1,10 @@
 """What the server sends, decoded for a client: typed frames, or `OtherFrame` for the rest.
 
-The shapes are the ones `forge.wire.server` builds (docs/protocol.md); the terminal's frames
-are `forge.wire.terminal`'s own structs (the ones the server encodes, re-exported here); binary
-frames are read with `forge.wire.binary`'s layouts, and kind 3 (a gzipped JSON frame on a
-`?deflate=1` connection) is unwrapped into the frame it carries. A kind this client does not
-draw is an `OtherFrame` (text) or `OtherBinary`, never an error: servers grow, clients ignore.
+A JSON frame of a kind this client reads (`READ`) is decoded into the struct that
+`forge.wire.registry` registers for its `kind`, the very struct the server encodes; binary frames
+are read with `forge.wire.binary`'s layouts, and kind 3 (a gzipped JSON frame on a `?deflate=1`
+connection) is unwrapped into the frame it carries. Any other kind is an `OtherFrame` (text) or
+`OtherBinary`, never an error: servers grow, clients ignore.
 """
 
 from __future__ import annotations
@@ -16,7 +16,27 @@ import msgspec
 
 from forge.errors import PeerError
 from forge.wire.binary import Kind
-from forge.wire.seats import Seat, Subject
+from forge.wire.dictate import (
+    DictateEnded,
+    DictateFailed,
+    DictateLevel,
+    DictatePartial,
+    DictatePhase,
+    DictateStarted,
+    VoiceAudio,
+    VoiceModeState,
+)
+from forge.wire.registry import REGISTRY, Direction, kind_of
+from forge.wire.server import (
+    Error,
+    Greeting,
+    Pong,
+    Reply,
+    ServerMessage,
+    Settings,
+    Snapshot,
+    Update,
+)
 from forge.wire.terminal import (
     TerminalControl,
     TerminalOutput,
@@ -33,7 +53,7 @@ __all__ = [
     "OtherFrame",
     "Pong",
     "Reply",
-    "ServerFrame",
+    "ServerMessage",
     "Settings",
     "Snapshot",
     "TerminalControl",
@@ -44,62 +64,7 @@ __all__ = [
 ]
 
 
-class ServerFrame(msgspec.Struct, frozen=True, kw_only=True):
-    """Base of the JSON frames a client reads; unknown extra fields are ignored."""
-
-
-class Greeting(ServerFrame, frozen=True):
-    version: int
-    forge_version: str
-    forge_version_short: str
-    settings: dict[str, Any]
-
-
-class Settings(ServerFrame, frozen=True):
-    document: dict[str, Any]
-
-
-class Pong(ServerFrame, frozen=True):
-    pass
-
-
-class Snapshot(ServerFrame, frozen=True):
-    subject: Subject
-    data: dict[str, Any]
-
-
-class Update(ServerFrame, frozen=True):
-    """One SessionUpdate: `{"name": {...}}`, or a bare name for a unit variant (S19)."""
-
-    update: str | dict[str, Any]
-    seq: int | None = None
-    span: int = 1
-
-    @property
-    def variant(self) -> str:
-        return self.update if isinstance(self.update, str) else next(iter(self.update))
-
-    @property
-    def body(self) -> dict[str, Any]:
-        if isinstance(self.update, str):
-            return {}
-        body: dict[str, Any] = self.update[self.variant]
-        return body
-
-
-class Error(ServerFrame, frozen=True):
-    what: str
-    why: str
-    seat: Seat | None = None
-    dispatch_id: Any = None
-
-
-class Reply(ServerFrame, frozen=True):
-    reply_to: int | str
-    body: Any
-
-
-class OtherFrame(ServerFrame, frozen=True):
+class OtherFrame(msgspec.Struct, frozen=True, kw_only=True):
     """A JSON frame of a kind this client does not read."""
 
     kind: str
@@ -113,32 +78,18 @@ class OtherBinary(msgspec.Struct, frozen=True):
     data: bytes
 
 
-Frame = (
-    Greeting
-    | Settings
-    | Pong
-    | Snapshot
-    | Update
-    | Error
-    | Reply
-    | TerminalView
-    | TerminalControl
-    | OtherFrame
-    | TerminalOutput
-    | OtherBinary
-)
+Frame = ServerMessage | OtherFrame | TerminalOutput | OtherBinary
 
-_SHAPES: dict[str, type[msgspec.Struct]] = {
-    "greeting": Greeting,
-    "settings": Settings,
-    "pong": Pong,
-    "snapshot": Snapshot,
-    "update": Update,
-    "error": Error,
-    "reply": Reply,
-    "terminal_view": TerminalView,
-    "terminal_control": TerminalControl,
-}
+READ: frozenset[str] = frozenset(
+    kind_of(shape)
+    for shape in (
+        Greeting, Settings, Pong, Snapshot, Update, Error, Reply, TerminalView, TerminalControl,
+        DictateStarted, DictateLevel, DictatePhase, DictatePartial, DictateEnded, DictateFailed,
+        VoiceModeState, VoiceAudio,
+    )
+)  # fmt: skip
+"""The kinds this client reads; their shapes are the registry's."""
+
 _object = msgspec.json.Decoder(dict[str, Any])
 
 
@@ -172,7 +123,7 @@ def _decode_json(text: str | bytes) -> Frame:
         kind = raw.get("kind")
         if not isinstance(kind, str):
             raise MalformedFrame("a JSON frame without a string `kind`")
-        shape = _SHAPES.get(kind)
+        shape = REGISTRY.shape(Direction.SERVER, kind) if kind in READ else None
         if shape is None:
             return OtherFrame(kind=kind, raw=raw)
         frame: Frame = msgspec.convert(raw, shape)  # type: ignore[assignment]

@@ -246,7 +246,7 @@ class LabService(WorkerService):
     def _push(self, updates: list[Update]) -> None:
         holders = self.supervisor.subscribers(LAB)
         for variant, body in updates:
-            frame = JsonFrame.encode(server.update(variant, body, seq=None))
+            frame = JsonFrame.encode(server.Update.of(variant, body, seq=None))
             for connection in holders:
                 connection.send_frame(frame)
 
@@ -310,7 +310,7 @@ def _status(text: str) -> RunStatus:
 
 def _answer(connection: Connection, reply_to: Any, answer: LabAnswer) -> None:
     if reply_to is not None:
-        connection.send(server.reply(reply_to, msgspec.to_builtins(answer)))
+        connection.send(server.Reply(reply_to=reply_to, body=msgspec.to_builtins(answer)))
 
 
 def install(

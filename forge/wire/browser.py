@@ -14,6 +14,7 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from forge.wire.seats import Seat
+from forge.wire.server import ServerMessage
 
 
 class Dialog(msgspec.Struct, frozen=True):
@@ -56,11 +57,11 @@ class TabsState(msgspec.Struct, frozen=True, kw_only=True):
     rows: list[TabRow]
 
 
-class BrowserTabs(TabsState, tag_field="kind", tag="browser_tabs", frozen=True, kw_only=True):
+class BrowserTabs(TabsState, ServerMessage, frozen=True, kw_only=True, tag="browser_tabs"):
     """Pushed to every connection that asked `browser_tabs` for the profile, on any change."""
 
 
-class BrowserView(msgspec.Struct, tag_field="kind", tag="browser_view", frozen=True, kw_only=True):
+class BrowserView(ServerMessage, frozen=True, kw_only=True, tag="browser_view"):
     """BR07: the same truth about who drives, for every viewer of a tab."""
 
     id: int
@@ -71,9 +72,7 @@ class BrowserView(msgspec.Struct, tag_field="kind", tag="browser_view", frozen=T
     viewer: int
 
 
-class BrowserNavState(
-    msgspec.Struct, tag_field="kind", tag="browser_nav_state", frozen=True, kw_only=True
-):
+class BrowserNavState(ServerMessage, frozen=True, kw_only=True, tag="browser_nav_state"):
     """BR16: where the tab's history sits (after an attach, a nav, the page's own move)."""
 
     id: int
@@ -82,9 +81,7 @@ class BrowserNavState(
     can_forward: bool
 
 
-class BrowserSurfaceFailed(
-    msgspec.Struct, tag_field="kind", tag="browser_surface_failed", frozen=True, kw_only=True
-):
+class BrowserSurfaceFailed(ServerMessage, frozen=True, kw_only=True, tag="browser_surface_failed"):
     """BR21: the tab's surface is gone (closed, its host or Chromium died); the viewer is
     detached."""
 
@@ -93,9 +90,7 @@ class BrowserSurfaceFailed(
     reason: str
 
 
-class BrowserFileDialog(
-    msgspec.Struct, tag_field="kind", tag="browser_file_dialog", frozen=True, kw_only=True
-):
+class BrowserFileDialog(ServerMessage, frozen=True, kw_only=True, tag="browser_file_dialog"):
     """BR18: a page asks for files; only the asking tab's controller hears it."""
 
     id: int
@@ -104,9 +99,7 @@ class BrowserFileDialog(
     multiple: bool
 
 
-class BrowserDownload(
-    msgspec.Struct, tag_field="kind", tag="browser_download", frozen=True, kw_only=True
-):
+class BrowserDownload(ServerMessage, frozen=True, kw_only=True, tag="browser_download"):
     """BR22, O-BR9: a finished download offered to the tab's controller, or (`dropped`) the
     notice that `lost` offers waited too long; the notice has no `tab`, an offer no `lost`."""
 

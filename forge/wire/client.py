@@ -13,7 +13,7 @@ import functools
 import operator
 import re
 from collections.abc import Iterable
-from typing import Any, get_args
+from typing import Any
 
 import msgspec
 
@@ -391,47 +391,48 @@ class SettingsEdit(ClientMessage, frozen=True, tag="settings_edit"):
     edits: list[Any] = []
 
 
-ANY_CLIENT_MESSAGE = (
-    Ping
-    | Subscribe
-    | Unsubscribe
-    | Showing
-    | SeatRange
-    | Command
-    | TerminalView
-    | TerminalDetach
-    | TerminalResize
-    | TerminalPause
-    | TerminalAck
-    | TerminalControl
-    | TerminalClose
-    | BrowserView
-    | BrowserViewPage
-    | BrowserDetach
-    | BrowserResize
-    | BrowserInput
-    | BrowserControl
-    | BrowserNav
-    | BrowserFileAnswer
-    | BrowserTabs
-    | BrowserOpen
-    | BrowserNavigate
-    | BrowserDialogAnswer
-    | DictateStream
-    | DictateStop
-    | DictateCancel
-    | VoiceMode
-    | VoicePreview
-    | VoiceSay
-    | DictateBench
-    | BrowserAudio
-    | More
-    | DocumentRead
-    | DocumentList
-    | FileContent
-    | ClientPerf
-    | SettingsEdit
+CORE_MESSAGES: tuple[type[ClientMessage], ...] = (
+    Ping,
+    Subscribe,
+    Unsubscribe,
+    Showing,
+    SeatRange,
+    Command,
+    TerminalView,
+    TerminalDetach,
+    TerminalResize,
+    TerminalPause,
+    TerminalAck,
+    TerminalControl,
+    TerminalClose,
+    BrowserView,
+    BrowserViewPage,
+    BrowserDetach,
+    BrowserResize,
+    BrowserInput,
+    BrowserControl,
+    BrowserNav,
+    BrowserFileAnswer,
+    BrowserTabs,
+    BrowserOpen,
+    BrowserNavigate,
+    BrowserDialogAnswer,
+    DictateStream,
+    DictateStop,
+    DictateCancel,
+    VoiceMode,
+    VoicePreview,
+    VoiceSay,
+    DictateBench,
+    BrowserAudio,
+    More,
+    DocumentRead,
+    DocumentList,
+    FileContent,
+    ClientPerf,
+    SettingsEdit,
 )
+"""The core protocol's client messages; an area's own verbs join them in `forge.wire.registry`."""
 
 
 class ClientDecoder:
@@ -442,7 +443,7 @@ class ClientDecoder:
     """
 
     def __init__(self, extra: Iterable[type[ClientMessage]] = ()) -> None:
-        shapes = (*get_args(ANY_CLIENT_MESSAGE), *extra)
+        shapes = (*CORE_MESSAGES, *extra)
         self.kinds: frozenset[str] = frozenset(str(shape.__struct_config__.tag) for shape in shapes)
         """Every `kind` this decoder takes; anything else is refused as client_message."""
         self._decoder: msgspec.json.Decoder[ClientMessage] = msgspec.json.Decoder(

@@ -5,8 +5,7 @@ A take's messages go to the connection that began it and nobody else (`dictate_s
 `take` is the server's number for the take, so a client that starts another can tell their
 messages apart. `voice_mode_state` goes to every subscriber of the seat, `voice_audio` (one
 rendered clip, base64 i16 mono PCM) likewise, numbered per seat in render order. Each message is
-a frozen struct tagged on `kind`; `encode` turns one into a `JsonFrame` once, whatever the number
-of connections it goes to.
+a `ServerMessage`, registered in `forge.wire.registry`.
 """
 
 from __future__ import annotations
@@ -17,9 +16,7 @@ from typing import Any
 import msgspec
 
 from forge.wire.seats import Seat
-from forge.wire.server import JsonFrame
-
-_encoder = msgspec.json.Encoder()
+from forge.wire.server import ServerMessage
 
 
 class Axes(msgspec.Struct, frozen=True):
@@ -30,9 +27,7 @@ class Axes(msgspec.Struct, frozen=True):
     context: str
 
 
-class DictateStarted(
-    msgspec.Struct, frozen=True, kw_only=True, tag_field="kind", tag="dictate_started"
-):
+class DictateStarted(ServerMessage, frozen=True, kw_only=True, tag="dictate_started"):
     """The take is registered: its audio (kind 0) is read from the next frame on."""
 
     key: Seat
@@ -41,9 +36,7 @@ class DictateStarted(
     options: Axes
 
 
-class DictateLevel(
-    msgspec.Struct, frozen=True, kw_only=True, tag_field="kind", tag="dictate_level"
-):
+class DictateLevel(ServerMessage, frozen=True, kw_only=True, tag="dictate_level"):
     """The microphone's level over the last 100 ms of the take's audio (RMS, full scale 1.0)."""
 
     key: Seat
@@ -51,9 +44,7 @@ class DictateLevel(
     rms: float
 
 
-class DictatePhase(
-    msgspec.Struct, frozen=True, kw_only=True, tag_field="kind", tag="dictate_phase"
-):
+class DictatePhase(ServerMessage, frozen=True, kw_only=True, tag="dictate_phase"):
     """listening, speech, silence, transcribing or done."""
 
     key: Seat
@@ -61,9 +52,7 @@ class DictatePhase(
     phase: str
 
 
-class DictatePartial(
-    msgspec.Struct, frozen=True, kw_only=True, tag_field="kind", tag="dictate_partial"
-):
+class DictatePartial(ServerMessage, frozen=True, kw_only=True, tag="dictate_partial"):
     """The words so far (shaped); each partial replaces the last. Nothing lands from one."""
 
     key: Seat
@@ -71,9 +60,7 @@ class DictatePartial(
     text: str
 
 
-class DictateEnded(
-    msgspec.Struct, frozen=True, kw_only=True, tag_field="kind", tag="dictate_ended"
-):
+class DictateEnded(ServerMessage, frozen=True, kw_only=True, tag="dictate_ended"):
     """The take's words, for the box on `surface` that began it: this is what lands."""
 
     key: Seat
@@ -87,9 +74,7 @@ class DictateEnded(
     segments: int
 
 
-class DictateFailed(
-    msgspec.Struct, frozen=True, kw_only=True, tag_field="kind", tag="dictate_failed"
-):
+class DictateFailed(ServerMessage, frozen=True, kw_only=True, tag="dictate_failed"):
     """The take ended without words: nothing lands. `cancelled` when this client asked."""
 
     key: Seat
@@ -99,16 +84,14 @@ class DictateFailed(
     cancelled: bool = False
 
 
-class VoiceModeState(
-    msgspec.Struct, frozen=True, kw_only=True, tag_field="kind", tag="voice_mode_state"
-):
+class VoiceModeState(ServerMessage, frozen=True, kw_only=True, tag="voice_mode_state"):
     """How many connections have voice on for the seat."""
 
     key: Seat
     listeners: int
 
 
-class VoiceAudio(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind", tag="voice_audio"):
+class VoiceAudio(ServerMessage, frozen=True, kw_only=True, tag="voice_audio"):
     """One rendered clip of the seat's speech: mono i16 little-endian samples, base64."""
 
     key: Seat
@@ -147,20 +130,7 @@ DictateMessage = (
 )
 
 
-def encode(message: DictateMessage) -> JsonFrame:
-    """The message's JSON, once, for every connection it is sent to."""
-    return JsonFrame(_encoder.encode(message))
-
-
-def decode(text: str | bytes) -> DictateMessage:
-    """A dictation or voice message read back (clients and tests); extra fields are ignored."""
-    return _decoder.decode(text)
-
-
 def body(struct: msgspec.Struct) -> dict[str, Any]:
     """A reply body or update body as builtins."""
     built: dict[str, Any] = msgspec.to_builtins(struct)
     return built
-
-
-_decoder: msgspec.json.Decoder[DictateMessage] = msgspec.json.Decoder(DictateMessage)

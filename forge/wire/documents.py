@@ -13,14 +13,13 @@ from typing import Any, Literal
 import msgspec
 
 from forge.wire.seats import Seat
+from forge.wire.server import ServerMessage
 
 DocumentKind = Literal["markdown", "pdf", "text"] | dict[str, str]
 """`{"other": "<extension>"}` for a kind this server does not know, the extension kept as is."""
 
 
-class DocumentRead(
-    msgspec.Struct, tag_field="kind", tag="document_read", frozen=True, kw_only=True
-):
+class DocumentRead(ServerMessage, frozen=True, kw_only=True, tag="document_read"):
     session: Seat
     path: str
     """The resolved absolute path the viewer addresses the document by."""
@@ -43,9 +42,7 @@ class ListedDocument(msgspec.Struct, frozen=True, kw_only=True):
     size: int
 
 
-class DocumentList(
-    msgspec.Struct, tag_field="kind", tag="document_list", frozen=True, kw_only=True
-):
+class DocumentList(ServerMessage, frozen=True, kw_only=True, tag="document_list"):
     session: Seat
     asked: str | None
     """`root` as the ask sent it (null: the tree), so a client matches the answer to its ask."""
@@ -67,7 +64,7 @@ class ContentFailed(msgspec.Struct, tag_field="state", tag="failed", frozen=True
     why: str
 
 
-class FileContent(msgspec.Struct, tag_field="kind", tag="file_content", frozen=True, kw_only=True):
+class FileContent(ServerMessage, frozen=True, kw_only=True, tag="file_content"):
     """The ask's three names echoed as sent, and the read."""
 
     session: Any

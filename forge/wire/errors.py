@@ -9,7 +9,7 @@ from forge.wire.seats import Seat
 class ClientRefusal(PeerError):
     """A refused client message: `what` names the verb (or `client_message`), `why` says why.
 
-    The connection stays up; the supervisor answers with `server.error(...)` built from this.
+    The connection stays up; the supervisor answers with a `server.Error` built from this.
     """
 
     def __init__(self, what: str, why: str, seat: Seat | None = None) -> None:

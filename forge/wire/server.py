@@ -1,9 +1,10 @@
-"""What the server sends: message builders, and `JsonFrame`, encoded once for every recipient.
+"""What the server sends: the envelope messages, and `JsonFrame`, encoded once for every recipient.
 
-A server message is a dict tagged on `kind`. `JsonFrame.encode(message)` turns it into UTF-8 JSON
-once; each connection then sends `frame.for_connection(deflate)`: the text itself, or, on a
-`?deflate=1` connection and for a body of `DEFLATE_THRESHOLD` bytes or more, binary kind 3 (gzip
-level 6, mtime 0, so the bytes are deterministic; O-T6). The gzip is computed once and shared.
+Every server message is a `ServerMessage`, a frozen struct tagged on `kind`, and is registered
+once in `forge.wire.registry`. `JsonFrame.encode(message)` turns it into UTF-8 JSON once; each
+connection then sends `frame.for_connection(deflate)`: the text itself, or, on a `?deflate=1`
+connection and for a body of `DEFLATE_THRESHOLD` bytes or more, binary kind 3 (gzip level 6,
+mtime 0, so the bytes are deterministic; O-T6). The gzip is computed once and shared.
 """
 
 from __future__ import annotations
@@ -25,11 +26,12 @@ DEFLATE_THRESHOLD = 65536
 
 GZIP_LEVEL = 6
 
-Message = dict[str, Any]
-Sendable = Message | msgspec.Struct
-"""A message built here as a dict, or a tagged struct (`forge.wire.browser`): both encode alike."""
-
 _encoder = msgspec.json.Encoder()
+
+
+class ServerMessage(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind"):
+    """Base of every server message; the subclass's tag is its `kind`. A client ignores the
+    fields it does not know (servers grow)."""
 
 
 @dataclass(slots=True)
@@ -40,7 +42,7 @@ class JsonFrame:
     _deflated: bytes | None = field(default=None, repr=False)
 
     @classmethod
-    def encode(cls, message: Sendable) -> JsonFrame:
+    def encode(cls, message: ServerMessage) -> JsonFrame:
         return cls(_encoder.encode(message))
 
     @property
@@ -61,40 +63,66 @@ class JsonFrame:
         return self.text, True
 
 
-def greeting(*, forge_version: str, forge_version_short: str, client_settings: Message) -> Message:
+class Greeting(ServerMessage, frozen=True, kw_only=True, tag="greeting"):
     """Frame 1 (G02): the fixed protocol number, the build, and the `[client]`/`[dictate]` keys."""
-    return {
-        "kind": "greeting",
-        "version": PROTOCOL_VERSION,
-        "forge_version": forge_version,
-        "forge_version_short": forge_version_short,
-        "settings": client_settings,
-    }
+
+    version: int = PROTOCOL_VERSION
+    forge_version: str
+    forge_version_short: str
+    settings: dict[str, Any]
 
 
-def settings(document: Message) -> Message:
+class Settings(ServerMessage, frozen=True, kw_only=True, tag="settings"):
     """Frame 2 (G06) and every applied reload: the effective-config document, no seat."""
-    return {"kind": "settings", "document": document}
+
+    document: dict[str, Any]
 
 
-def pong() -> Message:
-    return {"kind": "pong"}
+class Pong(ServerMessage, frozen=True, kw_only=True, tag="pong"):
+    """The answer to `ping`, and nothing else (T12)."""
 
 
-def snapshot(subject: Subject, data: Message) -> Message:
-    return {"kind": "snapshot", "subject": subject, "data": data}
+class Snapshot(ServerMessage, frozen=True, kw_only=True, tag="snapshot"):
+    """A subject's whole state, as its subscriber draws it."""
+
+    subject: Subject
+    data: dict[str, Any]
 
 
-def update(variant: str, body: Message | None, *, seq: int | None, span: int = 1) -> Message:
-    """One SessionUpdate, externally tagged (S19); a unit variant (`body` None) is its bare name.
+UpdatePayload = str | dict[str, Any] | msgspec.Raw
+"""A SessionUpdate externally tagged (S19): `{"name": {...}}`, a unit variant's bare name, or
+that JSON already encoded (a seat's window keeps the encoded text)."""
 
-    A seat's update carries its `seq` (S20); a keyless update has no `seq` key (S22, O-S7).
-    """
-    message: Message = {"kind": "update", "update": variant if body is None else {variant: body}}
-    if seq is not None:
-        message["seq"] = seq
-    message["span"] = span
-    return message
+
+class Update(ServerMessage, frozen=True, kw_only=True, tag="update", omit_defaults=True):
+    """One SessionUpdate. A seat's update carries its `seq` (S20); a keyless update has no `seq`
+    key (S22, O-S7)."""
+
+    update: UpdatePayload
+    seq: int | None = None
+    span: int
+
+    @classmethod
+    def of(cls, variant: str, body: Any, *, seq: int | None, span: int = 1) -> Update:
+        """The update `variant` with `body` (None: a unit variant, sent as its bare name)."""
+        return cls(update=variant if body is None else {variant: body}, seq=seq, span=span)
+
+    @property
+    def variant(self) -> str:
+        update = self.update
+        if isinstance(update, msgspec.Raw):
+            update = msgspec.json.decode(update)
+        return update if isinstance(update, str) else next(iter(update))
+
+    @property
+    def body(self) -> dict[str, Any]:
+        update = self.update
+        if isinstance(update, msgspec.Raw):
+            update = msgspec.json.decode(update)
+        if isinstance(update, str):
+            return {}
+        body: dict[str, Any] = update[self.variant]
+        return body
 
 
 def encoded(value: Any) -> msgspec.Raw:
@@ -103,20 +131,41 @@ def encoded(value: Any) -> msgspec.Raw:
     return msgspec.Raw(_encoder.encode(value))
 
 
-def seat_frames(slot: Seat, epoch: str, frames: list[tuple[int, Any]]) -> Message:
-    """The answer to `seat_range` (S23): each frame `{seq, update}` in the live update's shape."""
-    return {
-        "kind": "seat_frames",
-        "slot": slot,
-        "epoch": epoch,
-        "frames": [{"seq": seq, "update": payload} for seq, payload in frames],
-    }
+class SeatFrame(msgspec.Struct, frozen=True, kw_only=True):
+    """One numbered frame of a seat, its update in the live update's shape."""
+
+    seq: int
+    update: UpdatePayload
 
 
-def error(what: str, why: str, seat: Seat | None = None, dispatch_id: Any = None) -> Message:
+class SeatFrames(ServerMessage, frozen=True, kw_only=True, tag="seat_frames"):
+    """The answer to `seat_range` (S23)."""
+
+    slot: Seat
+    epoch: str
+    frames: list[SeatFrame]
+
+
+class Error(ServerMessage, frozen=True, kw_only=True, tag="error"):
     """S18: what failed, why in one sentence, the seat it belongs to or null, dispatch_id null."""
-    return {"kind": "error", "what": what, "why": why, "seat": seat, "dispatch_id": dispatch_id}
+
+    what: str
+    why: str
+    seat: Seat | None = None
+    dispatch_id: None = None
 
 
-def reply(reply_to: int | str, body: Any) -> Message:
-    return {"kind": "reply", "reply_to": reply_to, "body": body}
+class Reply(ServerMessage, frozen=True, kw_only=True, tag="reply"):
+    """The answer to a verb sent with `reply_to` (O-S9), echoing it verbatim."""
+
+    reply_to: int | str
+    body: Any
+
+
+class Page(ServerMessage, frozen=True, kw_only=True, tag="page"):
+    """The answer to `more`: this server keeps no conversation history, so an empty page with a
+    null cursor (O-S11)."""
+
+    conversation: Seat
+    turns: list[Any] = []
+    cursor: None = None

@@ -11,6 +11,8 @@ from typing import Any, Literal
 
 import msgspec
 
+from forge.wire.server import ServerMessage
+
 Op = Literal["set", "add", "remove"]
 Reason = Literal["stale", "invalid", "refused", "io"]
 
@@ -27,9 +29,7 @@ class Edit(msgspec.Struct, frozen=True, kw_only=True):
     value: Any = None
 
 
-class SettingsSaved(
-    msgspec.Struct, tag_field="kind", tag="settings_saved", frozen=True, kw_only=True
-):
+class SettingsSaved(ServerMessage, frozen=True, kw_only=True, tag="settings_saved"):
     """The save was written; the reload push follows. `restart` lists the keys it changed whose
     class is `restart`: they are in the file and apply when `forge supervise` next starts."""
 
@@ -38,9 +38,7 @@ class SettingsSaved(
     message: str | None
 
 
-class SettingsRefused(
-    msgspec.Struct, tag_field="kind", tag="settings_refused", frozen=True, kw_only=True
-):
+class SettingsRefused(ServerMessage, frozen=True, kw_only=True, tag="settings_refused"):
     """Nothing was written: `stale` (the file moved), `invalid` (the loader's own message),
     `refused` (a guard, naming what it found) or `io` (the file could not be read or written)."""
 

@@ -12,9 +12,8 @@ by clients from the same structs.
   client reacts to: `terminal_view` for a crashed host, `terminal_close` for a close).
 - `TerminalOutput` / `decode_terminal_output`: a kind-4 frame read back (B09).
 
-The JSON messages are msgspec structs tagged on `kind`; `encode` turns one into a `JsonFrame`
-once, whatever the number of connections it goes to. Extra fields are ignored when decoding
-(servers grow, clients ignore).
+The JSON messages are `ServerMessage`s, registered in `forge.wire.registry`; extra fields are
+ignored when decoding (servers grow, clients ignore).
 """
 
 from __future__ import annotations
@@ -25,9 +24,7 @@ import msgspec
 
 from forge.wire.binary import TERMINAL_OUTPUT_HEADER
 from forge.wire.seats import Seat
-from forge.wire.server import JsonFrame, Message, error
-
-_encoder = msgspec.json.Encoder()
+from forge.wire.server import Error, ServerMessage
 
 
 class TerminalSummary(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
@@ -55,9 +52,7 @@ class TerminalSummary(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=T
         return msgspec.structs.replace(self, alive=False, state="exited", reason=reason)
 
 
-class TerminalView(
-    msgspec.Struct, frozen=True, kw_only=True, tag_field="kind", tag="terminal_view"
-):
+class TerminalView(ServerMessage, frozen=True, kw_only=True, tag="terminal_view"):
     """A terminal's whole screen as a VT stream; chunks above `seq` follow (TM04)."""
 
     seat: Seat
@@ -72,9 +67,7 @@ class TerminalView(
     controller: int | None
 
 
-class TerminalControl(
-    msgspec.Struct, frozen=True, kw_only=True, tag_field="kind", tag="terminal_control"
-):
+class TerminalControl(ServerMessage, frozen=True, kw_only=True, tag="terminal_control"):
     """Control moved: the controlling viewer's number, or null when nobody holds it."""
 
     seat: Seat
@@ -111,29 +104,21 @@ class TerminalOutput(msgspec.Struct, frozen=True):
     data: bytes
 
 
-TerminalMessage = TerminalView | TerminalControl
-
-
-def encode(message: TerminalMessage) -> JsonFrame:
-    """The message's JSON, once, for every connection it is sent to."""
-    return JsonFrame(_encoder.encode(message))
-
-
 def terminal_changed(seat: Seat, summary: TerminalSummary | None) -> dict[str, Any]:
     """The `terminal_changed` update's body, as the seat's window keeps it for `seat_range`."""
     body: dict[str, Any] = msgspec.to_builtins(TerminalChanged(key=seat, terminal=summary))
     return body
 
 
-def host_stopped(seat: Seat, terminal: int, reason: str) -> Message:
+def host_stopped(seat: Seat, terminal: int, reason: str) -> Error:
     """To each viewer of a terminal whose host died: the shell is gone, a new view opens one."""
     why = f"terminal {terminal}'s host stopped ({reason}); a new view opens a fresh shell"
-    return error("terminal_view", why, seat)
+    return Error(what="terminal_view", why=why, seat=seat)
 
 
-def closed(seat: Seat, terminal: int) -> Message:
+def closed(seat: Seat, terminal: int) -> Error:
     """To each viewer of a terminal that was closed (O-TM10)."""
-    return error("terminal_close", f"terminal {terminal} closed", seat)
+    return Error(what="terminal_close", why=f"terminal {terminal} closed", seat=seat)
 
 
 def decode_terminal_output(frame: bytes) -> TerminalOutput | None:

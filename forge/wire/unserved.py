@@ -38,15 +38,10 @@ def unserved_command(call: CommandCall) -> ClientRefusal:
     return ClientRefusal("command", f"{call.name} is not supported by this server")
 
 
-def answer_unserved(message: ClientMessage) -> server.Message | None:
+def answer_unserved(message: ClientMessage) -> server.ServerMessage | None:
     """The frame that answers `message` (None for no answer), or a refusal naming the verb."""
     match message:
         case More():
-            return {
-                "kind": "page",
-                "conversation": message.conversation,
-                "turns": [],
-                "cursor": None,
-            }
+            return server.Page(conversation=message.conversation)
         case _:
             return None

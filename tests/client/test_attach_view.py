@@ -29,7 +29,7 @@ def view(seq: int = 5, *, terminal: int = 1, viewer: int = 3) -> TerminalView:
 
 
 def changed(terminal: dict[str, Any] | None, key: dict[str, str] = KEY) -> Update:
-    return Update(update={"terminal_changed": {"key": key, "terminal": terminal}}, seq=9)
+    return Update.of("terminal_changed", {"key": key, "terminal": terminal}, seq=9)
 
 
 def test_the_screen_then_only_chunks_above_its_seq() -> None:

@@ -4,7 +4,6 @@ ahead of the preview (issue 36 item 4: `[debug ] client_connected ...` was its f
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -18,9 +17,15 @@ from tests.lab.kit import Kit
 async def greeting_supervisor(ws: ServerConnection) -> None:
     """Frames 1 and 2, as a supervisor greets; the preview asks nothing more."""
     await ws.send(
-        json.dumps(server.greeting(forge_version="1", forge_version_short="1", client_settings={}))
+        server.JsonFrame.encode(
+            server.Greeting(forge_version="1", forge_version_short="1", settings={})
+        ).text.decode()
     )
-    await ws.send(json.dumps(server.settings({"source": None, "areas": []})))
+    await ws.send(
+        server.JsonFrame.encode(
+            server.Settings(document={"source": None, "areas": []})
+        ).text.decode()
+    )
     async for _ in ws:
         pass
 

@@ -27,13 +27,13 @@ from forge.wire.server import JsonFrame
 SEAT = Seat("acme", "proj", "lead")
 
 
-def text(message: server.Message) -> str:
+def text(message: server.ServerMessage) -> str:
     return JsonFrame.encode(message).text.decode()
 
 
 def test_greeting() -> None:
     frame = decode_frame(
-        text(server.greeting(forge_version="1 · a", forge_version_short="1+a", client_settings={}))
+        text(server.Greeting(forge_version="1 · a", forge_version_short="1+a", settings={}))
     )
     assert frame == Greeting(
         version=server.PROTOCOL_VERSION,
@@ -44,16 +44,16 @@ def test_greeting() -> None:
 
 
 def test_snapshots_keep_their_subject_shape() -> None:
-    assert decode_frame(text(server.snapshot(HOME, {"a": 1}))) == Snapshot(
+    assert decode_frame(text(server.Snapshot(subject=HOME, data={"a": 1}))) == Snapshot(
         subject="home", data={"a": 1}
     )
-    seat_frame = decode_frame(text(server.snapshot(session(SEAT), {})))
+    seat_frame = decode_frame(text(server.Snapshot(subject=session(SEAT), data={})))
     assert isinstance(seat_frame, Snapshot)
     assert seat_frame.subject == session(SEAT)
 
 
 def test_updates_name_their_variant_and_body() -> None:
-    frame = decode_frame(text(server.update("terminal_changed", {"key": 1}, seq=4)))
+    frame = decode_frame(text(server.Update.of("terminal_changed", {"key": 1}, seq=4)))
     assert isinstance(frame, Update)
     assert (frame.variant, frame.body, frame.seq, frame.span) == (
         "terminal_changed",
@@ -61,16 +61,16 @@ def test_updates_name_their_variant_and_body() -> None:
         4,
         1,
     )
-    unit = decode_frame(text(server.update("catalog_loaded", None, seq=None)))
+    unit = decode_frame(text(server.Update.of("catalog_loaded", None, seq=None)))
     assert isinstance(unit, Update)
     assert (unit.variant, unit.body, unit.seq) == ("catalog_loaded", {}, None)
 
 
 def test_error_and_reply() -> None:
-    assert decode_frame(text(server.error("subscribe", "no seat", SEAT))) == Error(
+    assert decode_frame(text(server.Error(what="subscribe", why="no seat", seat=SEAT))) == Error(
         what="subscribe", why="no seat", seat=SEAT
     )
-    assert decode_frame(text(server.reply(7, {"ok": True, "id": 2}))) == Reply(
+    assert decode_frame(text(server.Reply(reply_to=7, body={"ok": True, "id": 2}))) == Reply(
         reply_to=7, body={"ok": True, "id": 2}
     )
 
@@ -99,7 +99,7 @@ def test_kind_4_is_read_with_the_wire_layout() -> None:
 
 
 def test_kind_3_unwraps_to_the_frame_it_carries() -> None:
-    big = JsonFrame.encode(server.snapshot(HOME, {"blob": "x" * 70_000}))
+    big = JsonFrame.encode(server.Snapshot(subject=HOME, data={"blob": "x" * 70_000}))
     data, is_text = big.for_connection(deflate=True)
     assert not is_text
     frame = decode_frame(data)
@@ -122,5 +122,5 @@ def test_malformed_frames_are_typed_peer_errors(bad: str | bytes) -> None:
 
 
 def test_gzip_round_trip_matches_the_plain_text() -> None:
-    plain = JsonFrame.encode(server.pong())
+    plain = JsonFrame.encode(server.Pong())
     assert gzip.decompress(plain.deflated()[1:]) == plain.text

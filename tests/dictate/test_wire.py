@@ -7,10 +7,12 @@ import json
 
 import pytest
 
+from forge.client.frames import decode_frame
 from forge.wire.client import DictateOptions, DictateStop, DictateStream, decode_client
-from forge.wire.dictate import Axes, DictateEnded, VoiceAudio, decode, encode
+from forge.wire.dictate import Axes, DictateEnded, VoiceAudio
 from forge.wire.errors import ClientRefusal
 from forge.wire.seats import Seat
+from forge.wire.server import JsonFrame
 
 SEAT = Seat("acme", "proj", "a")
 KEY = {"org": "acme", "project": "proj", "label": "a"}
@@ -46,9 +48,9 @@ def test_server_messages_are_tagged_on_kind_first_and_read_back() -> None:
         key=SEAT, take=3, surface=None, text="Hi.", raw="hi", audio_ms=900, segments=1,
         options=Axes("semi_formal", "prose", "general"),
     )  # fmt: skip
-    text = encode(ended).text
+    text = JsonFrame.encode(ended).text
     assert text.startswith(b'{"kind":"dictate_ended","key":')
-    assert decode(text) == ended
+    assert decode_frame(text.decode()) == ended
     clip = VoiceAudio.of(SEAT, 1, 22050, b"\x01\x00\xff\xff")
-    assert json.loads(encode(clip).text)["pcm"] == "AQD//w=="
-    assert decode(encode(clip).text).samples() == b"\x01\x00\xff\xff"  # type: ignore[union-attr]
+    assert json.loads(JsonFrame.encode(clip).text)["pcm"] == "AQD//w=="
+    assert decode_frame(JsonFrame.encode(clip).text.decode()).samples() == b"\x01\x00\xff\xff"  # type: ignore[union-attr]

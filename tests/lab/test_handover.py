@@ -20,14 +20,20 @@ from .kit import Kit
 async def old_supervisor(ws: ServerConnection) -> None:
     """Frames 1 and 2, then every message refused as an unknown kind, never naming it."""
     await ws.send(
-        json.dumps(
-            server.greeting(forge_version="0.old", forge_version_short="0.old", client_settings={})
-        )
+        json.dumps(server.Greeting(forge_version="0.old", forge_version_short="0.old", settings={}))
     )
-    await ws.send(json.dumps(server.settings({"source": None, "areas": []})))
+    await ws.send(
+        server.JsonFrame.encode(
+            server.Settings(document={"source": None, "areas": []})
+        ).text.decode()
+    )
     async for text in ws:
         kind = json.loads(text)["kind"]
-        await ws.send(json.dumps(server.error("client_message", f"unknown kind `{kind}`")))
+        await ws.send(
+            server.JsonFrame.encode(
+                server.Error(what="client_message", why=f"unknown kind `{kind}`")
+            ).text.decode()
+        )
 
 
 @pytest.fixture

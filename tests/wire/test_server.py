@@ -12,18 +12,19 @@ from forge.wire.server import DEFLATE_THRESHOLD, JsonFrame
 from forge.wire.unserved import answer_unserved
 
 SEAT = Seat("acme", "proj", "lead")
+SEAT_JSON = {"org": "acme", "project": "proj", "label": "lead"}
 
 
-def wire(message: server.Message) -> object:
+def wire(message: server.ServerMessage) -> object:
     return json.loads(JsonFrame.encode(message).text)
 
 
 def test_greeting_shape() -> None:
     message = wire(
-        server.greeting(
+        server.Greeting(
             forge_version="0.1.0 · abc1234",
             forge_version_short="0.1.0+abc1234",
-            client_settings={"mark": None},
+            settings={"mark": None},
         )
     )
     assert message == {
@@ -36,26 +37,26 @@ def test_greeting_shape() -> None:
 
 
 def test_update_numbering_keys() -> None:
-    seat_update = wire(server.update("seat_changed", {"key": SEAT}, seq=4))
+    seat_update = wire(server.Update.of("seat_changed", {"key": SEAT}, seq=4))
     assert seat_update == {
         "kind": "update",
         "update": {"seat_changed": {"key": {"org": "acme", "project": "proj", "label": "lead"}}},
         "seq": 4,
         "span": 1,
     }
-    keyless = wire(server.update("fatal_error", {"error": None}, seq=None))
+    keyless = wire(server.Update.of("fatal_error", {"error": None}, seq=None))
     assert keyless == {"kind": "update", "update": {"fatal_error": {"error": None}}, "span": 1}
-    assert wire(server.update("catalog_loaded", None, seq=None))["update"] == "catalog_loaded"  # type: ignore[index]
+    assert wire(server.Update.of("catalog_loaded", None, seq=None))["update"] == "catalog_loaded"  # type: ignore[index]
 
 
 def test_snapshot_echoes_the_subject_in_its_wire_shape() -> None:
-    assert wire(server.snapshot(session(SEAT), {}))["subject"] == {  # type: ignore[index]
+    assert wire(server.Snapshot(subject=session(SEAT), data={}))["subject"] == {  # type: ignore[index]
         "session": {"org": "acme", "project": "proj", "label": "lead"}
     }
 
 
 def test_error_has_null_seat_and_dispatch_id_by_default() -> None:
-    assert wire(server.error("client_message", "unknown kind `x`")) == {
+    assert wire(server.Error(what="client_message", why="unknown kind `x`")) == {
         "kind": "error",
         "what": "client_message",
         "why": "unknown kind `x`",
@@ -64,10 +65,10 @@ def test_error_has_null_seat_and_dispatch_id_by_default() -> None:
     }
 
 
-def big(total: int) -> server.Message:
+def big(total: int) -> server.ServerMessage:
     """A message whose JSON is exactly `total` bytes."""
-    empty = len(JsonFrame.encode({"kind": "snapshot", "pad": ""}).text)
-    return {"kind": "snapshot", "pad": "x" * (total - empty)}
+    empty = len(JsonFrame.encode(server.Snapshot(subject="home", data={"pad": ""})).text)
+    return server.Snapshot(subject="home", data={"pad": "x" * (total - empty)})
 
 
 def test_deflate_threshold_is_inclusive_and_only_on_deflate_connections() -> None:
@@ -90,5 +91,6 @@ def test_gzip_is_deterministic() -> None:
 
 def test_unserved_answers_cannot_loop_a_client() -> None:
     page = answer_unserved(More(conversation=SEAT))
-    assert page == {"kind": "page", "conversation": SEAT, "turns": [], "cursor": None}
+    assert page == server.Page(conversation=SEAT, turns=[], cursor=None)
+    assert wire(page) == {"kind": "page", "conversation": SEAT_JSON, "turns": [], "cursor": None}
     assert answer_unserved(ClientPerf()) is None

@@ -467,12 +467,14 @@ class BrowserService(WorkerService):
         except ClientRefusal as refusal:
             if message.reply_to is None:
                 raise
-            connection.send(server.reply(message.reply_to, browser.Refused(why=refusal.why)))
+            connection.send(
+                server.Reply(reply_to=message.reply_to, body=browser.Refused(why=refusal.why))
+            )
             return
         profile.followers.add(connection)
         if message.reply_to is not None:
             body = browser.Tabs(tabs=self._tabs_state(profile, browser.TabsState))
-            connection.send(server.reply(message.reply_to, body))
+            connection.send(server.Reply(reply_to=message.reply_to, body=body))
 
     # --- attach, detach (BR01-BR07) -------------------------------------------------------
 
@@ -551,7 +553,9 @@ class BrowserService(WorkerService):
             raise
         if reply_to is not None:
             connection.send(
-                server.reply(reply_to, browser.Attached(profile=profile.key, tab=asked))
+                server.Reply(
+                    reply_to=reply_to, body=browser.Attached(profile=profile.key, tab=asked)
+                )
             )
         self._push_view(profile, surface)
         connection.send(_nav_state(profile, self._warming.pop(connection, None) or nav))
@@ -585,9 +589,9 @@ class BrowserService(WorkerService):
             body = (
                 refusal.body if isinstance(refusal, _PageGone) else browser.Refused(why=refusal.why)
             )
-            connection.send(server.reply(reply_to, body))
+            connection.send(server.Reply(reply_to=reply_to, body=body))
         else:
-            connection.send(server.error(what, refusal.why, refusal.seat))
+            connection.send(server.Error(what=what, why=refusal.why, seat=refusal.seat))
 
     async def _detach(self, connection: Connection, message: BrowserDetach) -> None:
         viewer = self.table.viewer_of(connection)
@@ -748,7 +752,7 @@ class BrowserService(WorkerService):
         if surface is not None:
             await self._fit_listening("browser_audio", self.profiles[surface[0]], surface)
         if message.reply_to is not None:
-            connection.send(server.reply(message.reply_to, browser.Done()))
+            connection.send(server.Reply(reply_to=message.reply_to, body=browser.Done()))
 
     # --- input, control, history (BR09-BR16) ----------------------------------------------
 
@@ -843,25 +847,29 @@ class BrowserService(WorkerService):
             log.info(what, landed=False, profile=profile_key, tab=tab, why=refusal.why)
             if message.reply_to is None:
                 raise
-            connection.send(server.reply(message.reply_to, browser.Refused(why=refusal.why)))
+            connection.send(
+                server.Reply(reply_to=message.reply_to, body=browser.Refused(why=refusal.why))
+            )
             return
         chars = None if text is None else len(text)
         fields = {"profile": profile_key, "tab": tab, "accept": message.accept, "chars": chars}
         log.info(what, landed=True, **fields)
         if message.reply_to is not None:
-            connection.send(server.reply(message.reply_to, browser.Done()))
+            connection.send(server.Reply(reply_to=message.reply_to, body=browser.Done()))
 
     async def _open(self, connection: Connection, message: BrowserOpen) -> None:
         try:
             profile = await self._host("browser_open", message.seat)
             opened = await self._ask("browser_open", profile, Open(url=message.url))
         except ClientRefusal as refusal:
-            connection.send(server.reply(message.reply_to, browser.Refused(why=refusal.why)))
+            connection.send(
+                server.Reply(reply_to=message.reply_to, body=browser.Refused(why=refusal.why))
+            )
             return
         tab = opened.tab
         profile.owners[tab] = message.seat
         self._seat_tabs[message.seat] = (profile.key, tab)
-        connection.send(server.reply(message.reply_to, browser.Opened(tab=tab)))
+        connection.send(server.Reply(reply_to=message.reply_to, body=browser.Opened(tab=tab)))
         self._push_tabs(profile)
 
     # --- file choosers (BR17, BR18, O-BR10) -----------------------------------------------

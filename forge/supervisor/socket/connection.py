@@ -43,7 +43,7 @@ class Limits:
     watchdog_s: float
 
 
-_PONG = JsonFrame.encode(server.pong()).text
+_PONG = JsonFrame.encode(server.Pong()).text
 
 INBOX_LIMIT = 256
 """Client frames waiting for the dispatcher; past this the reader stops reading (TCP pushback)."""
@@ -112,8 +112,8 @@ class Connection:
 
     # Outbound: every frame is queued here and written by the one writer.
 
-    def send(self, message: server.Sendable) -> None:
-        """Send one JSON message (a control frame: never dropped)."""
+    def send(self, message: server.ServerMessage) -> None:
+        """Send one server message (a control frame: never dropped)."""
         self.send_frame(JsonFrame.encode(message))
 
     def send_frame(self, frame: JsonFrame) -> None:

@@ -102,13 +102,13 @@ class Supervisor:
         config = loaded.config
         stamp = build_stamp()
         self._greeting = JsonFrame.encode(
-            server.greeting(
+            server.Greeting(
                 forge_version=stamp.full,
                 forge_version_short=stamp.short,
-                client_settings=greeting_settings(config),
+                settings=greeting_settings(config),
             )
         )
-        self._settings = JsonFrame.encode(server.settings(loaded.document))
+        self._settings = JsonFrame.encode(server.Settings(document=loaded.document))
         bind, port, scheme = self._listening
         self.origins = OriginPolicy.build(
             bind=bind, port=port, allowed_origins=config.server.allowed_origins, scheme=scheme
@@ -231,11 +231,11 @@ class Supervisor:
             self._refuse(connection, refusal)
         except Exception as failure:
             # A bug in one handler must not take the client's other work down with it.
-            connection.send(server.error(kind, _handler_failed(connection, kind, failure)))
+            connection.send(server.Error(what=kind, why=_handler_failed(connection, kind, failure)))
 
     def _refuse(self, connection: Connection, refusal: ClientRefusal) -> None:
         log.debug("socket_refused", peer=connection.peer, what=refusal.what, why=refusal.why)
-        connection.send(server.error(refusal.what, refusal.why, refusal.seat))
+        connection.send(server.Error(what=refusal.what, why=refusal.why, seat=refusal.seat))
 
     @staticmethod
     def _serve_binary_now(
@@ -299,10 +299,9 @@ class Supervisor:
         state = self.seats.get(seat)
         if state is None:
             raise InternalError(f"update {variant} for seat {seat}, which has not been started")
-        message = server.update(variant, body, seq=state.window.next_seq)
-        message["update"] = server.encoded(message["update"])
-        frame = JsonFrame.encode(message)
-        seq = state.window.append(message["update"], len(frame.text))
+        payload = server.encoded({variant: body})
+        frame = JsonFrame.encode(server.Update(update=payload, seq=state.window.next_seq, span=1))
+        seq = state.window.append(payload, len(frame.text))
         subjects_: list[Subject] = [session(seat), HOME] if home else [session(seat)]
         for connection in self._holders(subjects_):
             connection.send_frame(frame)
@@ -314,7 +313,7 @@ class Supervisor:
 
     def publish_keyless(self, variant: str, body: dict[str, Any] | None) -> None:
         """An update that belongs to no seat: no `seq`, to every home holder (S22, H07)."""
-        frame = JsonFrame.encode(server.update(variant, body, seq=None))
+        frame = JsonFrame.encode(server.Update.of(variant, body, seq=None))
         for connection in self._holders([HOME]):
             connection.send_frame(frame)
 
@@ -434,7 +433,7 @@ class Supervisor:
 
     async def _send_home(self) -> None:
         data = await self.snapshot_of(HOME)
-        frame = JsonFrame.encode(server.snapshot(HOME, data))
+        frame = JsonFrame.encode(server.Snapshot(subject=HOME, data=data))
         for connection in self._holders([HOME]):
             connection.send_frame(frame)
 
@@ -463,7 +462,7 @@ class Supervisor:
         first = message.what not in self._subscribers
         connection.subscriptions[message.what] += 1
         self._subscribers[message.what].add(connection)
-        connection.send(server.snapshot(message.what, data))
+        connection.send(server.Snapshot(subject=message.what, data=data))
         self._spend_marks()
         if first:
             self._tell_held(message.what, True)
@@ -486,7 +485,8 @@ class Supervisor:
         if state is None:
             raise ClientRefusal("seat_range", f"no seat {message.slot} is held", message.slot)
         frames = state.window.range(message.epoch, message.from_, message.to)
-        connection.send(server.seat_frames(message.slot, state.epoch, frames))
+        seat_frames = [server.SeatFrame(seq=seq, update=update) for seq, update in frames]
+        connection.send(server.SeatFrames(slot=message.slot, epoch=state.epoch, frames=seat_frames))
 
     async def _command(self, connection: Connection, message: Command) -> None:
         """Run the command; a reply command's refusal is its reply's body, not an error (S16)."""
@@ -505,7 +505,7 @@ class Supervisor:
                 log.debug("socket_refused", peer=connection.peer, what="command", why=why)
             else:
                 why = _handler_failed(connection, "command", failure)
-            connection.send(server.reply(reply_to, {"ok": False, "why": why}))
+            connection.send(server.Reply(reply_to=reply_to, body={"ok": False, "why": why}))
 
     async def _unserved(self, connection: Connection, message: ClientMessage) -> None:
         seat = seat_of(message)

@@ -19,6 +19,7 @@ from forge.supervisor.socket.core import Supervisor
 from forge.wire.binary import terminal_output
 from forge.wire.client import ClientMessage
 from forge.wire.seats import Seat
+from forge.wire.server import ServerMessage
 
 STREAM_HIGH_WATER = 512 * 1024
 """Past this many unsent bytes a drill stream waits for the listener to drain to half of it."""
@@ -75,13 +76,27 @@ class DrillFrames(ClientMessage, frozen=True, tag="drill_frames"):
     policy: str
 
 
+class DrillDone(ServerMessage, frozen=True, kw_only=True, tag="drill_done"):
+    """A drill verb finished. Drill messages are not part of the protocol: they are not in
+    `forge.wire.registry`."""
+
+
+class DrillOverflow(ServerMessage, frozen=True, kw_only=True, tag="drill_overflow"):
+    """A bounded drill frame `seq` overflowed its queue."""
+
+    seq: int
+
+
+DRILL_DONE = DrillDone()
+
+
 def install(supervisor: Supervisor) -> None:
     """Register every drill verb on `supervisor`."""
     listeners: list[Connection] = []
 
     async def start_seat(connection: Connection, message: DrillStartSeat) -> None:
         await supervisor.start_seat(message.seat)
-        connection.send({"kind": "drill_done"})
+        connection.send(DRILL_DONE)
 
     async def seat_update(connection: Connection, message: DrillSeatUpdate) -> None:
         supervisor.publish_seat_update(
@@ -96,14 +111,14 @@ def install(supervisor: Supervisor) -> None:
 
     async def stall(connection: Connection, message: DrillStall) -> None:
         await supervisor.clock.sleep(message.seconds)
-        connection.send({"kind": "drill_done"})
+        connection.send(DRILL_DONE)
 
     async def blob(connection: Connection, message: DrillBlob) -> None:
         connection.send_binary(bytes(message.size))
 
     async def listen(connection: Connection, message: DrillListen) -> None:
         listeners.append(connection)
-        connection.send({"kind": "drill_done"})
+        connection.send(DRILL_DONE)
 
     async def stream(connection: Connection, message: DrillStream) -> None:
         audience = [c for c in listeners if not c.closed]
@@ -115,13 +130,13 @@ def install(supervisor: Supervisor) -> None:
                     await listener.writable(below=STREAM_HIGH_WATER // 2)
                 listener.send_binary(frame)
         for listener in audience:
-            listener.send({"kind": "drill_done"})
+            listener.send(DRILL_DONE)
 
     async def frames(connection: Connection, message: DrillFrames) -> None:
         payload = bytes(message.size)
 
         def told(seq: int) -> Callable[[], None]:
-            return lambda: connection.send({"kind": "drill_overflow", "seq": seq})
+            return lambda: connection.send(DrillOverflow(seq=seq))
 
         for seq in range(1, message.count + 1):
             frame = terminal_output(terminal=1, seq=seq, data=payload)
@@ -129,7 +144,7 @@ def install(supervisor: Supervisor) -> None:
                 connection.send_latest("drill", frame)
             else:
                 connection.send_bounded("drill", frame, on_overflow=told(seq))
-        connection.send({"kind": "drill_done"})
+        connection.send(DRILL_DONE)
 
     supervisor.on_disconnect(lambda c: listeners.remove(c) if c in listeners else None)
     supervisor.register_verb(DrillStartSeat, start_seat)

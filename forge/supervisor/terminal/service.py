@@ -200,7 +200,9 @@ class TerminalService(WorkerService):
         except ClientRefusal as refusal:
             if message.reply_to is None:
                 raise
-            connection.send(server.reply(message.reply_to, wire.ViewRefused(why=refusal.why)))
+            connection.send(
+                server.Reply(reply_to=message.reply_to, body=wire.ViewRefused(why=refusal.why))
+            )
             return
         self._detach(connection)
         viewer = terminal.room.attach(connection, next(self._viewer_numbers))
@@ -208,7 +210,9 @@ class TerminalService(WorkerService):
         self._attached[connection] = terminal
         log.info("terminal_attach", seat=str(seat), id=terminal.room.id, viewer=viewer.number)
         if message.reply_to is not None:
-            connection.send(server.reply(message.reply_to, wire.ViewOpened(id=terminal.room.id)))
+            connection.send(
+                server.Reply(reply_to=message.reply_to, body=wire.ViewOpened(id=terminal.room.id))
+            )
         await self._sync(terminal, viewer)
 
     async def _terminal_to_view(self, seat: Seat, wanted: int | None) -> _Terminal:
@@ -388,7 +392,7 @@ class TerminalService(WorkerService):
         terminal.control_moved.clear()
         self._refresh_pace(terminal)
         room = terminal.room
-        frame = wire.encode(
+        frame = server.JsonFrame.encode(
             wire.TerminalControl(seat=room.seat, id=room.id, controller=_number(room.controller))
         )
         for viewer in room.viewers.values():
@@ -440,7 +444,7 @@ class TerminalService(WorkerService):
             viewer=viewer.number,
             controller=_number(room.controller),
         )
-        viewer.connection.send_frame(wire.encode(message))
+        viewer.connection.send(message)
         for chunk in flow.view_drawn(view.seq):
             self._send_chunk(terminal, viewer, chunk)
         if viewer is room.controller:  # what it had not parsed before the view no longer counts

@@ -67,7 +67,6 @@ from forge.wire.dictate import (
     VoiceAudio,
     VoiceModeState,
     body,
-    encode,
 )
 from forge.wire.errors import ClientRefusal
 from forge.wire.seats import HOME, Seat, session
@@ -130,7 +129,7 @@ class LiveTake:
         return self.connection
 
     def send(self, message: DictateMessage) -> None:
-        self.connection.send_frame(encode(message))
+        self.connection.send(message)
 
 
 class DictationService(WorkerService):
@@ -386,7 +385,7 @@ class DictationService(WorkerService):
         state = self.supervisor.seats.get(seat)
         if state is not None:
             state.voice_listeners = change.listeners
-        frame = encode(VoiceModeState(key=seat, listeners=change.listeners))
+        frame = JsonFrame.encode(VoiceModeState(key=seat, listeners=change.listeners))
         for connection in self.supervisor.subscribers(session(seat)) | ({also} if also else set()):
             connection.send_frame(frame)
         if change.note is not None:
@@ -421,7 +420,7 @@ class DictationService(WorkerService):
             samples = bytes(raw.payloads[0]) if raw.payloads else b""
             self._voice_seq[seat] += 1
             seq = self._voice_seq[seat]
-            frame = encode(VoiceAudio.of(seat, seq, spoken.sample_rate, samples))
+            frame = JsonFrame.encode(VoiceAudio.of(seat, seq, spoken.sample_rate, samples))
             for connection in self.supervisor.subscribers(session(seat)) | self.room.members(seat):
                 connection.send_frame(frame)
         seconds = round(len(samples) / 2 / spoken.sample_rate, 2)
@@ -447,7 +446,7 @@ class DictationService(WorkerService):
         else:
             said = await self.speak(message.key, message.text, message.voice)
         if message.reply_to is not None:
-            connection.send(server.reply(message.reply_to, body(said)))
+            connection.send(server.Reply(reply_to=message.reply_to, body=body(said)))
         elif not said.ok:
             raise ClientRefusal("voice_say", str(said.why), message.key)
 
@@ -487,13 +486,13 @@ class DictationService(WorkerService):
 
     async def _publish_models(self) -> None:
         frame = JsonFrame.encode(
-            server.update("dictate_models_changed", await self._models_view(), seq=None)
+            server.Update.of("dictate_models_changed", await self._models_view(), seq=None)
         )
         for connection in self.supervisor.subscribers("dictate_models"):
             connection.send_frame(frame)
 
     def _announce_available(self) -> None:
-        frame = JsonFrame.encode(server.update("dictate_availability", None, seq=None))
+        frame = JsonFrame.encode(server.Update.of("dictate_availability", None, seq=None))
         holders = self.supervisor.subscribers(HOME) | self.supervisor.subscribers("dictate_models")
         for connection in holders:
             connection.send_frame(frame)
@@ -532,9 +531,9 @@ class DictationService(WorkerService):
         self.bench = self.speaking_bench = None
         await self._publish_models()
         if message.reply_to is not None:
-            connection.send(server.reply(message.reply_to, answer))
+            connection.send(server.Reply(reply_to=message.reply_to, body=answer))
         elif not answer["ok"]:
-            connection.send(server.error("dictate_bench", answer["why"]))
+            connection.send(server.Error(what="dictate_bench", why=answer["why"]))
 
     def _write_results(self) -> None:
         document = {"results": self.results, "speaking_results": self.speaking_results}

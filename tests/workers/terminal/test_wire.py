@@ -33,7 +33,7 @@ def test_a_terminal_view_is_the_same_json_and_reads_back() -> None:
         seat=SEAT, id=1, cols=80, rows=24, seq=9, screen="\x1b[H", viewers=2, viewer=3,
         controller=None,
     )  # fmt: skip
-    text = wire.encode(view).text
+    text = server.JsonFrame.encode(view).text
     assert list(json.loads(text).items()) == [
         ("kind", "terminal_view"), ("seat", SEAT_JSON), ("id", 1), ("cols", 80), ("rows", 24),
         ("seq", 9), ("screen", "\x1b[H"), ("viewers", 2), ("viewer", 3), ("controller", None),
@@ -45,7 +45,7 @@ def test_a_terminal_view_is_the_same_json_and_reads_back() -> None:
 
 def test_a_control_notice_is_the_same_json_and_reads_back() -> None:
     notice = wire.TerminalControl(seat=SEAT, id=2, controller=1)
-    text = wire.encode(notice).text.decode()
+    text = server.JsonFrame.encode(notice).text.decode()
     assert json.loads(text) == {
         "kind": "terminal_control", "seat": SEAT_JSON, "id": 2, "controller": 1,
     }  # fmt: skip
@@ -74,8 +74,10 @@ def test_terminal_changed_carries_the_summary_and_a_reason_only_once_the_host_is
 
 
 def test_view_replies_are_ok_with_an_id_or_not_ok_with_why() -> None:
-    opened = server.JsonFrame.encode(server.reply(1, wire.ViewOpened(id=3))).text
-    refused = server.JsonFrame.encode(server.reply(2, wire.ViewRefused(why="no"))).text
+    opened = server.JsonFrame.encode(server.Reply(reply_to=1, body=wire.ViewOpened(id=3))).text
+    refused = server.JsonFrame.encode(
+        server.Reply(reply_to=2, body=wire.ViewRefused(why="no"))
+    ).text
     assert json.loads(opened) == {"kind": "reply", "reply_to": 1, "body": {"ok": True, "id": 3}}
     assert json.loads(refused)["body"] == {"ok": False, "why": "no"}
 
@@ -88,7 +90,9 @@ def test_kind_4_reads_back_or_is_none_without_a_whole_header() -> None:
 
 
 def test_the_errors_that_end_an_attachment_name_the_verb_a_client_reacts_to() -> None:
-    assert wire.closed(SEAT, 3) == server.error("terminal_close", "terminal 3 closed", SEAT)
+    assert wire.closed(SEAT, 3) == server.Error(
+        what="terminal_close", why="terminal 3 closed", seat=SEAT
+    )
     lost = wire.host_stopped(SEAT, 3, "worker_crashed")
-    assert (lost["what"], lost["seat"]) == ("terminal_view", SEAT)
-    assert "worker_crashed" in lost["why"]
+    assert (lost.what, lost.seat) == ("terminal_view", SEAT)
+    assert "worker_crashed" in lost.why
