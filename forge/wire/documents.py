@@ -15,8 +15,14 @@ import msgspec
 from forge.wire.seats import Seat
 from forge.wire.server import ServerMessage
 
-DocumentKind = Literal["markdown", "pdf", "text"] | dict[str, str]
-"""`{"other": "<extension>"}` for a kind this server does not know, the extension kept as is."""
+
+class OtherKind(msgspec.Struct, frozen=True):
+    """`{"other": "<extension>"}`: a kind this server does not know, the extension kept as is."""
+
+    other: str
+
+
+DocumentKind = Literal["markdown", "pdf", "text"] | OtherKind
 
 
 class DocumentRead(ServerMessage, frozen=True, kw_only=True, tag="document_read"):

@@ -5,6 +5,7 @@
 // protocol's order: re-subscribe, re-attach what is on screen, re-send `showing`.
 
 import { PerfBatch } from "./perf";
+import type { ServerUpdate } from "./gen/protocol";
 import { ForgeSocket, type LinkState } from "./socket";
 import {
   BUILT_IN_LOOK,
@@ -19,6 +20,7 @@ import {
   type Home,
   type Look,
   type Seat,
+  type ClientMessage,
   type ServerMessage,
   type Session,
   type SettingsDocument,
@@ -200,7 +202,7 @@ export class App {
     this.surfaces.delete(surface);
   }
 
-  send(message: Record<string, unknown>): boolean {
+  send(message: ClientMessage): boolean {
     return this.socket.send(message);
   }
 
@@ -261,21 +263,21 @@ export class App {
     }
     switch (message.kind) {
       case "settings":
-        this.settings = message.document as SettingsDocument;
+        this.settings = message.document as unknown as SettingsDocument;
         this.look = lookOf(this.settings) ?? this.look;
         break;
       case "snapshot":
-        this.snapshot(message.subject as Subject, message.data);
+        this.snapshot(message.subject, message.data);
         break;
       case "update":
         this.update(message);
         break;
       case "error":
-        if (message.what === "subscribe" && sameSeat(message.seat as Seat | null, this.heldSeat)) {
+        if (message.what === "subscribe" && sameSeat(message.seat, this.heldSeat)) {
           this.sessionWaiting = true; // not started yet: held once home says it started
           return;
         }
-        this.notify(`${String(message.what)}: ${String(message.why)}`);
+        this.notify(`${message.what}: ${message.why}`);
         return;
       default:
         return;
@@ -298,7 +300,7 @@ export class App {
     }
   }
 
-  private update(message: ServerMessage): void {
+  private update(message: ServerUpdate): void {
     const [variant, body] = updateParts(message.update);
     const key = body.key as Seat | undefined;
     if (key && typeof message.seq === "number" && sameSeat(key, this.heldSeat)) {

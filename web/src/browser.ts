@@ -14,9 +14,11 @@ import {
   type ServerMessage,
   type TabRow,
   type Tabs,
+  verbs,
 } from "./wire";
+import type { ServerBrowserDownload } from "./gen/protocol";
 
-const VERBS = new Set([
+const VERBS = verbs(
   "browser_view",
   "browser_input",
   "browser_control",
@@ -27,7 +29,7 @@ const VERBS = new Set([
   "browser_dialog_answer",
   "browser_tabs",
   "browser_open",
-]);
+);
 const TAP_SLOP_PX = 10;
 
 export interface FileAsk {
@@ -152,10 +154,10 @@ export class BrowserSurface implements Surface {
     this.failed = null;
     this.sentSize = "";
     this.onChange();
-    const message: Record<string, unknown> = { kind: "browser_view", seat: this.seat };
-    if (tab !== null) message.tab = tab;
     this.app.socket
-      .request(message)
+      .request(
+        tab === null ? { kind: "browser_view", seat: this.seat } : { kind: "browser_view", seat: this.seat, tab },
+      )
       .then((body) => {
         const answer = body as { ok: boolean; tab?: number; why?: string };
         this.attaching = false;
@@ -236,43 +238,43 @@ export class BrowserSurface implements Surface {
   message(message: ServerMessage): boolean {
     switch (message.kind) {
       case "browser_tabs": {
-        const tabs = message as unknown as Tabs;
+        const tabs: Tabs = message;
         if (this.tabs && tabs.profile !== this.tabs.profile) return false;
         this.tabs = tabs;
         break;
       }
       case "browser_view":
-        this.profileId = message.id as number;
-        this.tab = message.tab as number;
-        this.viewer = message.viewer as number;
-        this.controller = message.controller as number | null;
+        this.profileId = message.id;
+        this.tab = message.tab;
+        this.viewer = message.viewer;
+        this.controller = message.controller;
         if (this.controller === null && this.wantControl) this.takeControl(true);
         this.resize();
         break;
       case "browser_nav_state":
         if (message.tab !== this.tab) return false;
-        this.canBack = message.can_back as boolean;
-        this.canForward = message.can_forward as boolean;
+        this.canBack = message.can_back;
+        this.canForward = message.can_forward;
         break;
       case "browser_surface_failed":
         if (message.tab !== this.tab) return false;
-        this.failed = String(message.reason);
+        this.failed = message.reason;
         this.tab = null;
         this.viewer = null;
         break;
       case "browser_file_dialog":
-        this.fileAsk = { id: message.id as number, multiple: message.multiple as boolean };
+        this.fileAsk = { id: message.id, multiple: message.multiple };
         break;
       case "browser_download":
         this.download(message);
         return true;
       case "error":
-        if (!VERBS.has(String(message.what))) return false;
+        if (!VERBS.has(message.what)) return false;
         if (message.what === "browser_view") {
-          this.failed = String(message.why);
+          this.failed = message.why;
           this.tab = null;
         } else {
-          this.app.notify(`${String(message.what)}: ${String(message.why)}`);
+          this.app.notify(`${message.what}: ${message.why}`);
         }
         break;
       default:
@@ -282,7 +284,7 @@ export class BrowserSurface implements Surface {
     return true;
   }
 
-  private download(message: ServerMessage): void {
+  private download(message: ServerBrowserDownload): void {
     if (message.dropped) {
       this.app.notify(`${String(message.lost)} download(s) were lost before anyone held control`);
       return;

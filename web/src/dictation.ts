@@ -9,9 +9,9 @@
 import type { App, Surface } from "./app";
 import { Microphone } from "./mic";
 import { DICTATION_FRAME, DICTATION_RATE } from "./pcm";
-import { dictationFrame, sameSeat, type Seat, type ServerMessage } from "./wire";
+import { dictationFrame, sameSeat, verbs, type Seat, type ServerMessage } from "./wire";
 
-const VERBS = new Set(["dictate_stream", "dictate_stop", "dictate_cancel"]);
+const VERBS = verbs("dictate_stream", "dictate_stop", "dictate_cancel");
 const FRAME_MS = (DICTATION_FRAME * 1000) / DICTATION_RATE;
 
 /** idle; opening the microphone; live (capturing); ending (stopped or cancelled, words due). */
@@ -158,31 +158,42 @@ export class Dictation implements Surface {
   }
 
   message(message: ServerMessage): boolean {
-    if (message.kind === "error" && VERBS.has(String(message.what))) {
+    if (message.kind === "error" && VERBS.has(message.what)) {
       if (this.state === "idle") return true;
-      this.end(String(message.why));
+      this.end(message.why);
       return true;
     }
-    if (!message.kind.startsWith("dictate_") || !sameSeat(message.key as Seat, this.seat)) return false;
+    switch (message.kind) {
+      case "dictate_started":
+      case "dictate_phase":
+      case "dictate_level":
+      case "dictate_partial":
+      case "dictate_ended":
+      case "dictate_failed":
+        break;
+      default:
+        return false;
+    }
+    if (!sameSeat(message.key, this.seat)) return false;
     if (this.state === "idle") return true; // a take this page already let go of
     switch (message.kind) {
       case "dictate_phase":
-        this.phase = String(message.phase);
+        this.phase = message.phase;
         this.hook.phases.push(this.phase);
         break;
       case "dictate_level":
-        this.level = Number(message.rms);
+        this.level = message.rms;
         this.hook.maxLevel = Math.max(this.hook.maxLevel, this.level);
         break;
       case "dictate_partial":
-        this.partial = String(message.text);
+        this.partial = message.text;
         break;
       case "dictate_ended":
-        this.landWords(String(message.text));
+        this.landWords(message.text);
         this.end(null);
         return true;
       case "dictate_failed":
-        this.end(message.cancelled ? null : String(message.why));
+        this.end(message.cancelled ? null : message.why);
         return true;
       default:
         break;

@@ -58,8 +58,8 @@ class DocumentReads implements Surface {
       this.listed = undefined;
       this.onListing(
         message.kind === "error"
-          ? { state: "failed", root, why: String(message.why) }
-          : { state: "listed", root, answer: message as unknown as DocumentListing },
+          ? { state: "failed", root, why: message.why }
+          : { state: "listed", root, answer: message },
       );
       return true;
     }
@@ -67,13 +67,13 @@ class DocumentReads implements Surface {
     if (message.kind === "document_read") {
       if (asked === null) return true;
       this.asked = null;
-      this.onAnswer({ state: "read", answer: message as unknown as DocumentAnswer });
+      this.onAnswer({ state: "read", answer: message });
       return true;
     }
     if (message.kind === "error" && message.what === "document_read") {
       if (asked !== null) {
         this.asked = null;
-        this.onAnswer({ state: "failed", path: asked, why: String(message.why) });
+        this.onAnswer({ state: "failed", path: asked, why: message.why });
       }
       return true;
     }

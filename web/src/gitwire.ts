@@ -1,7 +1,7 @@
 // A seat's files on the wire (docs/protocol.md, "Subjects" → session, and "A seat's files"):
 // the work row, the git layer, the capped diff, and the document/file answers. No I/O here.
 
-import type { Seat } from "./wire";
+import type { ServerDocumentList, ServerDocumentRead } from "./gen/protocol";
 
 export type FileStatus =
   | "modified"
@@ -81,26 +81,13 @@ export interface Diff {
   base_error: string | null;
 }
 
-export type DocumentKind = "markdown" | "pdf" | "text" | { other: string };
+export type DocumentKind = ServerDocumentRead["document_kind"];
 
-export interface DocumentAnswer {
-  session: Seat;
-  path: string;
-  document_kind: DocumentKind;
-  bytes: string;
-  reviewable: boolean;
-  content_hash: string;
-}
+/** `document_read`'s answer. */
+export type DocumentAnswer = ServerDocumentRead;
 
 /** `document_list`'s answer: the documents under `root`, each `path` relative to it. */
-export interface DocumentListing {
-  session: Seat;
-  /** The root as it was asked for (null: the tree). */
-  asked: string | null;
-  root: string;
-  documents: { path: string; document_kind: DocumentKind; size: number }[];
-  truncated: boolean;
-}
+export type DocumentListing = ServerDocumentList;
 
 /** The letter a file list shows for a status, as `git status --short` would. */
 export const STATUS_LETTER: Record<FileStatus, string> = {

@@ -50,15 +50,15 @@ export class SettingsSaves implements Surface {
       this.draft.clear();
       this.outcome = {
         state: "saved",
-        restart: (message.restart as string[] | undefined) ?? [],
-        message: (message.message as string | null | undefined) ?? null,
+        restart: message.restart,
+        message: message.message,
       };
     } else {
-      const keyPath = (message.key_path as string | null | undefined) ?? null;
+      const keyPath = message.key_path;
       this.outcome = {
         state: "refused",
-        reason: message.reason as Reason,
-        message: String(message.message),
+        reason: message.reason,
+        message: message.message,
         keyPath: keyPath === null ? null : (outcome.sent.get(keyPath) ?? keyPath),
       };
     }

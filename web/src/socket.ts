@@ -1,7 +1,15 @@
 // The one WebSocket to /socket on this page's own origin: dial, probe, redial with backoff.
 
 import { Backoff, Probe } from "./link";
-import { parseBinary, type BinaryFrame, type Greeting, type ServerMessage } from "./wire";
+import type { ServerReply } from "./gen/protocol";
+import { parseBinary, type BinaryFrame, type ClientMessage, type Greeting, type ServerMessage } from "./wire";
+
+/** A message that is answered through `reply_to`, without it: `request` gives it a fresh one. */
+export type Request = ClientMessage extends infer M
+  ? M extends { reply_to?: unknown }
+    ? Omit<M, "reply_to">
+    : never
+  : never;
 
 export type LinkState = "connecting" | "open" | "reconnecting" | "unpaired";
 
@@ -114,7 +122,7 @@ export class ForgeSocket {
     return this.greetings;
   }
 
-  send(message: Record<string, unknown>): boolean {
+  send(message: ClientMessage): boolean {
     if (this.ws?.readyState !== WebSocket.OPEN) return false;
     this.ws.send(JSON.stringify(message));
     return true;
@@ -127,7 +135,7 @@ export class ForgeSocket {
   }
 
   /** Send with a fresh `reply_to` and resolve with the reply's body (or the error's why). */
-  request(message: Record<string, unknown>): Promise<unknown> {
+  request(message: Request): Promise<unknown> {
     const id = this.nextReply++;
     return new Promise((resolve, reject) => {
       if (!this.send({ ...message, reply_to: id })) {
@@ -212,7 +220,7 @@ export class ForgeSocket {
     this.dial();
   }
 
-  private settle(message: ServerMessage): boolean {
+  private settle(message: ServerReply): boolean {
     const id = message.reply_to;
     if (typeof id !== "number") return false;
     const pending = this.replies.get(id);

@@ -7,7 +7,8 @@ import { Terminal, type ITheme } from "@xterm/xterm";
 import type { App, Surface } from "./app";
 import { keySequence, StickyModifiers, type ExtraKey } from "./keys";
 import { DiffInput } from "./textinput";
-import { sameSeat, terminalInput, type BinaryFrame, type Seat, type ServerMessage } from "./wire";
+import type { ServerTerminalView } from "./gen/protocol";
+import { sameSeat, terminalInput, verbs, type BinaryFrame, type Seat, type ServerMessage } from "./wire";
 
 const FONT_KEY = "forge.fontSize";
 const DEFAULT_FONT = 'ui-monospace, "DejaVu Sans Mono", Menlo, Consolas, monospace';
@@ -26,7 +27,7 @@ export const ACK_EVERY = 64 * 1024;
  * never slows the shell) and takes a fresh view once it has caught up.
  */
 export const PAUSE_ABOVE = 512 * 1024;
-const VERBS = new Set([
+const VERBS = verbs(
   "terminal_view",
   "terminal_resize",
   "terminal_pause",
@@ -34,7 +35,7 @@ const VERBS = new Set([
   "terminal_control",
   "terminal_close",
   "terminal_detach",
-]);
+);
 
 export const THEMES: Record<string, ITheme> = {
   dark: { background: "#11151c", foreground: "#d8dee9", cursor: "#f0c674", selectionBackground: "#3b4252" },
@@ -199,10 +200,8 @@ export class TerminalSurface implements Surface {
     this.paused = false;
     this.catchingUp = false;
     this.onChange();
-    const message: Record<string, unknown> = { kind: "terminal_view", seat: this.seat };
-    if (id !== null) message.id = id;
     this.app.socket
-      .request(message)
+      .request(id === null ? { kind: "terminal_view", seat: this.seat } : { kind: "terminal_view", seat: this.seat, id })
       .then((body) => {
         const answer = body as { ok: boolean; id?: number; why?: string };
         if (answer.ok && typeof answer.id === "number") {
@@ -235,43 +234,42 @@ export class TerminalSurface implements Surface {
   // --- frames ----------------------------------------------------------------------------
 
   message(message: ServerMessage): boolean {
-    if (message.kind === "error" && VERBS.has(String(message.what))) {
-      const seat = message.seat as Seat | null;
+    if (message.kind === "error" && VERBS.has(message.what)) {
+      const seat = message.seat;
       if (seat && !sameSeat(seat, this.seat)) return false;
       if (message.what === "terminal_view" || message.what === "terminal_close") {
         this.id = null;
-        this.gone(String(message.why));
+        this.gone(message.why);
       } else {
-        this.app.notify(String(message.why));
+        this.app.notify(message.why);
       }
       return true;
     }
-    if (!message.kind.startsWith("terminal_") || !sameSeat(message.seat as Seat, this.seat)) {
-      return false;
-    }
+    if (message.kind !== "terminal_view" && message.kind !== "terminal_control") return false;
+    if (!sameSeat(message.seat, this.seat)) return false;
     if (message.kind === "terminal_view") this.view(message);
     if (message.kind === "terminal_control" && message.id === this.id) {
-      this.controller = message.controller as number | null;
+      this.controller = message.controller;
       this.layout();
       this.onChange();
     }
     return true;
   }
 
-  private view(message: ServerMessage): void {
-    this.id = message.id as number;
-    this.seq = message.seq as number;
-    this.viewer = message.viewer as number;
-    this.viewers = message.viewers as number;
-    this.controller = message.controller as number | null;
-    this.remoteSize = [message.cols as number, message.rows as number];
+  private view(message: ServerTerminalView): void {
+    this.id = message.id;
+    this.seq = message.seq;
+    this.viewer = message.viewer;
+    this.viewers = message.viewers;
+    this.controller = message.controller;
+    this.remoteSize = [message.cols, message.rows];
     this.term.reset();
     this.term.resize(...this.remoteSize);
     // xterm parses a write later: resized to this page's fit before then, the view (cursor moves
     // that paint rows without clearing them) landed on rows a narrower grid had wrapped, and
     // left their tails beside the prompt (a phone attaching after a desktop saw `#nupg`).
     this.drawingView = true;
-    this.term.write(message.screen as string, () => {
+    this.term.write(message.screen, () => {
       this.drawingView = false;
       this.layout();
     });

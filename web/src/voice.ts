@@ -98,26 +98,26 @@ export class Speaker implements Surface {
 
   message(message: ServerMessage): boolean {
     if (message.kind === "error" && (message.what === "voice_mode" || message.what === "voice_preview")) {
-      const seat = message.seat as Seat | null;
+      const seat = message.seat;
       if (seat && !sameSeat(seat, this.seat)) return true;
       if (message.what === "voice_mode" && this.seat) this.wanted.delete(seatKey(this.seat));
-      this.why = String(message.why);
+      this.why = message.why;
       this.changed();
       return true;
     }
     if (message.kind === "voice_mode_state") {
-      if (sameSeat(message.key as Seat, this.seat)) {
-        this.listeners = Number(message.listeners);
+      if (sameSeat(message.key, this.seat)) {
+        this.listeners = message.listeners;
         this.changed();
       }
       return true;
     }
     if (message.kind === "voice_audio") {
-      if (this.on && sameSeat(message.key as Seat, this.seat)) {
+      if (this.on && sameSeat(message.key, this.seat)) {
         this.enqueue({
-          seq: Number(message.seq),
-          rate: Number(message.sample_rate),
-          samples: clipSamples(String(message.pcm)),
+          seq: message.seq,
+          rate: message.sample_rate,
+          samples: clipSamples(message.pcm),
         });
       }
       return true;

@@ -1,6 +1,10 @@
-// The socket's shapes as this page reads and writes them (docs/protocol.md); no I/O here.
+// The socket's shapes as this page reads and writes them (docs/protocol.md); no I/O here. The
+// messages themselves are generated from the server's registry (gen/protocol.ts).
 
 import type { Diff, GitLayer } from "./gitwire";
+import type { ClientMessage, ServerBrowserTabs, ServerGreeting } from "./gen/protocol";
+
+export type { ClientMessage, ServerMessage, TabRow } from "./gen/protocol";
 
 export const PROTOCOL_VERSION = 29;
 
@@ -14,12 +18,6 @@ export type Subject = "home" | "board" | "usage" | "dictate_models" | "extension
 
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
-/** A server JSON message: always an object tagged `kind`; fields are read where used. */
-export interface ServerMessage {
-  kind: string;
-  [field: string]: unknown;
-}
-
 /** The `[client]` keys: the page's look (null: the built-in). */
 export interface Look {
   mark: string | null;
@@ -29,10 +27,8 @@ export interface Look {
 
 export const BUILT_IN_LOOK: Look = { mark: null, theme: null, font: null };
 
-export interface Greeting {
-  version: number;
-  forge_version: string;
-  forge_version_short: string;
+/** Frame 1, its `settings` read as the look they carry. */
+export interface Greeting extends Omit<ServerGreeting, "settings"> {
   settings: Look;
 }
 
@@ -111,25 +107,8 @@ export interface Session {
   diff?: Diff | null;
 }
 
-export interface TabRow {
-  number: number;
-  title: string;
-  url: string;
-  owner: Seat | null;
-  dialog: { kind: string; message: string } | null;
-}
-
-export interface Tabs {
-  profile: string;
-  id: number;
-  up: boolean;
-  closing_at_ms: number | null;
-  rows: TabRow[];
-  /** Why the profile's sound cannot reach its viewers (null: it can). */
-  audio_off?: string | null;
-  /** Why the profile's Chromium runs without its own sandbox (null: it runs sandboxed). */
-  sandbox_off?: string | null;
-}
+/** A profile's tabs, as `browser_tabs` pushes them (and its reply's `tabs`). */
+export type Tabs = Omit<ServerBrowserTabs, "kind">;
 
 /** How a key's control is drawn (null: read-only); `bounds` for a number key. */
 export interface EditShape {
@@ -167,6 +146,11 @@ export function lookOf(document: SettingsDocument): Look | null {
     return typeof value === "string" ? value : null;
   };
   return { mark: text("mark"), theme: text("theme"), font: text("font") };
+}
+
+/** Verbs by kind, each checked against what the page may send; an error's `what` is one of them. */
+export function verbs(...kinds: ClientMessage["kind"][]): ReadonlySet<string> {
+  return new Set<string>(kinds);
 }
 
 export function seatKey(seat: Seat): string {

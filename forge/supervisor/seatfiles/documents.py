@@ -40,6 +40,7 @@ from forge.wire.documents import (
     DocumentRead,
     FileContent,
     ListedDocument,
+    OtherKind,
 )
 from forge.wire.errors import ClientRefusal
 from forge.wire.seats import Seat
@@ -61,7 +62,7 @@ TEXT_KINDS = ("markdown", "text")
 
 def document_kind(path: Path) -> DocumentKind:
     extension = path.suffix[1:]
-    return KINDS.get(extension.lower(), {"other": extension})
+    return KINDS.get(extension.lower(), OtherKind(extension))
 
 
 def content_hash(data: bytes) -> str:
