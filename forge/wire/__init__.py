@@ -3,9 +3,12 @@
 Nothing here touches a socket or a clock, so every rule is tested without processes and the
 supervisor's socket code stays a thin adapter (the websockets library's own split).
 
+- `registry`: every socket message, registered once by its `kind` and direction.
+- `schema`: the web page's TypeScript generated from the registry (`web/src/gen/protocol.ts`).
 - `seats`: `Seat` and the subjects a client subscribes to, in their externally tagged shapes.
-- `client`: every JSON message a client sends, decoded into typed messages (`decode_client`).
-- `server`: builders for what the server sends, and `JsonFrame` (encoded once, gzipped on demand).
+- `client`: the core protocol's client messages, decoded into typed messages (`decode_client`).
+- `server`: the envelopes the server sends (`ServerMessage`), and `JsonFrame` (encoded once,
+  gzipped on demand).
 - `browser`: every `browser_*` message and reply body the server sends, as tagged structs.
 - `files`: the bounds on files crossing the socket (a chooser's answer in, a download out).
 - `binary`: the tagged binary frames (kinds 0-5), their layouts and who may send which.

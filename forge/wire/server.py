@@ -15,6 +15,7 @@ from typing import Any
 
 import msgspec
 
+from forge.errors import InternalError
 from forge.wire.binary import Kind
 from forge.wire.seats import Seat, Subject
 
@@ -43,6 +44,9 @@ class JsonFrame:
 
     @classmethod
     def encode(cls, message: ServerMessage) -> JsonFrame:
+        """`message` as JSON; anything but a `ServerMessage` (a dict built in place) is a bug."""
+        if not isinstance(message, ServerMessage):
+            raise InternalError(f"only a ServerMessage is sent, not {type(message).__name__}")
         return cls(_encoder.encode(message))
 
     @property
