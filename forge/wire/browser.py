@@ -14,7 +14,7 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from forge.wire.seats import Seat
-from forge.wire.server import ServerMessage
+from forge.wire.server import Refused, ServerMessage
 
 
 class Dialog(msgspec.Struct, frozen=True):
@@ -117,13 +117,6 @@ class BrowserDownload(ServerMessage, frozen=True, kw_only=True, tag="browser_dow
 
 
 # Reply bodies (the `body` of `reply{reply_to, body}` to a browser verb asked with reply_to).
-
-
-class Refused(msgspec.Struct, frozen=True, kw_only=True):
-    """Any browser verb's refusal: `{ok: false, why}`."""
-
-    ok: Literal[False] = False
-    why: str
 
 
 class PageGone(Refused, frozen=True, kw_only=True):

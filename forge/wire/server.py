@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import gzip
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 
@@ -164,6 +164,14 @@ class Reply(ServerMessage, frozen=True, kw_only=True, tag="reply"):
 
     reply_to: int | str
     body: Any
+
+
+class Refused(msgspec.Struct, frozen=True, kw_only=True):
+    """The body of a `reply` that refuses, for any verb asked with `reply_to`: `{ok: false, why}`
+    in one sentence."""
+
+    ok: Literal[False] = False
+    why: str
 
 
 class Page(ServerMessage, frozen=True, kw_only=True, tag="page"):

@@ -7,7 +7,7 @@ by clients from the same structs.
   after a host crash), carried by the seat's snapshot and its `terminal_changed` update
   (`terminal_changed` builds that update's body). The host builds the same struct, so what a
   host says and what a client reads are one shape.
-- `ViewOpened` / `ViewRefused`: the body of the `reply` to a `terminal_view` with `reply_to`.
+- `ViewOpened` (or `server.Refused`): the body of the `reply` to a `terminal_view` with `reply_to`.
 - `host_stopped` / `closed`: the errors that end a viewer's attachment (`what` is the verb a
   client reacts to: `terminal_view` for a crashed host, `terminal_close` for a close).
 - `TerminalOutput` / `decode_terminal_output`: a kind-4 frame read back (B09).
@@ -87,13 +87,6 @@ class ViewOpened(msgspec.Struct, frozen=True, kw_only=True):
 
     ok: bool = True
     id: int
-
-
-class ViewRefused(msgspec.Struct, frozen=True, kw_only=True):
-    """The reply body of a refused `terminal_view`, in one sentence."""
-
-    ok: bool = False
-    why: str
 
 
 class TerminalOutput(msgspec.Struct, frozen=True):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import json
 
 import pytest
 
@@ -81,7 +82,7 @@ def test_terminal_view() -> None:
         "id": 1, "cols": 80, "rows": 24, "seq": 9, "screen": "\x1b[H", "viewers": 1,
         "viewer": 3, "controller": None,
     }  # fmt: skip
-    frame = decode_frame(text(message))
+    frame = decode_frame(json.dumps(message))
     assert isinstance(frame, TerminalView)
     assert (frame.seat, frame.seq, frame.viewer, frame.controller) == (SEAT, 9, 3, None)
 

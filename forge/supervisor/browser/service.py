@@ -468,7 +468,7 @@ class BrowserService(WorkerService):
             if message.reply_to is None:
                 raise
             connection.send(
-                server.Reply(reply_to=message.reply_to, body=browser.Refused(why=refusal.why))
+                server.Reply(reply_to=message.reply_to, body=server.Refused(why=refusal.why))
             )
             return
         profile.followers.add(connection)
@@ -587,7 +587,7 @@ class BrowserService(WorkerService):
         )
         if reply_to is not None:
             body = (
-                refusal.body if isinstance(refusal, _PageGone) else browser.Refused(why=refusal.why)
+                refusal.body if isinstance(refusal, _PageGone) else server.Refused(why=refusal.why)
             )
             connection.send(server.Reply(reply_to=reply_to, body=body))
         else:
@@ -848,7 +848,7 @@ class BrowserService(WorkerService):
             if message.reply_to is None:
                 raise
             connection.send(
-                server.Reply(reply_to=message.reply_to, body=browser.Refused(why=refusal.why))
+                server.Reply(reply_to=message.reply_to, body=server.Refused(why=refusal.why))
             )
             return
         chars = None if text is None else len(text)
@@ -863,7 +863,7 @@ class BrowserService(WorkerService):
             opened = await self._ask("browser_open", profile, Open(url=message.url))
         except ClientRefusal as refusal:
             connection.send(
-                server.Reply(reply_to=message.reply_to, body=browser.Refused(why=refusal.why))
+                server.Reply(reply_to=message.reply_to, body=server.Refused(why=refusal.why))
             )
             return
         tab = opened.tab

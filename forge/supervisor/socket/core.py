@@ -505,7 +505,7 @@ class Supervisor:
                 log.debug("socket_refused", peer=connection.peer, what="command", why=why)
             else:
                 why = _handler_failed(connection, "command", failure)
-            connection.send(server.Reply(reply_to=reply_to, body={"ok": False, "why": why}))
+            connection.send(server.Reply(reply_to=reply_to, body=server.Refused(why=why)))
 
     async def _unserved(self, connection: Connection, message: ClientMessage) -> None:
         seat = seat_of(message)

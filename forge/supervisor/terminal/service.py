@@ -201,7 +201,7 @@ class TerminalService(WorkerService):
             if message.reply_to is None:
                 raise
             connection.send(
-                server.Reply(reply_to=message.reply_to, body=wire.ViewRefused(why=refusal.why))
+                server.Reply(reply_to=message.reply_to, body=server.Refused(why=refusal.why))
             )
             return
         self._detach(connection)
@@ -634,7 +634,7 @@ _NOT_STARTED = "the terminal could not start"
 
 
 def _refused(why: str, seat: Seat) -> ClientRefusal:
-    """A view that cannot be served; answered as `ViewRefused` or an error frame."""
+    """A view that cannot be served; answered as a `Refused` reply body or an error frame."""
     return ClientRefusal("terminal_view", why, seat)
 
 

@@ -15,6 +15,7 @@ import msgspec
 
 from forge.ipc.policy import LifecycleTimings
 from forge.ipc.protocol import WorkerEvent, WorkerProtocol, WorkerRequest
+from forge.wire.dictate import Axes as Axes
 
 AUDIO_STREAM = "take:"
 """Supervisor -> worker: one bulk stream per take, `take:<id>`, each frame i16 samples with its
@@ -24,14 +25,6 @@ stream's own seq counts offers, not frames."""
 
 def audio_stream(take: int) -> str:
     return f"{AUDIO_STREAM}{take}"
-
-
-class Axes(msgspec.Struct, frozen=True):
-    """The `[dictate]` axes a take is shaped by (the client's panel, else forge.toml's)."""
-
-    styling: str
-    structure: str
-    context: str
 
 
 class ModelState(msgspec.Struct, frozen=True, kw_only=True):

@@ -13,7 +13,12 @@ import pytest
 
 from forge.wire import browser
 from forge.wire.seats import Seat
-from forge.wire.server import JsonFrame, reply
+from forge.wire.server import JsonFrame, Refused, Reply
+
+
+def reply(reply_to: int | str, body: msgspec.Struct) -> Reply:
+    return Reply(reply_to=reply_to, body=body)
+
 
 SEAT = Seat("o", "p", "l")
 ROW = browser.TabRow(
@@ -66,7 +71,7 @@ CASES: list[tuple[msgspec.Struct | dict[str, object], str]] = [
         f'{{"kind":"reply","reply_to":"r","body":{{"ok":true,"tabs":{{{STATE_JSON}}}}}}}',
     ),
     (
-        reply(1, browser.Refused(why="w")),
+        reply(1, Refused(why="w")),
         '{"kind":"reply","reply_to":1,"body":{"ok":false,"why":"w"}}',
     ),
     (

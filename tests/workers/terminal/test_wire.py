@@ -75,9 +75,7 @@ def test_terminal_changed_carries_the_summary_and_a_reason_only_once_the_host_is
 
 def test_view_replies_are_ok_with_an_id_or_not_ok_with_why() -> None:
     opened = server.JsonFrame.encode(server.Reply(reply_to=1, body=wire.ViewOpened(id=3))).text
-    refused = server.JsonFrame.encode(
-        server.Reply(reply_to=2, body=wire.ViewRefused(why="no"))
-    ).text
+    refused = server.JsonFrame.encode(server.Reply(reply_to=2, body=server.Refused(why="no"))).text
     assert json.loads(opened) == {"kind": "reply", "reply_to": 1, "body": {"ok": True, "id": 3}}
     assert json.loads(refused)["body"] == {"ok": False, "why": "no"}
 
