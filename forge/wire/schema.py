@@ -24,6 +24,7 @@ import msgspec
 import msgspec.inspect as mi
 
 from forge.errors import InternalError
+from forge.wire import git, terminal
 from forge.wire.registry import REGISTRY, Direction, kind_of
 
 OUTPUT = Path(__file__).resolve().parents[2] / "web" / "src" / "gen" / "protocol.ts"
@@ -31,6 +32,15 @@ OUTPUT = Path(__file__).resolve().parents[2] / "web" / "src" / "gen" / "protocol
 HEADER = """\
 // Generated from forge.wire.registry by `python -m forge.wire.schema`: do not edit.
 // What the page sends (ClientMessage) and receives (ServerMessage) on the socket."""
+
+PAYLOADS: tuple[type[msgspec.Struct], ...] = (
+    git.Work,
+    git.GitLayer,
+    git.Diff,
+    terminal.TerminalSummary,
+)
+"""Structs the server carries inside snapshot and update bodies (typed as maps in the envelope),
+written for the page as well, by their class names."""
 
 _SCALARS: dict[type[mi.Type], str] = {
     mi.AnyType: "unknown",
@@ -171,6 +181,8 @@ def generate() -> str:
     names: dict[Direction, list[str]] = {}
     for direction in (Direction.SERVER, Direction.CLIENT):
         names[direction] = [writer.message(direction, s) for s in REGISTRY.shapes(direction)]
+    for payload in PAYLOADS:
+        writer.type(Direction.SERVER, mi.type_info(payload))
     return writer.text(
         [
             ("Every message the page may send.", "ClientMessage", names[Direction.CLIENT]),

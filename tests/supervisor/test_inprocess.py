@@ -19,6 +19,7 @@ from forge.testing.supervised import ask, quiet
 from forge.wire.binary import TerminalInput, terminal_input
 from forge.wire.client import TerminalDetach
 from forge.wire.seats import Seat
+from forge.wire.server import ServerMessage
 
 SEAT = Seat("acme", "proj", "lead")
 WIRE_SEAT = {"org": "acme", "project": "proj", "label": "lead"}
@@ -58,6 +59,10 @@ async def test_a_seat_is_held_while_its_session_is_subscribed(served: Supervisor
         assert not served.is_held(SEAT)
 
 
+class Detached(ServerMessage, frozen=True, kw_only=True, tag="detached"):
+    """A test verb's answer (a handler sends only a ServerMessage)."""
+
+
 async def test_a_registered_verb_and_the_teardown_hook_see_the_same_connection(
     served: Supervisor,
 ) -> None:
@@ -66,7 +71,7 @@ async def test_a_registered_verb_and_the_teardown_hook_see_the_same_connection(
 
     async def detach(connection: Connection, message: TerminalDetach) -> None:
         seen.append(("verb", connection.id))
-        connection.send({"kind": "detached"})
+        connection.send(Detached())
 
     def teardown(connection: Connection) -> None:
         seen.append(("teardown", connection.id))

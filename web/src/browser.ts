@@ -308,7 +308,7 @@ export class BrowserSurface implements Surface {
   // --- frames ----------------------------------------------------------------------------
 
   binary(frame: BinaryFrame): void {
-    if (frame.kind !== "browser" || frame.profile !== this.profileId || frame.tab !== this.tab) return;
+    if (frame.type !== "browser" || frame.profile !== this.profileId || frame.tab !== this.tab) return;
     this.hook.received += 1;
     this.waiting = frame; // newest wins: an older frame still waiting is dropped
     if (!this.decoding) void this.decodeNext();

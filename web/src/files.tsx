@@ -23,7 +23,7 @@ export function SeatWork({ app, seat }: { app: App; seat: Seat }) {
     return <span class="seatwork muted">{work.gate ? "detached" : "no git"}</span>;
   }
   return (
-    <span class="seatwork" data-work-changed={work.changed ?? 0}>
+    <span class="seatwork" data-work-changed={work.changed}>
       <span class="branch">{work.branch ?? "detached"}</span>{" "}
       {work.changed ? <span class="changed">{work.changed} changed</span> : <span class="muted">clean</span>}
     </span>
@@ -74,7 +74,7 @@ export function ChangesPane({ app, seat }: { app: App; seat: Seat }) {
   return (
     <div class="changes pad" data-view="changes">
       <div class="changeside">
-        <GitSummary git={git} branch={work.branch} changed={work.changed ?? 0} />
+        <GitSummary git={git} branch={work.branch} changed={work.changed} />
         <div class="layers" role="tablist" aria-label="which changes">
           <button type="button" role="tab" aria-selected={layer === "worktree"} onClick={() => setLayer("worktree")}>
             Uncommitted ({git.worktree?.stats.files ?? 0})

@@ -1,85 +1,21 @@
 // A seat's files on the wire (docs/protocol.md, "Subjects" → session, and "A seat's files"):
 // the work row, the git layer, the capped diff, and the document/file answers. No I/O here.
 
-import type { ServerDocumentList, ServerDocumentRead } from "./gen/protocol";
+import type { Diff, FileStat, ServerDocumentList, ServerDocumentRead } from "./gen/protocol";
 
-export type FileStatus =
-  | "modified"
-  | "added"
-  | "deleted"
-  | "renamed"
-  | "copied"
-  | "typechange"
-  | "unmerged"
-  | "untracked";
+export type {
+  Commit,
+  Diff,
+  DiffFile,
+  FileStat,
+  GitLayer,
+  Hunk,
+  Line as DiffLine,
+  Stats,
+} from "./gen/protocol";
 
-export interface FileStat {
-  path: string;
-  old_path: string | null;
-  status: FileStatus;
-  added: number | null;
-  removed: number | null;
-}
-
-export interface Stats {
-  files: number;
-  added: number;
-  removed: number;
-  busiest: FileStat[];
-}
-
-export interface Commit {
-  sha: string;
-  subject: string;
-  committed_at: number;
-  stats: Stats;
-}
-
-export interface GitLayer {
-  default_branch: string | null;
-  worktree: { files: FileStat[]; truncated: boolean; stats: Stats } | null;
-  ahead: { commit_count: number; behind: number; commits: Commit[]; truncated: boolean; stats: Stats } | null;
-  base: "local" | "unverified" | null;
-  base_error: string | null;
-}
-
-export interface DiffLine {
-  kind: "context" | "added" | "removed";
-  text: string;
-  old: number | null;
-  new: number | null;
-}
-
-export interface Hunk {
-  old_start: number;
-  old_count: number;
-  new_start: number;
-  new_count: number;
-  section: string;
-  lines: DiffLine[];
-}
-
-export interface DiffFile {
-  path: string;
-  old_path: string | null;
-  status: FileStatus;
-  binary: boolean;
-  submodule: boolean;
-  truncated: boolean;
-  hunks: Hunk[];
-}
-
-export type DiffLayer =
-  | { state: "clean" }
-  | { state: "scan_failed"; why: string }
-  | { state: "populated"; files: DiffFile[]; files_total: number; capped: { files: boolean; bytes: boolean } };
-
-export interface Diff {
-  worktree: DiffLayer;
-  branch_ahead: DiffLayer | null;
-  base: "local" | "unverified" | null;
-  base_error: string | null;
-}
+export type FileStatus = FileStat["status"];
+export type DiffLayer = Diff["worktree"];
 
 export type DocumentKind = ServerDocumentRead["document_kind"];
 

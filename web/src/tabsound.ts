@@ -194,7 +194,7 @@ export class TabSound implements Surface {
   }
 
   binary(frame: BinaryFrame): void {
-    if (frame.kind !== "audio") return;
+    if (frame.type !== "audio") return;
     if (frame.profile !== this.browser.profileId || frame.tab !== this.browser.tab) return;
     this.hook.framesIn += 1;
     if (this.offAnswered) this.hook.framesAfterOff += 1;

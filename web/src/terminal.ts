@@ -284,7 +284,7 @@ export class TerminalSurface implements Surface {
   }
 
   binary(frame: BinaryFrame): void {
-    if (frame.kind !== "terminal" || frame.terminal !== this.id || this.syncing || this.paused) return;
+    if (frame.type !== "terminal" || frame.terminal !== this.id || this.syncing || this.paused) return;
     if (this.catchingUp) return; // a fresh view replaces what was on its way
     if (frame.seq <= this.seq) return;
     if (frame.seq !== this.seq + 1) {

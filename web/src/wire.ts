@@ -2,9 +2,9 @@
 // messages themselves are generated from the server's registry (gen/protocol.ts).
 
 import type { Diff, GitLayer } from "./gitwire";
-import type { ClientMessage, ServerBrowserTabs, ServerGreeting } from "./gen/protocol";
+import type { ClientMessage, ServerBrowserTabs, ServerGreeting, TerminalSummary, Work } from "./gen/protocol";
 
-export type { ClientMessage, ServerMessage, TabRow } from "./gen/protocol";
+export type { ClientMessage, ServerMessage, TabRow, TerminalSummary, Work } from "./gen/protocol";
 
 export const PROTOCOL_VERSION = 29;
 
@@ -30,12 +30,6 @@ export const BUILT_IN_LOOK: Look = { mark: null, theme: null, font: null };
 /** Frame 1, its `settings` read as the look they carry. */
 export interface Greeting extends Omit<ServerGreeting, "settings"> {
   settings: Look;
-}
-
-export interface Work {
-  branch: string | null;
-  changed: number | null;
-  gate: string | null;
 }
 
 export interface ProjectRow {
@@ -73,18 +67,6 @@ export interface Home {
   service_status: { state: string; reason: string | null } | null;
   fatal_error: { message: string; at_ms: number } | null;
   workers: WorkerRow[];
-}
-
-export interface TerminalSummary {
-  id: number;
-  pid: number | null;
-  cols: number;
-  rows: number;
-  alive: boolean;
-  state: string;
-  title: string;
-  exit_status: number | null;
-  reason?: string;
 }
 
 export interface ProcessRow {
@@ -186,14 +168,14 @@ export const FORMAT_WEBP = 1;
 export const FORMAT_JPEG = 2;
 
 export interface TerminalChunk {
-  kind: "terminal";
+  type: "terminal";
   terminal: number;
   seq: number;
   data: Uint8Array<ArrayBuffer>;
 }
 
 export interface BrowserFrame {
-  kind: "browser";
+  type: "browser";
   profile: number;
   tab: number;
   seq: number;
@@ -208,7 +190,7 @@ export interface BrowserFrame {
 
 /** Kind 2: 20 ms of a tab's sound, i16 interleaved (little-endian, as every browser's memory). */
 export interface AudioFrame {
-  kind: "audio";
+  type: "audio";
   profile: number;
   tab: number;
   seq: number;
@@ -217,14 +199,14 @@ export interface AudioFrame {
   samples: Int16Array<ArrayBuffer>;
 }
 
-export type BinaryFrame = TerminalChunk | BrowserFrame | AudioFrame | { kind: "other"; tag: number };
+export type BinaryFrame = TerminalChunk | BrowserFrame | AudioFrame | { type: "other"; tag: number };
 
 export function parseBinary(buffer: ArrayBuffer): BinaryFrame {
   const view = new DataView(buffer);
   const tag = buffer.byteLength > 0 ? view.getUint8(0) : -1;
   if (tag === KIND_TERMINAL_OUTPUT && buffer.byteLength >= TERMINAL_HEADER_BYTES) {
     return {
-      kind: "terminal",
+      type: "terminal",
       terminal: view.getUint16(1, true),
       seq: view.getUint32(3, true),
       data: new Uint8Array(buffer, TERMINAL_HEADER_BYTES),
@@ -232,7 +214,7 @@ export function parseBinary(buffer: ArrayBuffer): BinaryFrame {
   }
   if (tag === KIND_BROWSER_FRAME && buffer.byteLength >= BROWSER_HEADER_BYTES) {
     return {
-      kind: "browser",
+      type: "browser",
       profile: view.getUint16(1, true),
       tab: view.getUint16(3, true),
       seq: view.getUint32(5, true),
@@ -247,7 +229,7 @@ export function parseBinary(buffer: ArrayBuffer): BinaryFrame {
   }
   if (tag === KIND_BROWSER_AUDIO && buffer.byteLength >= AUDIO_HEADER_BYTES) {
     return {
-      kind: "audio",
+      type: "audio",
       profile: view.getUint16(1, true),
       tab: view.getUint16(3, true),
       seq: view.getUint32(5, true),
@@ -256,7 +238,7 @@ export function parseBinary(buffer: ArrayBuffer): BinaryFrame {
       samples: new Int16Array(buffer.slice(AUDIO_HEADER_BYTES, buffer.byteLength - ((buffer.byteLength - AUDIO_HEADER_BYTES) % 2))),
     };
   }
-  return { kind: "other", tag };
+  return { type: "other", tag };
 }
 
 /** Kind 0: one frame of the take's audio, i16 mono 16 kHz. */

@@ -617,6 +617,135 @@ export interface ClientLabStop {
   reply_to?: number | string | null;
 }
 
+/** `work{branch, changed, gate}`: the checked-out branch (null when detached or no repository), how many entries `git status` reports, and whether git runs here at all. */
+export interface Work {
+  branch: string | null;
+  changed: number;
+  gate: boolean;
+}
+
+/** One changed file; `added`/`removed` are null for a binary file or an untracked one (git counts no lines for either). */
+export interface FileStat {
+  path: string;
+  old_path: string | null;
+  status: "added" | "copied" | "deleted" | "modified" | "renamed" | "typechange" | "unmerged" | "untracked";
+  added: number | null;
+  removed: number | null;
+}
+
+/** Totals over every file of a range, and its busiest files (most lines moved first). */
+export interface Stats {
+  files: number;
+  added: number;
+  removed: number;
+  busiest: FileStat[];
+}
+
+/** The uncommitted files (staged, unstaged, untracked), at most `WORKTREE_FILES_MAX`. */
+export interface Worktree {
+  files: FileStat[];
+  truncated: boolean;
+  stats: Stats;
+}
+
+export interface Commit {
+  sha: string;
+  subject: string;
+  committed_at: number;
+  stats: Stats;
+}
+
+/** The branch against `default_branch`: commits it has that the base lacks (newest first, at most `COMMITS_MAX`), how many the base has that it lacks, and the range's own stats. */
+export interface Ahead {
+  commit_count: number;
+  behind: number;
+  commits: Commit[];
+  truncated: boolean;
+  stats: Stats;
+}
+
+/** `git`: null layers are nothing to state (a clean tree, no base to measure against). */
+export interface GitLayer {
+  default_branch: string | null;
+  worktree: Worktree | null;
+  ahead: Ahead | null;
+  base: "local" | "unverified" | null;
+  base_error: string | null;
+}
+
+export interface Clean {
+  state: "clean";
+}
+
+export interface Line {
+  kind: "added" | "context" | "removed";
+  text: string;
+  old: number | null;
+  new: number | null;
+}
+
+/** One `@@ -old_start,old_count +new_start,new_count @@ section` and the lines it carries. */
+export interface Hunk {
+  old_start: number;
+  old_count: number;
+  new_start: number;
+  new_count: number;
+  section: string;
+  lines: Line[];
+}
+
+export interface DiffFile {
+  path: string;
+  old_path: string | null;
+  status: "added" | "copied" | "deleted" | "modified" | "renamed" | "typechange" | "unmerged" | "untracked";
+  binary: boolean;
+  submodule: boolean;
+  truncated: boolean;
+  hunks: Hunk[];
+}
+
+export interface Capped {
+  files: boolean;
+  bytes: boolean;
+}
+
+export interface Populated {
+  state: "populated";
+  files: DiffFile[];
+  files_total: number;
+  capped: Capped;
+}
+
+export interface ScanFailed {
+  state: "scan_failed";
+  why: string;
+}
+
+/** `diff`: the worktree against HEAD (untracked files as added), and the branch against the merge base with `default_branch` (null when there is no base). */
+export interface Diff {
+  worktree: Clean | Populated | ScanFailed;
+  branch_ahead: Clean | Populated | ScanFailed | null;
+  base: "local" | "unverified" | null;
+  base_error: string | null;
+}
+
+/** One terminal as its seat shows it; `reason` appears only once its host is gone. */
+export interface TerminalSummary {
+  id: number;
+  shell: string;
+  pid: number;
+  cwd: string;
+  cols: number;
+  rows: number;
+  alive: boolean;
+  state: string;
+  source: string;
+  title: string;
+  held: boolean;
+  exit_status: number | null;
+  reason?: string;
+}
+
 /** Every message the page may send. */
 export type ClientMessage =
   | ClientPing
