@@ -47,8 +47,9 @@ Sending to one connection (`forge.supervisor.socket.connection.Connection`). Eve
 through the connection's backlog and its one writer, whose writes are bounded by
 `write_timeout_s`:
 
-- `connection.send(message)` / `send_frame(JsonFrame)`: JSON control frames, never dropped; a
-  connection whose backlog passes 64 MiB is closed (`socket_backlog_overflow`).
+- `connection.send(message)` (a `forge.wire.server.ServerMessage`, never a dict) /
+  `send_frame(JsonFrame)`: JSON control frames, never dropped; a connection whose backlog passes
+  64 MiB is closed (`socket_backlog_overflow`).
 - `connection.send_binary(data)`: a binary frame that must arrive.
 - `connection.send_latest(("browser", profile, tab), frame)`: newest frame wins per stream.
 - `connection.send_bounded(("terminal", id), chunk, limit=TERMINAL_LIMIT, on_overflow=cb)`: past
