@@ -11,7 +11,7 @@ import pytest
 
 from forge.client.frames import OtherFrame, decode_frame
 from forge.errors import InternalError
-from forge.supervisor import drills
+from forge.supervisor.socket import drills
 from forge.wire import schema, server
 from forge.wire.client import ClientMessage, Ping
 from forge.wire.registry import CLIENT, REGISTRY, SERVER, Direction, Registry, kind_of
