@@ -19,9 +19,8 @@ from .kit import Kit
 
 async def old_supervisor(ws: ServerConnection) -> None:
     """Frames 1 and 2, then every message refused as an unknown kind, never naming it."""
-    await ws.send(
-        json.dumps(server.Greeting(forge_version="0.old", forge_version_short="0.old", settings={}))
-    )
+    greeting = server.Greeting(forge_version="0.old", forge_version_short="0.old", settings={})
+    await ws.send(server.JsonFrame.encode(greeting).text.decode())
     await ws.send(
         server.JsonFrame.encode(
             server.Settings(document={"source": None, "areas": []})
