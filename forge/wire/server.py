@@ -175,9 +175,10 @@ class Refused(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class Page(ServerMessage, frozen=True, kw_only=True, tag="page"):
-    """The answer to `more`: this server keeps no conversation history, so an empty page with a
-    null cursor (O-S11)."""
+    """The answer to `more`: an agent seat's turns before the cursor asked for, and the cursor for
+    the page before them (null at the start); empty with a null cursor for a seat without a
+    conversation (O-S11)."""
 
     conversation: Seat
     turns: list[Any] = []
-    cursor: None = None
+    cursor: int | None = None

@@ -103,7 +103,7 @@ class AgentService(WorkerService):
         seat = await self._launch(record)
         assert command.reply_to is not None
         reply = wire.SpawnReply(key=key, session_id=seat.session_id, cwd=seat.cwd)
-        connection.send(server.reply(command.reply_to, msgspec.to_builtins(reply)))
+        connection.send(server.Reply(reply_to=command.reply_to, body=reply))
 
     async def _despawn(self, connection: Connection, command: CommandCall) -> None:
         key = _bag(command, wire.Despawn).key
@@ -118,7 +118,7 @@ class AgentService(WorkerService):
         await self._publish_row(seat)
         assert command.reply_to is not None
         reply = wire.DespawnReply(key=key, killed=killed)
-        connection.send(server.reply(command.reply_to, msgspec.to_builtins(reply)))
+        connection.send(server.Reply(reply_to=command.reply_to, body=reply))
 
     async def _prompt(self, connection: Connection, command: CommandCall) -> None:
         bag = _bag(command, wire.PromptCommand)
@@ -222,14 +222,7 @@ class AgentService(WorkerService):
         if not 0 < wanted <= conversation.MAX_PAGE_TURNS:
             raise ClientRefusal("more", f"turns is from 1 to {conversation.MAX_PAGE_TURNS}", key)
         turns, cursor = ([], None) if seat is None else await self._page(seat, before, wanted)
-        connection.send(
-            {
-                "kind": "page",
-                "conversation": key,
-                "turns": msgspec.to_builtins(turns),
-                "cursor": cursor,
-            }
-        )
+        connection.send(server.Page(conversation=key, turns=turns, cursor=cursor))
 
     async def _page(
         self, seat: AgentSeat, before: int | None, turns: int

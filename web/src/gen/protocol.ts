@@ -78,12 +78,12 @@ export interface ServerReply {
   body: unknown;
 }
 
-/** The answer to `more`: this server keeps no conversation history, so an empty page with a null cursor (O-S11). */
+/** The answer to `more`: an agent seat's turns before the cursor asked for, and the cursor for the page before them (null at the start); empty with a null cursor for a seat without a conversation (O-S11). */
 export interface ServerPage {
   kind: "page";
   conversation: Seat;
   turns: unknown[];
-  cursor: null;
+  cursor: number | null;
 }
 
 /** A terminal's whole screen as a VT stream; chunks above `seq` follow (TM04). */
