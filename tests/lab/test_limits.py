@@ -210,11 +210,16 @@ async def test_a_memory_hog_ends_on_the_memory_limit(
     assert (result.limit, result.timed_out, result.ok) == ("memory", False, False)
 
 
+PAST_THE_BOUND = python("held = bytearray(2 * 128 << 20)\n")
+"""One allocation twice SMALL's memory: RLIMIT_DATA refuses it before a page is resident (a hog
+growing 1 MiB at a time may instead meet the watch first, its libraries counted in its PSS)."""
+
+
 async def test_under_rlimits_one_process_cannot_allocate_past_the_bound(
     bwrap: str, work: Path
 ) -> None:
     bounds = Bounds(SMALL, [work], mechanisms=("rlimit",))
-    result = await run(ONE_HOG, work, bounds=bounds, sandbox=boxed(bwrap, work))
+    result = await run(PAST_THE_BOUND, work, bounds=bounds, sandbox=boxed(bwrap, work))
     assert result.exit_code == 1
     assert b"MemoryError" in result.stderr
     assert result.bounded_by == "rlimit"
