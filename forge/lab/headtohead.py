@@ -190,7 +190,7 @@ def render(head: Mapping[str, Any], shape: str) -> list[str]:
     lines = [
         "## Head to head",
         "",
-        "Primary outcome: accepted (outcome class `accepted`: correct) of the valid attempts "
+        "Compared: accepted attempts (outcome class `accepted`) of the valid attempts "
         f"({shape}); intervals are 95%: Wilson score per variant, Newcombe's hybrid score "
         "interval for the difference, and a paired bootstrap over tasks (mean of per-task "
         f"acceptance-rate differences, {BOOTSTRAP_RESAMPLES} resamples, seed {BOOTSTRAP_SEED}).",
