@@ -2,7 +2,8 @@
 
 Records (`AttemptRecord`) are taken in coordinate order; nothing here reads a
 file, a clock or the environment, so a resumed run that records nothing new renders the same bytes.
-Counts and rates only, each rate with its n; no significance claims.
+Every rate states its n. The head-to-head that opens report.md (`forge.lab.headtohead`) adds
+95% intervals to the accepted counts and says "not enough evidence" when they span zero.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from forge.attempt.record import (
     cost_basis,
     known,
 )
+from forge.lab import headtohead
+from forge.lab.headtohead import usd
 
 REPORT_SCHEMA_VERSION = 1
 FAILED_LINES_SHOWN = 20
@@ -64,6 +67,7 @@ def build_report(
 ) -> dict[str, Any]:
     variants = [_variant_figures(v.name, v.formula_sha256, spec, records) for v in spec.variants]
     primary = _primary(spec.primary_outcome, variants)
+    task_rows = [_task_row(t.name, spec, records) for t in spec.tasks]
     report: dict[str, Any] = {
         "schemaVersion": REPORT_SCHEMA_VERSION,
         "status": state.status,
@@ -81,8 +85,14 @@ def build_report(
         "seal": _seal(spec, records)
         | ({"insecureCluster": True} if state.insecure_cluster else {}),
         "primary": primary,
+        "headToHead": headtohead.compare(
+            [v.name for v in spec.variants],
+            [t.name for t in spec.tasks],
+            {row["name"]: row["cells"] for row in task_rows},
+            {v["name"]: _per_accepted(v) for v in variants},
+        ),
         "variants": variants,
-        "tasks": [_task_row(t.name, spec, records) for t in spec.tasks],
+        "tasks": task_rows,
         "attempts": [_summary(r) for r in records],
         "notes": _notes(spec, state, records, variants, primary),
     }
@@ -131,6 +141,7 @@ def _variant_figures(
         "costCoverage": {"reported": len(_costed(mine)), "of": len(mine)},
         "costPerAcceptedUsd": _cost_per_accepted(valid),
         "costPerAcceptedCoverage": {"reported": len(_costed(valid)), "of": len(valid)},
+        "elapsedPerAcceptedMs": _elapsed_per_accepted(valid),
         "supersededCostUsd": _money(sum(r.superseded_cost() for r in mine)),
         "effectiveModels": _effective_models(mine),
         "changesErrors": _count(mine, lambda r: bool(r.changes_error)),
@@ -169,6 +180,18 @@ def _cost_per_accepted(valid: Sequence[AttemptRecord]) -> float | None:
     costed = _costed(valid)
     accepted = _count(costed, lambda r: bool(r.correct))
     return _money(sum(r.reported_cost() for r in costed) / accepted) if accepted else None
+
+
+def _per_accepted(variant: dict[str, Any]) -> dict[str, float | None]:
+    """A variant's cost and time per accepted attempt, as the head-to-head takes them."""
+    return {"costUsd": variant["costPerAcceptedUsd"], "elapsedMs": variant["elapsedPerAcceptedMs"]}
+
+
+def _elapsed_per_accepted(valid: Sequence[AttemptRecord]) -> float | None:
+    """What the valid attempts that reported an elapsed time took, per correct one among them."""
+    timed = [(ms, r) for r in valid if (ms := known(r.elapsed_ms)) is not None]
+    accepted = _count((r for _, r in timed), lambda r: bool(r.correct))
+    return round(sum(ms for ms, _ in timed) / accepted) if accepted else None
 
 
 def _effective_models(records: Sequence[AttemptRecord]) -> dict[str, int]:
@@ -333,9 +356,14 @@ def _spread(values: list[int]) -> dict[str, int | None]:
 def render_markdown(
     spec: CohortSpec, report: dict[str, Any], records: Sequence[AttemptRecord]
 ) -> str:
-    """report.md: the same figures as report.json, then `## Attempts` with failed-command tails."""
+    """report.md: the head-to-head, the same figures as report.json, then `## Attempts` with
+    failed-command tails."""
+    shape = f"{len(spec.tasks)} tasks {TIMES} {spec.repetitions} reps"
     lines = [
         "# Cohort evaluation",
+        "",
+        *headtohead.render(report["headToHead"], shape),
+        "## Cohort",
         "",
         f"- Hypothesis: {spec.hypothesis}",
         f"- Primary outcome: {spec.primary_outcome}"
@@ -347,7 +375,6 @@ def render_markdown(
         "## Variants",
         "",
     ]
-    shape = f"{len(spec.tasks)} tasks {TIMES} {spec.repetitions} reps"
     for variant in report["variants"]:
         lines += _variant_lines(variant, shape)
     names = [v.name for v in spec.variants]
@@ -401,9 +428,9 @@ def _variant_lines(v: dict[str, Any], shape: str) -> list[str]:
         f"- scope violations {v['scopeViolations']}, scope changes {v['scopeChanges']}, "
         f"amendments {v['amendments']}, timeouts {v['timeouts']}",
         f"- elapsed ms: {_spread_text(v['elapsedMs'])}; harness ms: {_spread_text(v['harnessMs'])}",
-        f"- reported cost: {_usd(v['costUsdTotal'])} (basis {v['costBasis'] or 'n/a'}, "
+        f"- reported cost: {usd(v['costUsdTotal'])} (basis {v['costBasis'] or 'n/a'}, "
         f"{cost['reported']} of {cost['of']} attempts reported)",
-        f"- cost per accepted outcome: {_usd(v['costPerAcceptedUsd'])} "
+        f"- cost per accepted outcome: {usd(v['costPerAcceptedUsd'])} "
         f"({per_accepted['reported']} of {per_accepted['of']} valid attempts reported cost)",
         f"- effective models: {models or 'none'}",
         "",
@@ -414,7 +441,7 @@ def _attempt_lines(record: AttemptRecord) -> list[str]:
     models = ", ".join(record.models or ["unknown"])
     lines = [
         f"- {record.task} {record.variant} rep-{record.repetition}: "
-        f"{outcome_class(record)}; models {models}; cost {_usd(known(record.cost_usd))}; "
+        f"{outcome_class(record)}; models {models}; cost {usd(known(record.cost_usd))}; "
         f"elapsed {known(record.elapsed_ms)} ms{_limit(record)}{_unsealed(record)}"
     ]
     if record.egress is not UNSET:
@@ -508,7 +535,3 @@ def _spread_text(spread: dict[str, int | None]) -> str:
     if not spread["n"]:
         return "n/a (n=0)"
     return f"median {spread['median']}, p90 {spread['p90']} (n={spread['n']})"
-
-
-def _usd(value: float | None) -> str:
-    return "n/a" if value is None else f"${value:.4f}"

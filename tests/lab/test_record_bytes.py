@@ -29,13 +29,16 @@ _VOLATILE = [
     (re.compile(r"(\w+\.\w+\.rep-\d+)\.[0-9a-f]{12}"), r"\1.ID"),
     (re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ"), "2026-01-01T00:00:00Z"),
     (
-        re.compile(r'"(elapsedMs|harnessMs|peakRssBytes|median|p90|approvedAt)": \d+'),
+        re.compile(
+            r'"(elapsedMs|elapsedPerAcceptedMs|harnessMs|peakRssBytes|median|p90|approvedAt)": \d+'
+        ),
         r'"\1": 7',
     ),
     (re.compile(r'"cpuSeconds": [0-9.]+'), '"cpuSeconds": 0.25'),
     (re.compile(r"\b[0-9a-f]{64}\b"), "SHA"),
     (re.compile(r"(median|p90) \d+"), r"\1 7"),
     (re.compile(r"elapsed \d+ ms"), "elapsed 7 ms"),
+    (re.compile(r"\| \d+\.\d s \|"), "| 7.0 s |"),
     (re.compile(r" in \d+\.\d+s"), " in 0.01s"),
 ]
 
