@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Any
 
-Z95 = NormalDist().inv_cdf(0.975)
+Z_95 = NormalDist().inv_cdf(0.975)
 """The standard normal quantile of a two-sided 95% interval (1.95996...)."""
 
 BOOTSTRAP_RESAMPLES = 2000
@@ -40,7 +40,7 @@ class Interval:
         return self.low <= 0.0 <= self.high
 
 
-def wilson(accepted: int, n: int, z: float = Z95) -> Interval | None:
+def wilson(accepted: int, n: int, z: float = Z_95) -> Interval | None:
     """Wilson score interval for `accepted` of `n`; None when n is 0 (nothing to estimate)."""
     if n == 0:
         return None
@@ -57,7 +57,7 @@ def wilson(accepted: int, n: int, z: float = Z95) -> Interval | None:
 
 
 def newcombe(
-    accepted: int, n: int, base_accepted: int, base_n: int, z: float = Z95
+    accepted: int, n: int, base_accepted: int, base_n: int, z: float = Z_95
 ) -> Interval | None:
     """Newcombe's hybrid score interval for p - p_base, from the two Wilson intervals."""
     mine, base = wilson(accepted, n, z), wilson(base_accepted, base_n, z)
