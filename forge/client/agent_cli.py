@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from forge.client.cli import _add_location, _answer, _quiet_logs, _where
+from forge.client.cli import add_location, answer_of, dial_target, quiet_logs
 from forge.client.errors import NO_SUPERVISOR_EXIT
 
 PERMISSION_MODES = ("default", "acceptEdits", "plan", "bypassPermissions", "dontAsk", "auto")
@@ -29,7 +29,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     spawn.add_argument("--model", help="the model to start with (default: the CLI's)")
     spawn.add_argument("--permission-mode", choices=PERMISSION_MODES, default="default")
     spawn.add_argument("--worktree", metavar="PATH", help="one of the project's git worktrees")
-    _add_location(spawn)
+    add_location(spawn)
     spawn.set_defaults(run=run_spawn)
 
     prompt = verbs.add_parser(
@@ -43,7 +43,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     prompt.add_argument("seat", metavar="ORG/PROJECT/LABEL")
     prompt.add_argument("text")
-    _add_location(prompt)
+    add_location(prompt)
     prompt.set_defaults(run=run_prompt)
 
     asks = verbs.add_parser(
@@ -51,7 +51,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="list the asks every agent seat waits on",
         epilog=f"exit status: 0 listed (possibly none); {location}.",
     )
-    _add_location(asks)
+    add_location(asks)
     asks.set_defaults(run=run_asks)
 
     answer = verbs.add_parser(
@@ -65,7 +65,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     answer.add_argument("id")
     answer.add_argument("decision", choices=("allow", "deny", "always"))
     answer.add_argument("--reason", help="why, for a deny (the model reads it)")
-    _add_location(answer)
+    add_location(answer)
     answer.set_defaults(run=run_answer)
 
 
@@ -74,13 +74,13 @@ def run_spawn(args: argparse.Namespace) -> int:
     from forge.client.attach import parse_seat
 
     seat = parse_seat(args.seat)
-    url, tls = _where(args)
-    _quiet_logs("agent")
+    url, tls = dial_target(args)
+    quiet_logs("agent")
     call = spawn(
         url, seat, model=args.model, permission_mode=args.permission_mode,
         worktree=args.worktree, tls=tls,
     )  # fmt: skip
-    reply = _answer("agent spawn", call)
+    reply = answer_of("agent spawn", call)
     if reply is None:
         return 1
     if not reply.get("ok"):
@@ -96,8 +96,8 @@ def run_prompt(args: argparse.Namespace) -> int:
     from forge.client.attach import parse_seat
 
     seat = parse_seat(args.seat)
-    url, tls = _where(args)
-    _quiet_logs("agent")
+    url, tls = dial_target(args)
+    quiet_logs("agent")
     return eventloop.run(prompt(url, seat, args.text, sys.stdout, sys.stderr, tls=tls))
 
 
@@ -105,8 +105,8 @@ def run_asks(args: argparse.Namespace) -> int:
     from forge import eventloop
     from forge.client.agent import asks, describe_ask
 
-    url, tls = _where(args)
-    _quiet_logs("agent")
+    url, tls = dial_target(args)
+    quiet_logs("agent")
     for seat, ask in eventloop.run(asks(url, tls=tls)):
         print(describe_ask(seat, ask))
     return 0
@@ -115,9 +115,9 @@ def run_asks(args: argparse.Namespace) -> int:
 def run_answer(args: argparse.Namespace) -> int:
     from forge.client.agent import answer
 
-    url, tls = _where(args)
-    _quiet_logs("agent")
-    outcome = _answer("agent answer", answer(url, args.id, args.decision, args.reason, tls=tls))
+    url, tls = dial_target(args)
+    quiet_logs("agent")
+    outcome = answer_of("agent answer", answer(url, args.id, args.decision, args.reason, tls=tls))
     if outcome is None:
         return 1
     print(f"{args.id}: {outcome['outcome']}")

@@ -34,7 +34,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "is said on stderr, and the address its supervisor last listened on is dialled).",
     )
     status.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    _add_location(status)
+    add_location(status)
     status.set_defaults(run=run_status)
 
     attach = subparsers.add_parser(
@@ -50,7 +50,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "answered at the URL.",
     )
     attach.add_argument("seat", metavar="ORG/PROJECT/LABEL", help="the seat whose terminal to use")
-    _add_location(attach)
+    add_location(attach)
     attach.set_defaults(run=run_attach)
 
     say = subparsers.add_parser(
@@ -67,7 +67,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     say.add_argument("seat", metavar="ORG/PROJECT/LABEL", help="the seat whose voice speaks")
     say.add_argument("text", help="what to say")
     say.add_argument("--voice", help="an engine voice id (espeak-ng: en-us, en-gb...)")
-    _add_location(say)
+    add_location(say)
     say.set_defaults(run=run_say)
 
     dictate = subparsers.add_parser("dictate", help="dictation: the models' bench")
@@ -87,16 +87,16 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     bench.add_argument(
         "--clip", action="append", metavar="NAME", help="run only this corpus clip (repeatable)"
     )
-    _add_location(bench)
+    add_location(bench)
     bench.set_defaults(run=run_dictate_bench)
 
 
-def _add_location(parser: argparse.ArgumentParser) -> None:
+def add_location(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--url", help="the socket to dial (default: from forge.toml)")
     parser.add_argument("--config", metavar="PATH", help="the forge.toml that names the socket")
 
 
-def _quiet_logs(process: str) -> None:
+def quiet_logs(process: str) -> None:
     """Records go to forge.log beside the supervisor's, never to the terminal: status's and
     evaluate's stdout is their answer and attach's terminal is in raw mode."""
     import logging
@@ -107,7 +107,7 @@ def _quiet_logs(process: str) -> None:
     configure(paths.log_file(), to_stderr=False, level=logging.INFO, process=process)
 
 
-def _where(args: argparse.Namespace) -> tuple[str, ssl.SSLContext | None]:
+def dial_target(args: argparse.Namespace) -> tuple[str, ssl.SSLContext | None]:
     """The URL to dial and, for forge.toml's own `wss://`, the context trusting its certificate
     (an explicit `--url` is checked against the system's certificate authorities)."""
     if args.url:
@@ -140,8 +140,8 @@ def run_status(args: argparse.Namespace) -> int:
     from forge import eventloop
     from forge.client.status import exit_code, fetch_status, render_json, render_table
 
-    _quiet_logs("status")
-    url, tls = _where(args)
+    quiet_logs("status")
+    url, tls = dial_target(args)
     status = eventloop.run(fetch_status(url, tls=tls))
     print(render_json(status) if args.json else render_table(status))
     return exit_code(status)
@@ -154,9 +154,9 @@ def run_say(args: argparse.Namespace) -> int:
     from forge.client.speech import NOT_SAID, SAID, say
 
     seat = parse_seat(args.seat)
-    url, tls = _where(args)
-    _quiet_logs("say")
-    answer = _answer("say", say(url, seat, args.text, args.voice, tls=tls))
+    url, tls = dial_target(args)
+    quiet_logs("say")
+    answer = answer_of("say", say(url, seat, args.text, args.voice, tls=tls))
     if answer is None:
         return NOT_SAID
     if not answer.get("ok"):
@@ -169,17 +169,17 @@ def run_say(args: argparse.Namespace) -> int:
 def run_dictate_bench(args: argparse.Namespace) -> int:
     from forge.client.speech import BENCH_RUNNING, bench, render_bench, ticking
 
-    url, tls = _where(args)
-    _quiet_logs("dictate-bench")
+    url, tls = dial_target(args)
+    quiet_logs("dictate-bench")
     running = ticking(bench(url, args.clip, tls=tls), sys.stderr, BENCH_RUNNING)
-    answer = _answer("dictate bench", running)
+    answer = answer_of("dictate bench", running)
     if answer is None:
         return 1
     print(render_bench(answer))
     return 0 if answer.get("ok") else 1
 
 
-def _answer(verb: str, call: Coroutine[Any, Any, dict[str, Any]]) -> dict[str, Any] | None:
+def answer_of(verb: str, call: Coroutine[Any, Any, dict[str, Any]]) -> dict[str, Any] | None:
     """The supervisor's answer to one call; None once one line on stderr has said why there is
     none: it refused the call, or the connection closed first (it stopped or died mid-call)."""
     from forge import eventloop
@@ -202,8 +202,8 @@ def run_attach(args: argparse.Namespace) -> int:
     from forge.client.attach import attach, parse_seat
 
     seat = parse_seat(args.seat)
-    url, tls = _where(args)
-    _quiet_logs("attach")
+    url, tls = dial_target(args)
+    quiet_logs("attach")
     ending = eventloop.run(
         attach(url, seat, tty_fd=sys.stdin.fileno(), out_fd=sys.stdout.fileno(), tls=tls)
     )
@@ -218,7 +218,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
     from forge.client.evaluate import evaluate
 
     local = args.local or args.executor == "dask"
-    url, tls = (None, None) if local else _where(args)
+    url, tls = (None, None) if local else dial_target(args)
     if url is not None:
-        _quiet_logs("evaluate")  # the dial's records, never ahead of the preview on stdout
+        quiet_logs("evaluate")  # the dial's records, never ahead of the preview on stdout
     return eventloop.run(evaluate(args, url, tls))

@@ -21,7 +21,6 @@ from forge.config import load_config
 from forge.errors import ForgeError, PeerError, UserError
 from forge.ipc.errors import RequestFailed
 from forge.ipc.manager import WorkerHandle, WorkerManager, WorkerRow
-from forge.ipc.policy import LifecycleTimings
 from forge.supervisor.service import TaskSet, WorkerService
 from forge.supervisor.socket.connection import Connection
 from forge.supervisor.socket.core import Supervisor
@@ -29,16 +28,7 @@ from forge.supervisor.socket.server import SocketServer
 from forge.testing.misbehaving_protocol import MISBEHAVING, Sleep
 from forge.testing.supervised import ask
 from forge.wire.client import TerminalDetach
-
-TIMINGS = LifecycleTimings(
-    hello_timeout=30.0,
-    stop_timeout=5.0,
-    kill_grace=0.5,
-    request_timeout=30.0,
-    backoff_initial=0.02,
-    backoff_max=0.2,
-    backoff_jitter=0.0,
-)
+from tests.ipc.helpers import TEST_TIMINGS
 
 
 class _Sleeper(WorkerService):
@@ -90,7 +80,7 @@ async def supervisor(
 
 @pytest.fixture
 async def manager(forge_dirs: dict[str, Path]) -> AsyncIterator[WorkerManager]:
-    async with WorkerManager(timings=TIMINGS) as running:
+    async with WorkerManager(timings=TEST_TIMINGS) as running:
         yield running
 
 
