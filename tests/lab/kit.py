@@ -374,6 +374,9 @@ def normalised(report: dict[str, Any]) -> dict[str, Any]:
     for variant in clean["variants"]:
         variant.pop("elapsedMs")
         variant.pop("harnessMs")
+        variant.pop("elapsedPerAcceptedMs")
+    for variant in clean["headToHead"]["variants"]:
+        variant.pop("elapsedPerAcceptedMs")
     clean["notes"] = [n for n in clean["notes"] if "contention" not in n]
     return clean
 

@@ -330,7 +330,12 @@ class Result(WorkerEvent, tag="result", frozen=True):
 
 
 ProblemCode = Literal[
-    "credentials_refused", "model_unavailable", "api_error", "cli_exited", "callback_failed"
+    "credentials_refused",
+    "model_unavailable",
+    "api_error",
+    "cli_exited",
+    "callback_failed",
+    "session_not_recorded",
 ]
 
 

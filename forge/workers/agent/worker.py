@@ -21,6 +21,7 @@ from forge.workers.agent.protocol import (
     GetContextUsage,
     Interrupt,
     Interrupted,
+    Problem,
     Prompt,
     PromptAccepted,
     SeatConfig,
@@ -31,6 +32,9 @@ from forge.workers.agent.protocol import (
     Stop,
     Stopped,
 )
+
+NOT_RECORDED = "No conversation found with session ID"
+"""What the CLI says when asked to resume a session it never wrote down."""
 
 
 class AgentHost(Worker):
@@ -58,12 +62,29 @@ class AgentHost(Worker):
     async def start(self, request: Start) -> Started:
         if self.session.started:
             raise RequestFailed("already_started", "the agent's session is running (stop it first)")
+        resumed = request.session_id
         try:
-            await self.session.start(request.session_id)
+            try:
+                await self.session.start(resumed)
+            except Exception as error:
+                if resumed is None or NOT_RECORDED not in str(error):
+                    raise
+                # The CLI died before it wrote the session's first turn: there is nothing to
+                # resume, so the seat goes on in a fresh session and says so.
+                self.log.warning("agent_session_not_recorded", session_id=resumed)
+                await self.session.start(None)
+                await self.emit(
+                    Problem(
+                        code="session_not_recorded",
+                        message=f"session {resumed} ended before Claude Code recorded it; "
+                        "a new session started",
+                    )
+                )
+                resumed = None
         except Exception as error:
             self.log.warning("agent_cli_start_failed", reason=str(error))
             raise RequestFailed("cli_failed", f"Claude Code did not start: {error}") from None
-        return Started(cli_path=str(self.session.cli_path), resumed=request.session_id)
+        return Started(cli_path=str(self.session.cli_path), resumed=resumed)
 
     @handles(Prompt)
     async def prompt(self, request: Prompt) -> PromptAccepted:

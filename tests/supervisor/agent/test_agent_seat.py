@@ -4,16 +4,19 @@ mid-stream, and the conversation paged from the CLI's transcript across a superv
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 from pathlib import Path
 
 import pytest
+import watchfiles
 
 from forge.testing.model_conversation import tool_results
 from forge.testing.supervised import Start
 from tests.supervisor.agent.conftest import (
     SEAT,
+    WITHIN,
     AgentSupervisor,
     Frame,
     Reader,
@@ -225,8 +228,22 @@ async def two_pages(connection: Reader) -> tuple[Frame, Frame]:
     return newest, older
 
 
+async def transcript_holds(config: Path, text: str) -> None:
+    """Until the CLI's transcript under `config` holds `text`: it writes a turn's lines a
+    moment after it sends the request, and a session killed before that has nothing to resume."""
+
+    def holds() -> bool:
+        transcripts = config.glob("projects/*/*.jsonl")
+        return any(text in path.read_text("utf-8", "replace") for path in transcripts)
+
+    async with asyncio.timeout(WITHIN):
+        async for _ in watchfiles.awatch(config, rust_timeout=1000, yield_on_timeout=True):
+            if holds():
+                return
+
+
 async def test_a_worker_killed_mid_turn_is_reported_then_resumed(
-    agent_supervisor: AgentSupervisor,
+    agent_supervisor: AgentSupervisor, tmp_path: Path
 ) -> None:
     server, supervised, _ = await agent_supervisor(
         {"say": "A long answer that will not finish.", "stall": {"after": 2}},
@@ -237,6 +254,7 @@ async def test_a_worker_killed_mid_turn_is_reported_then_resumed(
     await hold_session(phone)
     await phone.command("prompt", {"key": SEAT, "text": "Talk for a while."})
     await server.wait_stalled()
+    await transcript_holds(tmp_path / "claude-config", "Talk for a while.")
     started = await supervised.record("worker_spawned", kind="agent")
     os.kill(started["pid"], signal.SIGKILL)
     cut = body(await phone.first(ended))

@@ -235,3 +235,23 @@ def _cmdline(pid: int) -> list[str]:
     with contextlib.suppress(OSError):
         return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
     return []
+
+
+async def test_a_session_the_cli_never_recorded_goes_on_as_a_fresh_one_and_says_so(
+    make_seat: MakeSeat,
+) -> None:
+    """A worker killed before the CLI wrote its session's first turn leaves an id the CLI cannot
+    resume: the seat starts a new session (not a failed seat) and says why."""
+    never = "0b0e9a52-5a43-4c55-9d6b-2f4a9e1c7d10"
+    async with ModelServer(script({"say": "Fresh."})) as server:
+        seat = make_seat(server)
+        seat.launch()
+        started = await seat.call(Start(session_id=never))
+        problem = await seat.next(Problem)
+        turn = await seat.call(Prompt(text="Hello."))
+        await seat.next(PromptLifecycle, ended(turn.prompt_id))
+        await seat.stop()
+    assert started.resumed is None
+    assert problem.code == "session_not_recorded"
+    assert never in problem.message
+    assert seat.of(Result)[-1].text == "Fresh."
