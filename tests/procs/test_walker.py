@@ -21,6 +21,11 @@ _TREE = """
 import os, subprocess, sys, time
 plain = subprocess.Popen(["sleep", "60"])
 escaped = subprocess.Popen(["sleep", "61"], start_new_session=True)
+for child in (plain, escaped):
+    # Popen returns once exec is past its point of no return, before the kernel has laid out
+    # the new environment: /proc/<pid>/environ reads empty for that moment.
+    while not open(f"/proc/{child.pid}/environ", "rb").read():
+        os.sched_yield()
 print(plain.pid, escaped.pid, flush=True)
 sys.stdin.read()
 """
