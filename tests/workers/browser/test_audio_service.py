@@ -24,6 +24,8 @@ import os, subprocess, sys
 service = subprocess.Popen(
     [sys.executable, "-c", "import time; time.sleep(600)", {AUDIO_SERVICE_FLAG!r}]
 )
+while {AUDIO_SERVICE_FLAG!r}.encode() not in open(f"/proc/{{service.pid}}/cmdline", "rb").read():
+    os.sched_yield()  # Popen returns before exec has laid out the child's command line
 print(service.pid, flush=True)
 os.waitid(os.P_PID, service.pid, os.WEXITED | os.WNOWAIT)
 print("died", flush=True)
