@@ -4,17 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
-from pathlib import Path
 
-import pytest
 from websockets.asyncio.client import connect
 
 from forge.client.auth import subprotocols
-from forge.config import load_config
 from forge.supervisor.socket.connection import Connection
 from forge.supervisor.socket.core import Supervisor
-from forge.supervisor.socket.server import SocketServer
 from forge.testing.supervised import ask, quiet
 from forge.wire.binary import TerminalInput, terminal_input
 from forge.wire.client import TerminalDetach
@@ -23,20 +18,6 @@ from forge.wire.server import ServerMessage
 
 SEAT = Seat("acme", "proj", "lead")
 WIRE_SEAT = {"org": "acme", "project": "proj", "label": "lead"}
-
-
-@pytest.fixture
-async def served(
-    forge_dirs: dict[str, Path], free_port: int, tmp_path: Path
-) -> AsyncIterator[Supervisor]:
-    config = tmp_path / "forge.toml"
-    config.write_text(f'[[projects]]\norg = "acme"\nname = "proj"\npath = "{tmp_path}"\n')
-    supervisor = Supervisor(load_config(config, overrides={"server.port": free_port}))
-    socket = SocketServer(supervisor)
-    await socket.start()
-    yield supervisor
-    await socket.close()
-    await supervisor.shutdown()
 
 
 def dial(supervisor: Supervisor) -> connect:

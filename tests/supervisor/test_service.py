@@ -17,14 +17,12 @@ from websockets.asyncio.client import connect
 
 import forge.supervisor
 from forge.client.auth import subprotocols
-from forge.config import load_config
 from forge.errors import ForgeError, PeerError, UserError
 from forge.ipc.errors import RequestFailed
 from forge.ipc.manager import WorkerHandle, WorkerManager, WorkerRow
 from forge.supervisor.service import TaskSet, WorkerService
 from forge.supervisor.socket.connection import Connection
 from forge.supervisor.socket.core import Supervisor
-from forge.supervisor.socket.server import SocketServer
 from forge.testing.misbehaving_protocol import MISBEHAVING, Sleep
 from forge.testing.supervised import ask
 from forge.wire.client import TerminalDetach
@@ -65,31 +63,17 @@ class _Sleeper(WorkerService):
 
 
 @pytest.fixture
-async def supervisor(
-    forge_dirs: dict[str, Path], free_port: int, tmp_path: Path
-) -> AsyncIterator[Supervisor]:
-    config = tmp_path / "forge.toml"
-    config.write_text(f'[[projects]]\norg = "acme"\nname = "proj"\npath = "{tmp_path}"\n')
-    running = Supervisor(load_config(config, overrides={"server.port": free_port}))
-    socket = SocketServer(running)
-    await socket.start()
-    yield running
-    await socket.close()
-    await running.shutdown()
-
-
-@pytest.fixture
 async def manager(forge_dirs: dict[str, Path]) -> AsyncIterator[WorkerManager]:
     async with WorkerManager(timings=TEST_TIMINGS) as running:
         yield running
 
 
 async def test_a_workers_refusal_is_the_clients_refusal_of_its_verb(
-    supervisor: Supervisor, manager: WorkerManager
+    served: Supervisor, manager: WorkerManager
 ) -> None:
     handle = manager.start(MISBEHAVING.spec("sleeper"))
-    _Sleeper(supervisor, manager, handle).install()
-    port = supervisor.loaded.config.server.port
+    _Sleeper(served, manager, handle).install()
+    port = served.loaded.config.server.port
     async with connect(f"ws://127.0.0.1:{port}/socket", subprotocols=subprotocols()) as client:
         await client.recv(), await client.recv()
         answer = await ask(client, {"kind": "terminal_detach"})
@@ -116,11 +100,11 @@ def test_every_exception_the_supervisor_defines_is_under_forge_errors() -> None:
 
 
 async def test_a_failing_workers_rows_reach_the_hooks_of_the_service_that_owns_it(
-    supervisor: Supervisor, manager: WorkerManager
+    served: Supervisor, manager: WorkerManager
 ) -> None:
     handle = manager.start(MISBEHAVING.spec("crasher", config={"crash_on_start": True}))
     other = manager.start(MISBEHAVING.spec("bystander"))
-    service = _Sleeper(supervisor, manager, handle)
+    service = _Sleeper(served, manager, handle)
     service.install()
     await service.failed.wait()
     states = [state for state, _ in service.heard]
