@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 
@@ -26,7 +26,7 @@ from forge import git
 from forge.ipc.errors import RequestFailed, WorkerError
 from forge.ipc.manager import WorkerEvent as RawEvent
 from forge.ipc.manager import WorkerHandle, WorkerManager, WorkerRow
-from forge.ipc.protocol import call
+from forge.ipc.protocol import WorkerRequest, call
 from forge.logs import get_logger
 from forge.supervisor.agent import conversation
 from forge.supervisor.agent.records import AgentRecord, AgentRecords
@@ -42,6 +42,8 @@ from forge.wire.commands import CommandCall
 from forge.wire.errors import ClientRefusal
 from forge.wire.seats import Seat
 from forge.workers.agent import protocol as worker
+
+ReplyT = TypeVar("ReplyT")
 
 log = get_logger(__name__)
 
@@ -125,13 +127,7 @@ class AgentService(WorkerService):
         seat, handle = self._require(bag.key)
         prompt_uuid = seat.submit(bag.text, bag.source)
         try:
-            await self.ask(
-                handle,
-                worker.Prompt(text=bag.text),
-                what="command",
-                seat=bag.key,
-                within=REQUEST_WITHIN_S,
-            )
+            await self._command(handle, bag.key, worker.Prompt(text=bag.text))
         except ClientRefusal:
             seat.refused(prompt_uuid)
             raise
@@ -139,9 +135,7 @@ class AgentService(WorkerService):
     async def _cancel(self, connection: Connection, command: CommandCall) -> None:
         key = _bag(command, wire.Cancel).key
         _, handle = self._require(key)
-        interrupted = await self.ask(
-            handle, worker.Interrupt(), what="command", seat=key, within=REQUEST_WITHIN_S
-        )
+        interrupted = await self._command(handle, key, worker.Interrupt())
         if not interrupted.interrupted:
             raise ClientRefusal("command", f"no turn is running on seat {key}", key)
 
@@ -159,37 +153,19 @@ class AgentService(WorkerService):
             decision = decision_of(bag.answer, card)
         except ValueError as error:
             raise ClientRefusal("command", str(error), bag.key) from None
-        await self.ask(
-            handle,
-            worker.Answer(ask_id=bag.id, decision=decision),
-            what="command",
-            seat=bag.key,
-            within=REQUEST_WITHIN_S,
-        )
+        await self._command(handle, bag.key, worker.Answer(ask_id=bag.id, decision=decision))
 
     async def _set_model(self, connection: Connection, command: CommandCall) -> None:
         bag = _bag(command, wire.SetModelCommand)
         seat, handle = self._require(bag.key)
-        await self.ask(
-            handle,
-            worker.SetModel(model=bag.model),
-            what="command",
-            seat=bag.key,
-            within=REQUEST_WITHIN_S,
-        )
+        await self._command(handle, bag.key, worker.SetModel(model=bag.model))
         seat.model = bag.model
         self._publish(bag.key, [seat.header_update()])
 
     async def _set_mode(self, connection: Connection, command: CommandCall) -> None:
         bag = _bag(command, wire.SetPermissionModeCommand)
         seat, handle = self._require(bag.key)
-        await self.ask(
-            handle,
-            worker.SetPermissionMode(mode=bag.mode),
-            what="command",
-            seat=bag.key,
-            within=REQUEST_WITHIN_S,
-        )
+        await self._command(handle, bag.key, worker.SetPermissionMode(mode=bag.mode))
         seat.permission_mode = bag.mode
         self._publish(bag.key, [seat.header_update()])
 
@@ -351,6 +327,12 @@ class AgentService(WorkerService):
         await self._publish_row(seat)
 
     # --- helpers -----------------------------------------------------------------------------
+
+    async def _command(
+        self, handle: WorkerHandle, key: Seat, request: WorkerRequest[ReplyT]
+    ) -> ReplyT:
+        """Ask the seat's worker for a command; its refusal is the client's, in its words."""
+        return await self.ask(handle, request, what="command", seat=key, within=REQUEST_WITHIN_S)
 
     def _require(self, key: Seat) -> tuple[AgentSeat, WorkerHandle]:
         seat, handle = self._seats.get(key), self._handles.get(key)
