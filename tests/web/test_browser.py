@@ -27,6 +27,16 @@ def open_tab(page: Page, supervised: Supervised, url: str, label: str) -> None:
     address.fill(url)
     address.press("Enter")
     expect(page.locator(".browserpane [data-role]")).to_have_attribute("data-role", "controller")
+    # The tab has left the page it showed (often another colour page, blue as well): a click
+    # sent before the navigation commits lands on the old document.
+    poll(
+        page,
+        """(url) => {
+            const surface = window.forgeBrowser?.surface;
+            return surface?.tabs?.rows?.some((row) => row.number === surface.tab && row.url === url);
+        }""",
+        url,
+    )
 
 
 def wait_for_colour(page: Page, colour: str) -> None:
