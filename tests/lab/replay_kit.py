@@ -10,6 +10,7 @@ their line counts, computed by git from the real commits).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -223,3 +224,91 @@ class Project:
         return subprocess.run(
             argv, capture_output=True, text=True, env=self.env, timeout=300, check=False
         )
+
+
+ORACLE = Path(__file__).resolve().parent / "oracle_harness.py"
+
+
+@dataclass
+class OracleRun:
+    """What `run_oracle_cohort` saw: the approved run's process, its out folder and the
+    oracle's probes (one per attempt that ran the oracle)."""
+
+    run: subprocess.CompletedProcess[str]
+    out: Path
+    ctl: Path
+
+    def variants(self) -> dict[str, dict[str, Any]]:
+        report = json.loads((self.out / "report.json").read_text())
+        return {variant["name"]: variant for variant in report["variants"]}
+
+    def report_md(self) -> str:
+        return (self.out / "report.md").read_text()
+
+    def probes(self) -> list[dict[str, Any]]:
+        lines = (self.ctl / "probes.jsonl").read_text().splitlines()
+        return [json.loads(line) for line in lines]
+
+
+def run_oracle_cohort(
+    cohort_dir: Path,
+    work: Path,
+    answers: dict[str, dict[str, str]],
+    mounts: list[str],
+    hypothesis: str,
+    preview_says: str | None = None,
+) -> OracleRun:
+    """A cohort over replayed tasks (`cohort_dir` holds replay's stub and source) with two
+    variants: `oracle` writes each task's answer (by issue title), `idle` changes nothing. The
+    cohort is previewed (which must mention `preview_says` when given), approved and run through
+    `forge evaluate` as a person would, with the oracle's files bound into the sandbox."""
+    ctl = work / "ctl"
+    ctl.mkdir()
+    answers_file = work / "answers.json"
+    answers_file.write_text(json.dumps(answers))
+    variants = []
+    for name, extra in (("oracle", []), ("idle", ["none"])):
+        argv = [sys.executable, str(ORACLE), str(answers_file), str(ctl), *extra]
+        atom = {"id": "code", "role": "coding", "command": argv, "timeoutMs": 60000}
+        formula = {
+            "schemaVersion": 1,
+            "name": name,
+            "atoms": [{**atom, "model": "m", "mounts": mounts}],
+        }
+        (cohort_dir / f"{name}.yaml").write_text(json.dumps(formula))
+        sha = hashlib.sha256((cohort_dir / f"{name}.yaml").read_bytes()).hexdigest()
+        variants.append({"name": name, "formula": f"{name}.yaml", "formulaSha256": sha})
+    stub = json.loads((cohort_dir / "cohort.stub.json").read_text())
+    del stub["source"]
+    stub.update(hypothesis=hypothesis, variants=variants)
+    (cohort_dir / "cohort.json").write_text(json.dumps(stub))
+    hooks = {"sandboxBinds": [str(ctl), str(answers_file)]}
+    env = {
+        **os.environ,
+        "FORGE_LAB_DIR": str(work / "lab"),
+        "FORGE_LAB_TEST_HOOKS": json.dumps(hooks),
+    }
+    out = work / "run"
+    argv = [
+        sys.executable,
+        "-m",
+        "forge.cli",
+        "evaluate",
+        "--cohort",
+        str(cohort_dir / "cohort.json"),
+    ]
+    argv += ["--source", str(cohort_dir / "source"), "--out", str(out)]
+    preview = subprocess.run(argv, capture_output=True, text=True, env=env, check=False)
+    assert preview.returncode == 0, preview.stderr
+    if preview_says is not None:
+        assert preview_says in preview.stdout, preview.stdout
+    digest = preview.stdout.split("--approve ")[-1].split()[0]
+    run = subprocess.run(
+        [*argv, "--approve", digest],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+        timeout=600,
+    )
+    return OracleRun(run, out, ctl)

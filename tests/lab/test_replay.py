@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,9 +14,8 @@ import pytest
 from forge.attempt.plan import decode_issue, decode_plan
 
 from .kit import INTERPRETER_MOUNTS, git
-from .replay_kit import CALC, Project
+from .replay_kit import CALC, Project, run_oracle_cohort
 
-ORACLE = Path(__file__).resolve().parent / "oracle_harness.py"
 TEST_ADD = "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
 TEST_MORE = "from calc import mul\n\n\ndef test_more():\n    assert mul(1, 1)\n"
 CALC_FIXED = CALC.replace("a - b", "a + b")
@@ -343,78 +340,26 @@ def test_a_cohort_built_from_the_stub_runs_end_to_end(
     both, the one that changes nothing on neither; no attempt sees its task's merge commit."""
     del forge_dirs
     project = built.project
-    cohort_dir = built.out
-    (tmp_path / "ctl").mkdir()
-    answers = tmp_path / "answers.json"
-    answers.write_text(
-        json.dumps(
-            {
-                "add subtracts": {"calc.py": CALC_FIXED},
-                "Need mul3 and a Meter": {"calc.py": CALC_FIXED + MUL3},
-            }
-        )
-    )
-    variants = []
-    for name, extra in (("oracle", []), ("idle", ["none"])):
-        argv = [sys.executable, str(ORACLE), str(answers), str(tmp_path / "ctl"), *extra]
-        formula = {
-            "schemaVersion": 1,
-            "name": name,
-            "atoms": [
-                {
-                    "id": "code",
-                    "role": "coding",
-                    "command": argv,
-                    "timeoutMs": 60000,
-                    "model": "m",
-                    # the project's interpreter lives in a /tmp the sandbox makes private
-                    "mounts": [*INTERPRETER_MOUNTS.get("mounts", []), str(project.python.parent)],
-                }
-            ],
-        }
-        (cohort_dir / f"{name}.yaml").write_text(json.dumps(formula))
-        sha = hashlib.sha256((cohort_dir / f"{name}.yaml").read_bytes()).hexdigest()
-        variants.append({"name": name, "formula": f"{name}.yaml", "formulaSha256": sha})
-    stub = json.loads((cohort_dir / "cohort.stub.json").read_text())
-    del stub["source"]
-    stub.update(hypothesis="the oracle solves replayed tasks", variants=variants)
-    (cohort_dir / "cohort.json").write_text(json.dumps(stub))
-    hooks = {"sandboxBinds": [str(tmp_path / "ctl"), str(answers)]}
-    env = {
-        **os.environ,
-        "FORGE_LAB_DIR": str(tmp_path / "lab"),
-        "FORGE_LAB_TEST_HOOKS": json.dumps(hooks),
+    answers = {
+        "add subtracts": {"calc.py": CALC_FIXED},
+        "Need mul3 and a Meter": {"calc.py": CALC_FIXED + MUL3},
     }
-    argv = [
-        sys.executable,
-        "-m",
-        "forge.cli",
-        "evaluate",
-        "--cohort",
-        str(cohort_dir / "cohort.json"),
-    ]
-    argv += ["--source", str(cohort_dir / "source"), "--out", str(tmp_path / "run")]
-    preview = subprocess.run(argv, capture_output=True, text=True, env=env, check=False)
-    assert preview.returncode == 0, preview.stderr
-    assert "plan-has-protected-exemptions: tests/test_add.py" in preview.stdout
-    digest = preview.stdout.split("--approve ")[-1].split()[0]
-    run = subprocess.run(
-        [*argv, "--approve", digest],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-        timeout=600,
+    # the project's interpreter lives in a /tmp the sandbox makes private
+    mounts = [*INTERPRETER_MOUNTS.get("mounts", []), str(project.python.parent)]
+    done = run_oracle_cohort(
+        built.out,
+        tmp_path,
+        answers,
+        mounts,
+        "the oracle solves replayed tasks",
+        preview_says="plan-has-protected-exemptions: tests/test_add.py",
     )
-    assert run.returncode == 2, run.stderr
-    report = json.loads((tmp_path / "run" / "report.json").read_text())
-    by_variant = {v["name"]: v for v in report["variants"]}
-    assert by_variant["oracle"]["correct"] == 2, (tmp_path / "run" / "report.md").read_text()
+    assert done.run.returncode == 2, done.run.stderr
+    by_variant = done.variants()
+    assert by_variant["oracle"]["correct"] == 2, done.report_md()
     assert by_variant["oracle"]["hiddenAcceptancePass"] == 2
     assert by_variant["idle"]["hiddenAcceptancePass"] == 0
-    probes = [
-        json.loads(line) for line in (tmp_path / "ctl" / "probes.jsonl").read_text().splitlines()
-    ]
+    probes = done.probes()
     assert len(probes) == 4
     merges = {
         "add subtracts": project.merged[2].merge,

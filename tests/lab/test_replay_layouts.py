@@ -8,7 +8,6 @@ the fix, so a run that imports the installed copy instead of the tree finds no f
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -24,9 +23,8 @@ from forge.attempt.plan import decode_plan
 from forge.attempt.regression import rerun_argv
 
 from .kit import INTERPRETER_MOUNTS, git
-from .replay_kit import CALC, Project, write_exec
+from .replay_kit import CALC, Project, run_oracle_cohort, write_exec
 
-ORACLE = Path(__file__).resolve().parent / "oracle_harness.py"
 CALC_FIXED = CALC.replace("a - b", "a + b")
 SRC_INIT = "from widget.calc import add, mul\n"
 SRC_TEST_MUL = "from widget import mul\n\n\ndef test_mul():\n    assert mul(2, 3) == 6\n"
@@ -290,69 +288,23 @@ def test_a_cohort_over_src_tasks_runs_sealed_with_the_worktree_under_test(
     del forge_dirs
     cohort_dir, skipped = layouts.replay("src", 2, 4)
     assert skipped == {}
-    (tmp_path / "ctl").mkdir()
-    answers = tmp_path / "answers.json"
-    answers.write_text(
-        json.dumps(
-            {
-                "add subtracts": {"src/widget/calc.py": CALC_FIXED},
-                "Need mul3": {"src/widget/calc.py": CALC_FIXED + MUL3},
-            }
-        )
-    )
+    answers = {
+        "add subtracts": {"src/widget/calc.py": CALC_FIXED},
+        "Need mul3": {"src/widget/calc.py": CALC_FIXED + MUL3},
+    }
     mounts = [
         *INTERPRETER_MOUNTS.get("mounts", []),
         str(layouts.python.parent),
         str(layouts.root / "venv"),
         str(layouts.heads["src"]),
     ]
-    variants = []
-    for name, extra in (("oracle", []), ("idle", ["none"])):
-        argv = [sys.executable, str(ORACLE), str(answers), str(tmp_path / "ctl"), *extra]
-        atom = {"id": "code", "role": "coding", "command": argv, "timeoutMs": 60000}
-        formula = {
-            "schemaVersion": 1,
-            "name": name,
-            "atoms": [{**atom, "model": "m", "mounts": mounts}],
-        }
-        (cohort_dir / f"{name}.yaml").write_text(json.dumps(formula))
-        sha = hashlib.sha256((cohort_dir / f"{name}.yaml").read_bytes()).hexdigest()
-        variants.append({"name": name, "formula": f"{name}.yaml", "formulaSha256": sha})
-    stub = json.loads((cohort_dir / "cohort.stub.json").read_text())
-    del stub["source"]
-    stub.update(hypothesis="the oracle solves src-layout tasks", variants=variants)
-    (cohort_dir / "cohort.json").write_text(json.dumps(stub))
-    hooks = {"sandboxBinds": [str(tmp_path / "ctl"), str(answers)]}
-    env = {
-        **os.environ,
-        "FORGE_LAB_DIR": str(tmp_path / "lab"),
-        "FORGE_LAB_TEST_HOOKS": json.dumps(hooks),
-    }
-    argv = [
-        sys.executable,
-        "-m",
-        "forge.cli",
-        "evaluate",
-        "--cohort",
-        str(cohort_dir / "cohort.json"),
-    ]
-    argv += ["--source", str(cohort_dir / "source"), "--out", str(tmp_path / "run")]
-    preview = subprocess.run(argv, capture_output=True, text=True, env=env, check=False)
-    assert preview.returncode == 0, preview.stderr
-    digest = preview.stdout.split("--approve ")[-1].split()[0]
-    run = subprocess.run(
-        [*argv, "--approve", digest],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-        timeout=600,
+    done = run_oracle_cohort(
+        cohort_dir, tmp_path, answers, mounts, "the oracle solves src-layout tasks"
     )
-    assert run.returncode == 2, run.stderr
-    assert "not sandboxed" not in run.stderr
-    report = json.loads((tmp_path / "run" / "report.json").read_text())
-    by_variant = {v["name"]: v for v in report["variants"]}
-    report_md = (tmp_path / "run" / "report.md").read_text()
+    assert done.run.returncode == 2, done.run.stderr
+    assert "not sandboxed" not in done.run.stderr
+    by_variant = done.variants()
+    report_md = done.report_md()
     assert by_variant["oracle"]["correct"] == 2, report_md
     assert by_variant["oracle"]["hiddenAcceptancePass"] == 2, report_md
     assert by_variant["idle"]["hiddenAcceptancePass"] == 0, report_md
