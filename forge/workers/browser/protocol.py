@@ -17,6 +17,7 @@ from typing import Any
 import msgspec
 
 from forge.errors import UserError
+from forge.ipc.policy import LifecycleTimings
 from forge.ipc.protocol import WorkerEvent, WorkerProtocol, WorkerRequest
 from forge.wire.browser import Dialog
 
@@ -290,4 +291,7 @@ BROWSER = WorkerProtocol(
         SurfaceFailed,
     ),
     streams=(TAB_STREAM_PREFIX, AUDIO_STREAM),
+    # hello follows Chromium's start, which on a loaded machine takes well over the default 10 s
+    # (seen at load 20: a worker killed as hung while its Chromium was still coming up).
+    timings=LifecycleTimings(hello_timeout=30.0),
 )
