@@ -33,7 +33,8 @@ def open_tab(page: Page, supervised: Supervised, url: str, label: str) -> None:
         page,
         """(url) => {
             const surface = window.forgeBrowser?.surface;
-            return surface?.tabs?.rows?.some((row) => row.number === surface.tab && row.url === url);
+            const rows = surface?.tabs?.rows ?? [];
+            return rows.some((row) => row.number === surface.tab && row.url === url);
         }""",
         url,
     )
