@@ -60,6 +60,10 @@ Emit = Callable[[WorkerEvent], Awaitable[None]]
 PermissionResult = PermissionResultAllow | PermissionResultDeny
 
 QUESTION_TOOL = "AskUserQuestion"
+LINE_MAX_BYTES = 16 * 1024 * 1024
+"""The longest stream-json line read from the CLI. The SDK's default, 1 MiB, ends the session on
+one larger message: a tool call whose input is a megabyte (a `voice__say` line, a `Write`) would
+crash the seat."""
 
 
 @dataclass
@@ -118,6 +122,7 @@ class AgentSession:
             include_partial_messages=True,
             mcp_servers={SERVER_NAME: self._voice.server()},
             allowed_tools=ALLOWED,
+            max_buffer_size=LINE_MAX_BYTES,
         )
         client = ClaudeSDKClient(options)
         self._closing = False
