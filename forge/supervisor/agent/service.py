@@ -112,6 +112,10 @@ class AgentService(WorkerService):
         assert command.reply_to is not None
         reply = wire.SpawnReply(key=key, session_id=seat.session_id, cwd=seat.cwd)
         connection.send(server.Reply(reply_to=command.reply_to, body=reply))
+        if self._speech is not None and self.supervisor.loaded.config.tts.enabled:
+            note = self._speech.listening_note(key)
+            if note is not None:
+                self.tasks.spawn(self._note(key, note))
 
     async def _despawn(self, connection: Connection, command: CommandCall) -> None:
         key = _bag(command, wire.Despawn).key
@@ -192,23 +196,28 @@ class AgentService(WorkerService):
 
     def voice_changed(self, key: Seat, note: str | None) -> None:
         """The seat's listeners changed (`state.voice_listeners` holds the count): tell its
-        worker, and send the agent `note` when the first listener came or the last one left."""
+        worker, and send the agent `note` when the first listener came or the last one left
+        (only while `[tts]` is on: the note asks the agent to speak)."""
         handle = self._handles.get(key)
         if handle is not None and key in self._seats:
             self.tasks.spawn(self._voice_changed(key, handle, note))
 
     async def _voice_changed(self, key: Seat, handle: WorkerHandle, note: str | None) -> None:
-        await self._tell_listeners(key, handle)
-        if note is None:
-            return
+        if await self._tell_listeners(key, handle) and note is not None:
+            await self._note(key, note)
+
+    async def _note(self, key: Seat, note: str) -> None:
+        """Send the agent a `[Voice]` note, as a prompt of source `voice`."""
         try:
             await self._submit(key, note, "voice")
         except ClientRefusal as refusal:
             log.warning("agent_voice_note_unsent", seat=str(key), reason=refusal.why)
 
-    async def _tell_listeners(self, key: Seat, handle: WorkerHandle) -> None:
+    async def _tell_listeners(self, key: Seat, handle: WorkerHandle) -> bool:
+        """Tell the seat's worker who listens; whether the seat can speak at all (`[tts]`)."""
         request = agent_voice.listeners(self.supervisor, key, self._speech)
         await self.tell(handle, request, "agent_listeners_unsent", seat=str(key))
+        return request.speech
 
     # --- the session subject and `more` ------------------------------------------------------
 

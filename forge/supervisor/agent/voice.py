@@ -24,6 +24,11 @@ class Speech(Protocol):
 
     async def speak(self, seat: Seat, text: str, voice: str | None = None) -> Said: ...
 
+    def listening_note(self, seat: Seat) -> str | None:
+        """The `[Voice]` note for an agent that starts on `seat` while someone listens, else
+        None (the note went out when the first listener came, before this agent was there)."""
+        ...
+
 
 def listeners(supervisor: Supervisor, key: Seat, speech: Speech | None) -> worker.Listeners:
     """Who hears seat `key` now, for its worker (what `voice__say` answers the model)."""

@@ -43,7 +43,7 @@ from forge.supervisor.socket.connection import Connection
 from forge.supervisor.socket.core import Supervisor
 from forge.supervisor.socket.seats import UnknownProject
 from forge.supervisor.voice import models as dictate_models
-from forge.supervisor.voice.rules import NOTE_TEXT, TakeBook, VoiceChange, VoiceRoom
+from forge.supervisor.voice.rules import NOTE_TEXT, Note, TakeBook, VoiceChange, VoiceRoom
 from forge.wire import server
 from forge.wire.binary import Dictation
 from forge.wire.client import (
@@ -450,6 +450,11 @@ class DictationService(WorkerService):
             log.info(
                 "voice_note", seat=str(seat), note=change.note.value, text=note, delivered=delivered
             )
+
+    def listening_note(self, seat: Seat) -> str | None:
+        """The note for an agent that starts on `seat` while someone listens (`AgentDoor`'s
+        other side: the agent seats' `Speech`)."""
+        return NOTE_TEXT[Note.LISTENING] if self.room.listeners(seat) else None
 
     async def speak(self, seat: Seat, text: str, voice: str | None = None) -> Said:
         """Render `text` on `seat`'s voice stream; the supervisor call other areas use.

@@ -95,17 +95,14 @@ async def test_voice_say_reaches_the_listener_as_audio_and_the_notes_reach_the_a
         after_say("Said nothing."),
         config=SPEECH,
     )
-    phone, desk, lurker = (
-        await reader(supervised),
-        await reader(supervised),
-        await reader(supervised),
-    )
-    await spawn(phone)
+    phone, desk = await reader(supervised), await reader(supervised)
+    lurker = await reader(supervised)
+    await phone.ask({"kind": "drill_start_seat", "seat": SEAT}, lambda f: f["kind"] == "drill_done")
     await hold_session(phone)
     await hold_session(desk)
-    mark = len(phone.frames)
-    await voice(phone, True, 1)
-    await phone.first(ended, mark)  # the listening note ran as a turn of its own
+    await voice(phone, True, 1)  # someone listens before the agent comes
+    await spawn(phone)
+    await phone.first(ended)  # the listening note ran as a turn of its own
     [note] = [m["msg"] for m in updates(phone, "chat_appended") if m["msg"]["type"] == "user"]
     assert note["text"].startswith(LISTENING)
     assert (await hold_session(desk))["state"]["voice_listeners"] == 1
@@ -128,7 +125,7 @@ async def test_voice_say_reaches_the_listener_as_audio_and_the_notes_reach_the_a
 
     mark = len(phone.frames)
     await voice(phone, False, 0)
-    await phone.first(ended, mark)
+    await phone.first(ended, mark)  # the stopped note, sent as the last listener left
     assert any(STOPPED in str(r.body) for r in server.message_requests())
     assert (await hold_session(desk))["state"]["voice_listeners"] == 0
     heard = len(clips(phone))
