@@ -310,6 +310,9 @@ class DictateStop(ClientMessage, frozen=True, tag="dictate_stop"):
     """Capture ended: the open segment is decoded and the take's words land."""
 
     key: Seat
+    send: bool = False
+    """Also send the words as the seat's agent's next prompt (`source: "dictation"`): a take
+    begun on the `composer` surface of a seat with an agent (else refused)."""
 
 
 class DictateCancel(ClientMessage, frozen=True, tag="dictate_cancel"):

@@ -72,6 +72,8 @@ class DictateEnded(ServerMessage, frozen=True, kw_only=True, tag="dictate_ended"
     options: Axes
     audio_ms: int
     segments: int
+    prompt: str | None = None
+    """The uuid of the agent prompt the words became (a take stopped with `send`), else null."""
 
 
 class DictateFailed(ServerMessage, frozen=True, kw_only=True, tag="dictate_failed"):

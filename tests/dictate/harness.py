@@ -80,13 +80,15 @@ class Client:
         return found[0]
 
     async def take(self, pcm: bytes, *, pace: float | None, seat: dict[str, str] = SEAT,
-                   options: dict[str, str] | None = None) -> dict[str, Any]:  # fmt: skip
-        """A whole take: stream, stop, and its `dictate_ended` or `dictate_failed`."""
+                   options: dict[str, str] | None = None,
+                   send: bool = False) -> dict[str, Any]:  # fmt: skip
+        """A whole take: stream, stop (with `send`: as the seat's agent's next prompt), and its
+        `dictate_ended` or `dictate_failed`."""
         mark = len(self.frames)
         await self.send({"kind": "dictate_stream", "key": seat, "surface": "composer",
                          "options": options})  # fmt: skip
         await self.stream(pcm, pace=pace)
-        await self.send({"kind": "dictate_stop", "key": seat})
+        await self.send({"kind": "dictate_stop", "key": seat, "send": send})
         return await self.next_of_kind("dictate_ended", "dictate_failed", after=mark)
 
     async def close(self) -> None:

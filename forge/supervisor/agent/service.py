@@ -29,6 +29,7 @@ from forge.ipc.manager import WorkerHandle, WorkerManager, WorkerRow
 from forge.ipc.protocol import WorkerRequest, call
 from forge.logs import get_logger
 from forge.supervisor.agent import conversation
+from forge.supervisor.agent import voice as agent_voice
 from forge.supervisor.agent.records import AgentRecord, AgentRecords
 from forge.supervisor.agent.seat import AgentSeat, Update, decision_of
 from forge.supervisor.service import WorkerService
@@ -58,10 +59,15 @@ class AgentService(WorkerService):
     name = "agent"
 
     def __init__(
-        self, supervisor: Supervisor, manager: WorkerManager, records: AgentRecords | None = None
+        self,
+        supervisor: Supervisor,
+        manager: WorkerManager,
+        records: AgentRecords | None = None,
+        speech: agent_voice.Speech | None = None,
     ) -> None:
         super().__init__(supervisor, manager)
         self._records = records or AgentRecords()
+        self._speech = speech
         self._seats: dict[Seat, AgentSeat] = {}
         self._handles: dict[Seat, WorkerHandle] = {}
         self._by_worker: dict[str, Seat] = {}
@@ -106,6 +112,10 @@ class AgentService(WorkerService):
         assert command.reply_to is not None
         reply = wire.SpawnReply(key=key, session_id=seat.session_id, cwd=seat.cwd)
         connection.send(server.Reply(reply_to=command.reply_to, body=reply))
+        if self._speech is not None and self.supervisor.loaded.config.tts.enabled:
+            note = self._speech.listening_note(key)
+            if note is not None:
+                self.tasks.spawn(self._note(key, note))
 
     async def _despawn(self, connection: Connection, command: CommandCall) -> None:
         key = _bag(command, wire.Despawn).key
@@ -124,13 +134,18 @@ class AgentService(WorkerService):
 
     async def _prompt(self, connection: Connection, command: CommandCall) -> None:
         bag = _bag(command, wire.PromptCommand)
-        seat, handle = self._require(bag.key)
-        prompt_uuid = seat.submit(bag.text, bag.source)
+        await self._submit(bag.key, bag.text, bag.source)
+
+    async def _submit(self, key: Seat, text: str, source: str) -> str:
+        """Send the seat's agent a prompt (it runs or waits in the queue); its uuid."""
+        seat, handle = self._require(key)
+        prompt_uuid = seat.submit(text, source)
         try:
-            await self._command(handle, bag.key, worker.Prompt(text=bag.text))
+            await self._command(handle, key, worker.Prompt(text=text))
         except ClientRefusal:
             seat.refused(prompt_uuid)
             raise
+        return prompt_uuid
 
     async def _cancel(self, connection: Connection, command: CommandCall) -> None:
         key = _bag(command, wire.Cancel).key
@@ -168,6 +183,41 @@ class AgentService(WorkerService):
         await self._command(handle, bag.key, worker.SetPermissionMode(mode=bag.mode))
         seat.permission_mode = bag.mode
         self._publish(bag.key, [seat.header_update()])
+
+    # --- voice: the voice area reaches these as its agent door --------------------------------
+
+    def has_agent(self, key: Seat) -> bool:
+        return key in self._seats
+
+    async def dictated(self, key: Seat, text: str) -> str:
+        """A dictation take's words sent as the seat's next prompt; its uuid (refused as a
+        `command` refusal when the seat has no agent or the worker refuses)."""
+        return await self._submit(key, text, "dictation")
+
+    def voice_changed(self, key: Seat, note: str | None) -> None:
+        """The seat's listeners changed (`state.voice_listeners` holds the count): tell its
+        worker, and send the agent `note` when the first listener came or the last one left
+        (only while `[tts]` is on: the note asks the agent to speak)."""
+        handle = self._handles.get(key)
+        if handle is not None and key in self._seats:
+            self.tasks.spawn(self._voice_changed(key, handle, note))
+
+    async def _voice_changed(self, key: Seat, handle: WorkerHandle, note: str | None) -> None:
+        if await self._tell_listeners(key, handle) and note is not None:
+            await self._note(key, note)
+
+    async def _note(self, key: Seat, note: str) -> None:
+        """Send the agent a `[Voice]` note, as a prompt of source `voice`."""
+        try:
+            await self._submit(key, note, "voice")
+        except ClientRefusal as refusal:
+            log.warning("agent_voice_note_unsent", seat=str(key), reason=refusal.why)
+
+    async def _tell_listeners(self, key: Seat, handle: WorkerHandle) -> bool:
+        """Tell the seat's worker who listens; whether the seat can speak at all (`[tts]`)."""
+        request = agent_voice.listeners(self.supervisor, key, self._speech)
+        await self.tell(handle, request, "agent_listeners_unsent", seat=str(key))
+        return request.speech
 
     # --- the session subject and `more` ------------------------------------------------------
 
@@ -253,6 +303,7 @@ class AgentService(WorkerService):
             ) from None
         if seat.lifecycle == "starting":
             seat.set_lifecycle("idle")
+        await self._tell_listeners(key, handle)
         self._save()
         await self._publish_row(seat)
         return seat
@@ -275,6 +326,9 @@ class AgentService(WorkerService):
         seat = self._seats.get(key)
         event = worker.AGENT.decode_event(raw.event, raw.data)
         if seat is None or event is None:
+            return
+        if isinstance(event, worker.Say):
+            self.tasks.spawn(agent_voice.say(self._speech, key, event.text))
             return
         before = (seat.home_lifecycle(), seat.waiting(), seat.problem)
         recorded = seat.session_id
@@ -323,6 +377,7 @@ class AgentService(WorkerService):
         else:
             seat.set_lifecycle("idle")
             log.info("agent_resumed", seat=str(key), session_id=seat.session_id)
+            await self._tell_listeners(key, handle)
         self._publish(key, [seat.header_update()])
         await self._publish_row(seat)
 
@@ -370,8 +425,10 @@ class AgentService(WorkerService):
             log.warning("agent_records_unwritable", path=str(self._records.path), reason=str(error))
 
 
-def install(supervisor: Supervisor, manager: WorkerManager) -> AgentService:
-    service = AgentService(supervisor, manager)
+def install(
+    supervisor: Supervisor, manager: WorkerManager, speech: agent_voice.Speech | None = None
+) -> AgentService:
+    service = AgentService(supervisor, manager, speech=speech)
     service.install()
     return service
 

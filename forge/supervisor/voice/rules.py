@@ -1,5 +1,5 @@
 """The take and voice rules of the socket, pure: who may start a take, who listens, what the
-agent would be told. `service` does the I/O around them.
+agent is told. `service` does the I/O around them.
 
 Takes (`TakeBook`): one take per connection and one live take per seat; a second
 `dictate_stream` is refused in a sentence. Voice (`VoiceRoom`): each seat's listeners are the
@@ -93,7 +93,7 @@ NOTE_TEXT = {
     "mcp__forge__voice__say, in a live-conversation register.",
     Note.STOPPED: "[Voice] The person stopped listening: you may stop speaking.",
 }
-"""What the agent would be sent (there is no agent yet: the note is recorded, not delivered)."""
+"""What an agent seat's agent is sent (as a prompt of source `voice`)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,9 @@ nothing lands); a worker that dies mid-take fails every take it held (`dictate_f
 manager restarts it, so the next take works.
 
 Voice: `voice_mode` turns one connection's switch for one seat (the rules are
-`rules.VoiceRoom`), answered as `voice_mode_state` to every subscriber of the seat.
+`rules.VoiceRoom`), answered as `voice_mode_state` to every subscriber of the seat; an agent seat's
+agent hears of it through `AgentDoor` (the count, and the `[Voice]` note as a prompt). A take
+stopped with `send` on an agent seat's composer becomes the agent's next prompt.
 `speak(seat, text)` is the call other areas use: rendered by the worker, sent as `voice_audio`
 numbered per seat in render order to the seat's subscribers and listeners; nothing is rendered
 for a seat nobody listens to. `voice_preview` and `voice_say` (`forge say`) use it.
@@ -26,7 +28,7 @@ import json
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import msgspec
 
@@ -41,7 +43,7 @@ from forge.supervisor.socket.connection import Connection
 from forge.supervisor.socket.core import Supervisor
 from forge.supervisor.socket.seats import UnknownProject
 from forge.supervisor.voice import models as dictate_models
-from forge.supervisor.voice.rules import NOTE_TEXT, TakeBook, VoiceChange, VoiceRoom
+from forge.supervisor.voice.rules import NOTE_TEXT, Note, TakeBook, VoiceChange, VoiceRoom
 from forge.wire import server
 from forge.wire.binary import Dictation
 from forge.wire.client import (
@@ -97,6 +99,23 @@ PREVIEW_LINE = "This is how this seat will sound when it speaks to you."
 BENCH_FILE = "dictate-bench.json"
 
 
+class AgentDoor(Protocol):
+    """Agent seats as the voice area reaches them (the agent service; the composition root
+    joins the two, which import nothing of each other)."""
+
+    def has_agent(self, key: Seat) -> bool: ...
+
+    async def dictated(self, key: Seat, text: str) -> str:
+        """Send `text` as the seat's next prompt (source `dictation`); its uuid. Raises
+        `ClientRefusal` naming why not."""
+        ...
+
+    def voice_changed(self, key: Seat, note: str | None) -> None:
+        """The seat's listener count changed (`SeatState.voice_listeners`); `note` is the
+        `[Voice]` note for its agent, when one is due."""
+        ...
+
+
 @dataclass(eq=False)
 class LiveTake:
     """One take as the supervisor holds it, from `dictate_stream` to its end."""
@@ -119,6 +138,8 @@ class LiveTake:
     retry: asyncio.Task[None] | None = None
     began: bool = False
     stopping: bool = False
+    as_prompt: bool = False
+    """Stopped with `send`: the words become the seat's agent's next prompt."""
     beginning: asyncio.Task[None] | None = None
 
     def __post_init__(self) -> None:
@@ -143,6 +164,8 @@ class DictationService(WorkerService):
         self._takes: TakeBook[LiveTake] = TakeBook()
         self._numbers = itertools.count(1)
         self.room: VoiceRoom[Connection] = VoiceRoom()
+        self.agents: AgentDoor | None = None
+        """Set by the composition root when agent seats are served."""
         self._voice_seq: defaultdict[Seat, int] = defaultdict(int)
         self._voice_locks: defaultdict[Seat, asyncio.Lock] = defaultdict(asyncio.Lock)
         self.model = ModelState(state="pending")
@@ -277,9 +300,27 @@ class DictationService(WorkerService):
 
     async def _stop(self, connection: Connection, message: DictateStop) -> None:
         take = self._own(connection, message.key, "dictate_stop")
+        if message.send:
+            self._refuse_send(take)
         self._send_batch(take)
         take.stopping = True
+        take.as_prompt = message.send
         self.tasks.spawn(self._finish(take))
+
+    def _refuse_send(self, take: LiveTake) -> None:
+        """Refuse `send` (before the take stops) unless its words can become a prompt."""
+        if take.surface != "composer":
+            why = (
+                "send lands the words as a prompt: it needs a take begun on the composer "
+                f"surface, not {take.surface}"
+            )
+            raise ClientRefusal("dictate_stop", why, take.seat)
+        if self.agents is None or not self.agents.has_agent(take.seat):
+            why = (
+                f"seat {take.seat} has no agent to send the words to "
+                "(spawn one, or stop without send)"
+            )
+            raise ClientRefusal("dictate_stop", why, take.seat)
 
     async def _finish(self, take: LiveTake) -> None:
         if take.beginning is not None:
@@ -305,6 +346,7 @@ class DictationService(WorkerService):
             segments=finished.segments,
             chars=len(finished.text),
         )
+        prompt = await self._send_as_prompt(take, finished.text) if take.as_prompt else None
         take.send(
             DictateEnded(
                 key=take.seat,
@@ -315,8 +357,20 @@ class DictationService(WorkerService):
                 options=take.axes,
                 audio_ms=finished.audio_ms,
                 segments=finished.segments,
+                prompt=prompt,
             )
         )
+
+    async def _send_as_prompt(self, take: LiveTake, text: str) -> str | None:
+        """The take's words as its seat's agent's next prompt: the prompt's uuid, or None when
+        there were no words or the agent refused (that refusal goes to the take's connection)."""
+        if not text.strip() or self.agents is None:
+            return None
+        try:
+            return await self.agents.dictated(take.seat, text)
+        except ClientRefusal as refusal:
+            take.connection.send(server.Error(what="dictate_stop", why=refusal.why, seat=take.seat))
+            return None
 
     async def _cancel(self, connection: Connection, message: DictateCancel) -> None:
         take = self._own(connection, message.key, "dictate_cancel")
@@ -388,11 +442,19 @@ class DictationService(WorkerService):
         frame = JsonFrame.encode(VoiceModeState(key=seat, listeners=change.listeners))
         for connection in self.supervisor.subscribers(session(seat)) | ({also} if also else set()):
             connection.send_frame(frame)
+        note = None if change.note is None else NOTE_TEXT[change.note]
+        delivered = self.agents is not None and self.agents.has_agent(seat)
+        if self.agents is not None:
+            self.agents.voice_changed(seat, note)
         if change.note is not None:
-            # No agent runs yet: the note is recorded as what would be sent.
             log.info(
-                "voice_note", seat=str(seat), note=change.note.value, text=NOTE_TEXT[change.note]
+                "voice_note", seat=str(seat), note=change.note.value, text=note, delivered=delivered
             )
+
+    def listening_note(self, seat: Seat) -> str | None:
+        """The note for an agent that starts on `seat` while someone listens (`AgentDoor`'s
+        other side: the agent seats' `Speech`)."""
+        return NOTE_TEXT[Note.LISTENING] if self.room.listeners(seat) else None
 
     async def speak(self, seat: Seat, text: str, voice: str | None = None) -> Said:
         """Render `text` on `seat`'s voice stream; the supervisor call other areas use.

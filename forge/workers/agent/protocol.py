@@ -9,11 +9,13 @@ of the agent SDK either, so a supervisor without `forge[agent]` still reads it.
   `failed` row, never restarted).
 - Requests: `Start` (a fresh session, or one resumed by id), `Prompt` (queued while a turn runs),
   `Interrupt`, `Answer` (an ask's decision), `SetPermissionMode`, `SetModel`,
-  `GetContextUsage`, `Stop` (the CLI and every process it started end before the answer).
+  `GetContextUsage`, `Listeners` (who hears the seat: what `voice__say` answers the model),
+  `Stop` (the CLI and every process it started end before the answer).
 - Events, in the order the CLI produced them: `SessionStarted`, `PromptLifecycle`
   (queued / started / ended), `Delta` (text or thinking as it streams), `AssistantMessage` (whole
   blocks: text, thinking, tool calls), `ToolResult`, `PermissionAsk` and `QuestionAsk` (held
-  until an `Answer`), `AskEnded`, `Result` (usage and cost), `Problem` (a sentence).
+  until an `Answer`), `AskEnded`, `Result` (usage and cost), `Problem` (a sentence), `Say` (the
+  model called forge's `mcp__forge__voice__say`: a cleaned line for the seat's listeners).
 
 An ask's id is the tool call's id (`toolu_...`): the one the conversation shows.
 """
@@ -34,6 +36,10 @@ PermissionMode = Literal["default", "acceptEdits", "plan", "bypassPermissions", 
 """Claude Code's permission modes (`claude --permission-mode`)."""
 
 PromptText = Annotated[str, msgspec.Meta(min_length=1, max_length=1_000_000)]
+
+SAY_MAX_CHARS = 1000
+"""The most of one `voice__say` line that is spoken (about a minute of speech): an agent's
+update is a sentence or two, and a clip is sent whole to every listener."""
 
 
 class SeatConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -175,6 +181,16 @@ class ContextUsage(msgspec.Struct, frozen=True, kw_only=True):
 
 class GetContextUsage(WorkerRequest[ContextUsage], tag="get_context_usage", frozen=True):
     """What the session's context holds now (the CLI's `/context`)."""
+
+
+class Listeners(WorkerRequest[None], tag="listeners", frozen=True):
+    """Who hears the seat now, sent on every change and after each `Start`: what `voice__say`
+    answers the model ("spoken to 2 listeners", "no one is listening")."""
+
+    listeners: Annotated[int, msgspec.Meta(ge=0)]
+    """Clients with voice on for the seat."""
+    speech: bool
+    """Whether the supervisor can speak at all (`[tts] enabled`)."""
 
 
 class Stopped(msgspec.Struct, frozen=True, kw_only=True):
@@ -346,13 +362,31 @@ class Problem(WorkerEvent, tag="problem", frozen=True):
     message: str
 
 
+class Say(WorkerEvent, tag="say", frozen=True):
+    """The model called `mcp__forge__voice__say` while someone listens: speak `text` on the seat.
+    The worker has cleaned it (one line, no control characters) and cut it to
+    `SAY_MAX_CHARS`; it is words for the speech engine, never a command's argument."""
+
+    text: Annotated[str, msgspec.Meta(min_length=1, max_length=SAY_MAX_CHARS)]
+
+
 AGENT = WorkerProtocol(
     kind="agent",
     module="forge.workers.agent",
     # `setup` imports the agent SDK (6.4 s measured on a 2-core machine at load 26), and ending a
     # session closes the CLI (seconds mid-turn) and its tools.
     timings=LifecycleTimings(hello_timeout=60.0, stop_timeout=15.0),
-    requests=(Start, Prompt, Interrupt, Answer, SetPermissionMode, SetModel, GetContextUsage, Stop),
+    requests=(
+        Start,
+        Prompt,
+        Interrupt,
+        Answer,
+        SetPermissionMode,
+        SetModel,
+        GetContextUsage,
+        Listeners,
+        Stop,
+    ),
     events=(
         SessionStarted,
         PromptLifecycle,
@@ -364,5 +398,6 @@ AGENT = WorkerProtocol(
         AskEnded,
         Result,
         Problem,
+        Say,
     ),
 )

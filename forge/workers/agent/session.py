@@ -32,6 +32,7 @@ from forge.ipc.errors import RequestFailed
 from forge.ipc.protocol import WorkerEvent
 from forge.procs import descendants, is_live, kill_processes
 from forge.workers.agent.events import credentials_refused, events_of
+from forge.workers.agent.mcp import ALLOWED, VoiceTool
 from forge.workers.agent.protocol import (
     AllowAlways,
     AllowOnce,
@@ -53,11 +54,16 @@ from forge.workers.agent.protocol import (
     QuestionAsk,
 )
 from forge.workers.agent.turns import QueuedPrompt, TurnQueue
+from forge.workers.agent.voice import SERVER_NAME, Room
 
 Emit = Callable[[WorkerEvent], Awaitable[None]]
 PermissionResult = PermissionResultAllow | PermissionResultDeny
 
 QUESTION_TOOL = "AskUserQuestion"
+LINE_MAX_BYTES = 16 * 1024 * 1024
+"""The longest stream-json line read from the CLI. The SDK's default, 1 MiB, ends the session on
+one larger message: a tool call whose input is a megabyte (a `voice__say` line, a `Write`) would
+crash the seat."""
 
 
 @dataclass
@@ -98,6 +104,7 @@ class AgentSession:
         self._failed_turn = False
         self._closing = False
         self._background: set[asyncio.Task[None]] = set()
+        self._voice = VoiceTool(emit)
 
     @property
     def started(self) -> bool:
@@ -113,6 +120,9 @@ class AgentSession:
             resume=session_id,
             can_use_tool=self._can_use_tool,
             include_partial_messages=True,
+            mcp_servers={SERVER_NAME: self._voice.server()},
+            allowed_tools=ALLOWED,
+            max_buffer_size=LINE_MAX_BYTES,
         )
         client = ClaudeSDKClient(options)
         self._closing = False
@@ -159,6 +169,10 @@ class AgentSession:
         with _cli_refusal():
             await client.set_model(model)
         self._model = model
+
+    def set_listeners(self, listeners: int, speech: bool) -> None:
+        """Who hears the seat: what `voice__say` answers the model from now on."""
+        self._voice.room = Room(listeners=listeners, speech=speech)
 
     async def context_usage(self) -> ContextUsage:
         client = self._require()

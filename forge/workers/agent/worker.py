@@ -21,6 +21,7 @@ from forge.workers.agent.protocol import (
     GetContextUsage,
     Interrupt,
     Interrupted,
+    Listeners,
     Problem,
     Prompt,
     PromptAccepted,
@@ -110,6 +111,10 @@ class AgentHost(Worker):
     @handles(GetContextUsage)
     async def get_context_usage(self, request: GetContextUsage) -> ContextUsage:
         return await self.session.context_usage()
+
+    @handles(Listeners)
+    async def listeners(self, request: Listeners) -> None:
+        self.session.set_listeners(request.listeners, request.speech)
 
     @handles(Stop)
     async def stop(self, request: Stop) -> Stopped:

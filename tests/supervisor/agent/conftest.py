@@ -168,17 +168,21 @@ AgentSupervisor = Callable[..., Awaitable[tuple[ModelServer, Supervised, Path]]]
 async def agent_supervisor(
     supervise: Start, agent_env: Callable[[ModelServer], None], tmp_path: Path
 ) -> AsyncIterator[AgentSupervisor]:
-    """`await agent_supervisor(*turns)`: a model server playing `turns`, a supervisor whose
-    agents talk to it, and the project's directory."""
+    """`await agent_supervisor(*turns, config=..., chunk=...)`: a model server playing `turns`
+    (`chunk` characters a delta), a supervisor whose agents talk to it (its forge.toml ends with
+    `config`), and the project's directory."""
     async with contextlib.AsyncExitStack() as stack:
 
-        async def start(*turns: dict[str, Any]) -> tuple[ModelServer, Supervised, Path]:
-            server = await stack.enter_async_context(
-                ModelServer(parse_script({"turns": list(turns)}))
-            )
+        async def start(
+            *turns: dict[str, Any], config: str = "", chunk: int | None = None
+        ) -> tuple[ModelServer, Supervised, Path]:
+            document: dict[str, Any] = {"turns": list(turns)}
+            if chunk is not None:
+                document["chunk"] = chunk
+            server = await stack.enter_async_context(ModelServer(parse_script(document)))
             agent_env(server)
             project = git_project(tmp_path / "web")
-            return server, await supervise(config_for(project)), project
+            return server, await supervise(config_for(project) + config), project
 
         yield start
 

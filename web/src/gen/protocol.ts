@@ -236,6 +236,7 @@ export interface ServerDictateEnded {
   options: Axes;
   audio_ms: number;
   segments: number;
+  prompt: string | null;
 }
 
 /** The take ended without words: nothing lands. `cancelled` when this client asked. */
@@ -512,6 +513,7 @@ export interface ClientDictateStream {
 export interface ClientDictateStop {
   kind: "dictate_stop";
   key: Seat;
+  send?: boolean;
 }
 
 /** Drop the take: nothing lands. */
