@@ -13,11 +13,14 @@ process that also holds every client, so both ends of each figure read one clock
    `chat_appended` delta frame arrives on a websocket client holding the seat's session, before
    the frame is parsed. *floor*: the SDK's `ClaudeSDKClient` (the same CLI, the options the
    worker gives it) in this process, the time taken when its `StreamEvent` text delta is read.
-   The two alternate turn by turn; the first turn of each is a warm-up and not counted. Goal
-   (issue 39): forge's p50 <= 1.2x the floor's p50 + 5 ms.
-2. **Idle memory.** Once both sit idle after the same number of turns: RSS and PSS of forge's
+   *relay*: the same SDK client in a child process that writes a line to its stdout per delta
+   (the one process hop any seat kept out of the serving process pays; forge has two, worker
+   -> supervisor -> client). The three alternate turn by turn; the first turn of each is a
+   warm-up and not counted. Goal (issue 39): forge's p50 <= 1.2x the floor's p50 + 5 ms.
+2. **Idle memory.** Once all sit idle after the same number of turns: RSS and PSS of forge's
    seat (the worker and every process under it: the CLI and its children) beside the floor's CLI
-   process tree (the bare CLI the SDK started; the SDK's own Python is this bench). Goal: <= 1.2x.
+   process tree (the bare CLI the SDK started; the SDK's own Python is this bench), and beside the
+   relay's child (a Python holding the SDK's client, and its CLI). Goal: <= 1.2x the bare CLI.
 """
 
 from __future__ import annotations
@@ -116,7 +119,7 @@ def script(turns: int) -> dict[str, Any]:
     return {
         "turns": [
             {"when": {"user_text": f"{who} {n}."}, "say": f"Answer {n}.", "stall": {"after": 0}}
-            for who in ("Forge", "Floor")
+            for who in ("Forge", "Floor", "Relay")
             for n in range(turns)
         ]
     }
@@ -157,8 +160,11 @@ async def forge_seat(project: Path, root: Path) -> tuple[Supervised, Any, Side]:
     return supervised, client, side
 
 
-async def floor_client(project: Path, cli: Path) -> tuple[Any, Side]:
-    """The SDK's client in this process, with the options forge's worker gives it."""
+async def sdk_client(
+    project: Path, cli: Path, on_delta: Callable[[], None], on_end: Callable[[], None]
+) -> Any:
+    """The SDK's client with the options forge's worker gives it, connected, its messages read
+    by a task that calls `on_delta` for each text delta and `on_end` at each turn's result."""
     from claude_agent_sdk import (
         ClaudeAgentOptions,
         ClaudeSDKClient,
@@ -179,7 +185,6 @@ async def floor_client(project: Path, cli: Path) -> tuple[Any, Side]:
     )
     client = ClaudeSDKClient(options)
     await client.connect()
-    side = Side()
 
     async def read() -> None:
         async for message in client.receive_messages():
@@ -188,12 +193,49 @@ async def floor_client(project: Path, cli: Path) -> tuple[Any, Side]:
                 if event.get("type") == "content_block_delta" and (
                     event.get("delta", {}).get("type") == "text_delta"
                 ):
-                    side.delta()
+                    on_delta()
             elif isinstance(message, ResultMessage):
+                on_end()
+
+    asyncio.get_running_loop().create_task(read())
+    return client
+
+
+async def relay_child(project: Path) -> None:
+    """The relay floor's child: an SDK client whose prompts come as stdin lines and whose
+    deltas and turn ends leave as stdout lines."""
+    client = await sdk_client(
+        project,
+        find_cli(None, require_sdk()),
+        lambda: print("delta", flush=True),
+        lambda: print("end", flush=True),
+    )
+    loop = asyncio.get_running_loop()
+    while line := await loop.run_in_executor(None, sys.stdin.readline):
+        await client.query(line.strip())
+    await client.disconnect()
+
+
+async def relay_floor(project: Path) -> tuple[asyncio.subprocess.Process, Side]:
+    """The SDK in a child process (the one process hop a seat outside the supervisor needs at
+    least), its deltas read here from its stdout."""
+    child = await asyncio.create_subprocess_exec(
+        sys.executable, "-P", __file__, "--relay-child", str(project),
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    side = Side()
+    assert child.stdout is not None
+
+    async def read() -> None:
+        assert child.stdout is not None
+        async for line in child.stdout:
+            if line == b"delta\n":
+                side.delta()
+            elif line == b"end\n":
                 side.ended()
 
     asyncio.get_running_loop().create_task(read())
-    return client, side
+    return child, side
 
 
 async def one_turn(
@@ -242,31 +284,15 @@ def tree_memory(root_pid: int, *, alone: bool = False) -> Memory:
     return total
 
 
-def sdk_host() -> Memory:
-    """A Python that has imported the SDK and waits: what any Python-driven seat carries
-    before a line of its own."""
-    host = subprocess.Popen(
-        [sys.executable, "-c", "import claude_agent_sdk, sys; print('ready', flush=True); "
-         "sys.stdin.read()"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    assert host.stdout is not None
-    assert host.stdin is not None
-    try:
-        host.stdout.readline()
-        return tree_memory(host.pid)
-    finally:
-        host.stdin.close()
-        host.wait()
-
-
 @dataclass
 class Figures:
     forge_s: list[float]
     floor_s: list[float]
+    relay_s: list[float]
     seat: Memory
     worker: Memory
     floor_cli: Memory
+    relay: Memory
     unscripted: int
 
 
@@ -275,38 +301,51 @@ async def measure(turns: int, settle: float, cli: Path, root: Path, project: Pat
     async with ModelServer(parse_script(script(turns + 1)), on_sent=stamps.on_sent) as server:
         os.environ["ANTHROPIC_BASE_URL"] = server.url
         supervised, ws, forge_side = await forge_seat(project, root)
-        floor, floor_side = await floor_client(project, cli)
+        floor_side = Side()
+        floor = await sdk_client(project, cli, floor_side.delta, floor_side.ended)
+        relay, relay_side = await relay_floor(project)
+        assert relay.stdin is not None
+        relay_in = relay.stdin
         try:
 
             async def to_forge(text: str) -> None:
                 prompt = {"prompt": {"key": SEAT, "text": text}}
                 await ws.send(json.dumps({"kind": "command", "command": prompt}))
 
-            forge_s: list[float] = []
-            floor_s: list[float] = []
+            async def to_relay(text: str) -> None:
+                relay_in.write(f"{text}\n".encode())
+                await relay_in.drain()
+
+            sides = (
+                ("Forge", forge_side, to_forge),
+                ("Floor", floor_side, floor.query),
+                ("Relay", relay_side, to_relay),
+            )
+            times: dict[str, list[float]] = {who: [] for who, _, _ in sides}
             for n in range(turns + 1):
-                mine = await one_turn(server, stamps, forge_side, to_forge, f"Forge {n}.", settle)
-                bare = await one_turn(
-                    server, stamps, floor_side, floor.query, f"Floor {n}.", settle
-                )
-                if n > 0:
-                    forge_s.append(mine)
-                    floor_s.append(bare)
+                for who, side, send in sides:
+                    took = await one_turn(server, stamps, side, send, f"{who} {n}.", settle)
+                    if n > 0:
+                        times[who].append(took)
             await asyncio.sleep(settle * 5)
             worker = (await supervised.record("worker_spawned", kind="agent"))["pid"]
             [floor_pid] = [
                 child.pid for child in psutil.Process().children()
-                if child.pid != supervised.process.pid
+                if child.pid not in (supervised.process.pid, relay.pid)
             ]  # fmt: skip
             return Figures(
-                forge_s=forge_s,
-                floor_s=floor_s,
+                forge_s=times["Forge"],
+                floor_s=times["Floor"],
+                relay_s=times["Relay"],
                 seat=tree_memory(worker),
                 worker=tree_memory(worker, alone=True),
                 floor_cli=tree_memory(floor_pid),
+                relay=tree_memory(relay.pid),
                 unscripted=sum(r.outcome == "unscripted" for r in server.requests),
             )
         finally:
+            relay_in.close()
+            await relay.wait()
             with contextlib.suppress(Exception):
                 await floor.disconnect()
             await supervised.stop()
@@ -320,29 +359,32 @@ def ms(seconds: float) -> str:
     return f"{seconds * 1000:.2f} ms"
 
 
-def report(figures: Figures, host: Memory, turns: int, settle: float, header: str) -> None:
+def latency(name: str, values: list[float], what: str) -> tuple[float, float]:
+    p50, p90 = percentile(values, 50), percentile(values, 90)
+    print(f"delta->frame  {name:5}  p50 {ms(p50)}  p90 {ms(p90)}  ({what})")
+    return p50, p90
+
+
+def report(figures: Figures, turns: int, settle: float, header: str) -> None:
     print(header)
     print(f"# {turns} turns a side after one warm-up each, alternating; settle {settle} s; "
           f"requests no turn answered: {figures.unscripted}")  # fmt: skip
-    fp50, fp90 = percentile(figures.forge_s, 50), percentile(figures.forge_s, 90)
-    bp50, bp90 = percentile(figures.floor_s, 50), percentile(figures.floor_s, 90)
+    fp50, fp90 = latency("forge", figures.forge_s, "forge supervise, its worker, the CLI")
+    bp50, bp90 = latency("floor", figures.floor_s, "ClaudeSDKClient in this process, the CLI")
+    rp50, rp90 = latency("relay", figures.relay_s, "ClaudeSDKClient in a child, lines on a pipe")
     goal = 1.2 * bp50 + 0.005
-    print(f"delta->frame  forge  p50 {ms(fp50)}  p90 {ms(fp90)}  (forge supervise, worker, CLI)")
-    print(f"delta->frame  floor  p50 {ms(bp50)}  p90 {ms(bp90)}  (ClaudeSDKClient in-process, CLI)")
     print(f"delta->frame  forge/floor  p50 {fp50 / bp50:.2f}x  p90 {fp90 / bp90:.2f}x; goal p50 "
           f"<= 1.2x floor + 5 ms = {ms(goal)}: {'met' if fp50 <= goal else 'missed'}")  # fmt: skip
-    print(
-        f"idle memory   forge seat           {figures.seat}  (the worker alone: {figures.worker})"
-    )
-    print(f"idle memory   floor: bare CLI      {figures.floor_cli}")
-    with_host = figures.floor_cli + host
-    print(f"idle memory   floor: CLI + SDK host {with_host}  (a Python that imported the SDK: "
-          f"{host})")  # fmt: skip
-    rss, pss = figures.seat.rss / figures.floor_cli.rss, figures.seat.pss / figures.floor_cli.pss
-    print(f"idle memory   forge/bare CLI  RSS {rss:.2f}x  PSS {pss:.2f}x; goal <= 1.2x: "
-          f"{'met' if pss <= 1.2 else 'missed'} (PSS)")  # fmt: skip
-    print(f"idle memory   forge/CLI + SDK host  RSS {figures.seat.rss / with_host.rss:.2f}x  "
-          f"PSS {figures.seat.pss / with_host.pss:.2f}x")  # fmt: skip
+    print(f"delta->frame  forge/relay  p50 {fp50 / rp50:.2f}x  p90 {fp90 / rp90:.2f}x")
+    print(f"idle memory   forge seat         {figures.seat}  (the worker alone: {figures.worker})")
+    print(f"idle memory   floor: bare CLI    {figures.floor_cli}")
+    print(f"idle memory   relay: SDK + CLI   {figures.relay}")
+    seat, bare, relay = figures.seat, figures.floor_cli, figures.relay
+    print(f"idle memory   forge/bare CLI  RSS {seat.rss / bare.rss:.2f}x  PSS "
+          f"{seat.pss / bare.pss:.2f}x; goal <= 1.2x: "
+          f"{'met' if seat.pss <= 1.2 * bare.pss else 'missed'} (PSS)")  # fmt: skip
+    print(f"idle memory   forge/relay  RSS {seat.rss / relay.rss:.2f}x  "
+          f"PSS {seat.pss / relay.pss:.2f}x")  # fmt: skip
 
 
 def main(turns: int, settle: float) -> int:
@@ -356,7 +398,6 @@ def main(turns: int, settle: float) -> int:
         project = root / "web"
         subprocess.run(["git", "init", "-q", "-b", "main", str(project)], check=True)
         figures = asyncio.run(measure(turns, settle, cli, root, project))
-        host = sdk_host()
     load_after = os.getloadavg()
     header = (
         f"# bench/agent.py: {platform.machine()}, {os.cpu_count()} CPUs, "
@@ -364,7 +405,7 @@ def main(turns: int, settle: float) -> int:
         f"{load_before[0]:.1f} -> {load_after[0]:.1f}; "
         f"CLI {version.read_text().strip() if version.exists() else cli}"
     )
-    report(figures, host, turns, settle, header)
+    report(figures, turns, settle, header)
     return 0
 
 
@@ -372,7 +413,10 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--turns", type=int, default=30, help="measured turns per side")
     parser.add_argument("--settle", type=float, default=0.2, help="quiet seconds before a delta")
+    parser.add_argument("--relay-child", type=Path, help=argparse.SUPPRESS)
     arguments = parser.parse_args()
+    if arguments.relay_child is not None:
+        sys.exit(asyncio.run(relay_child(arguments.relay_child)))
     if arguments.turns < 2:
         parser.error("--turns must be at least 2 (a p50 and a p90 need two turns)")
     sys.exit(main(arguments.turns, arguments.settle))

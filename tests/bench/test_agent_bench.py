@@ -1,7 +1,7 @@
 """bench/agent.py on two turns a side: the same code as the recorded run, a real `forge
-supervise` with an agent seat beside the SDK's own client, both on the real Claude Code CLI and
-the scripted model server. About half a minute of two busy cores, like the agent seat's own
-tests; it holds no figure to a threshold (the recorded run judges the goals)."""
+supervise` with an agent seat beside the SDK's own client (in this process and in a child), all
+on the real Claude Code CLI and the scripted model server. About a minute of two busy cores; it
+holds no figure to a threshold (the recorded run judges the goals)."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ def test_two_turns_a_side_measure_the_delta_path_and_the_idle_seat() -> None:
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
     out = result.stdout
     assert "requests no turn answered: 0" in out
-    for side in ("forge", "floor"):
+    for side in ("forge", "floor", "relay"):
         found = re.search(rf"delta->frame  {side}  p50 {FIGURE} ms  p90 {FIGURE} ms", out)
         assert found is not None, out
         assert 0 < float(found[1]) <= float(found[2])
@@ -39,4 +39,5 @@ def test_two_turns_a_side_measure_the_delta_path_and_the_idle_seat() -> None:
     assert seat is not None, out
     assert int(seat[3]) >= 2, "the worker and the CLI under it"
     assert re.search(rf"floor: bare CLI +RSS +{FIGURE} MiB", out), out
+    assert re.search(rf"relay: SDK \+ CLI +RSS +{FIGURE} MiB", out), out
     assert re.search(rf"forge/bare CLI  RSS {FIGURE}x  PSS {FIGURE}x", out), out
