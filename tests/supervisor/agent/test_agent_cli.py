@@ -1,6 +1,7 @@
 """`forge agent spawn|prompt|asks|answer` as a person runs them, against a real `forge
 supervise`, the real CLI and the scripted model: the prompt's answer streams to stdout, its ask
-is listed and answered from another terminal, and the prompt exits when the turn ends."""
+is listed and answered from another terminal, and the prompt exits when the turn ends; Ctrl-C
+(SIGINT) interrupts the turn on the seat, as every other connection sees it."""
 
 from __future__ import annotations
 
