@@ -136,10 +136,10 @@ async def prompt(
             await _follow(connection, follower, seat, out, err)
         finally:
             loop.remove_signal_handler(signal.SIGINT)
-    return _exit_status(follower, seat, err)
+    return exit_status(follower, seat, err)
 
 
-def _exit_status(follower: TurnFollower, seat: Seat, err: TextIO) -> int:
+def exit_status(follower: TurnFollower, seat: Seat, err: TextIO) -> int:
     """The status `forge agent prompt` exits with, after saying on `err` why it is not 0."""
     if follower.refusal is not None:
         err.write(f"forge agent prompt: refused: {follower.refusal}\n")
