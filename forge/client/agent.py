@@ -41,11 +41,15 @@ class TurnFollower:
     outcome: str | None = None
     refusal: str | None = None
     asks: list[dict[str, Any]] = field(default_factory=list)
+    cancelled: bool = False
+    """Ctrl-C sent `cancel`: a command error from then on answers the cancel (a turn that
+    ended as it was sent), not the prompt, and the turn's own end is still awaited."""
 
     def read(self, frame: Frame) -> str:
         """The text `frame` adds to stdout (often nothing); sets `outcome` at the turn's end."""
         if isinstance(frame, Error) and frame.what == "command":
-            self.refusal = frame.why
+            if not self.cancelled:
+                self.refusal = frame.why
             return ""
         if not isinstance(frame, Update) or not isinstance(frame.update, dict):
             return ""
@@ -113,13 +117,18 @@ async def prompt(
     """Send `text` to the seat's agent and stream its turn to `out`; the exit status."""
     follower = TurnFollower(text)
     loop = asyncio.get_running_loop()
-    interrupts: list[asyncio.Task[None]] = []
+    sending: set[asyncio.Task[None]] = set()
     async with connect(url, tls=tls) as connection:
         await connection.subscribe(session(seat))
         cancel = Command(command={"cancel": {"key": seat}})
-        loop.add_signal_handler(
-            signal.SIGINT, lambda: interrupts.append(loop.create_task(connection.send(cancel)))
-        )
+
+        def interrupt() -> None:
+            follower.cancelled = True
+            task = loop.create_task(connection.send(cancel))
+            sending.add(task)
+            task.add_done_callback(sending.discard)
+
+        loop.add_signal_handler(signal.SIGINT, interrupt)
         try:
             await connection.send(
                 Command(command={"prompt": {"key": seat, "text": text, "source": "cli"}})
@@ -127,12 +136,21 @@ async def prompt(
             await _follow(connection, follower, seat, out, err)
         finally:
             loop.remove_signal_handler(signal.SIGINT)
-    if follower.refusal is not None and not (interrupts and follower.outcome):
+    return exit_status(follower, seat, err)
+
+
+def exit_status(follower: TurnFollower, seat: Seat, err: TextIO) -> int:
+    """The status `forge agent prompt` exits with, after saying on `err` why it is not 0."""
+    if follower.refusal is not None:
         err.write(f"forge agent prompt: refused: {follower.refusal}\n")
         return NOT_COMPLETED
-    if interrupts:
+    if follower.outcome == "completed":
+        return COMPLETED
+    if follower.outcome == "interrupted":
+        err.write(f"forge agent prompt: interrupted: the turn on {seat} was cancelled\n")
         return INTERRUPTED
-    return COMPLETED if follower.outcome == "completed" else NOT_COMPLETED
+    err.write(f"forge agent prompt: the turn on {seat} ended {follower.outcome}\n")
+    return NOT_COMPLETED
 
 
 async def _follow(

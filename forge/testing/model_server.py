@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import functools
 import ipaddress
 import itertools
@@ -133,13 +134,17 @@ class ModelServer:
         port: int = 0,
         unix_path: Path | None = None,
         max_body: int = 32 * 1024 * 1024,
+        on_sent: Callable[[RecordedRequest, Event], None] | None = None,
     ) -> None:
+        """`on_sent(request, event)` is called as each streamed event has been handed to the
+        connection (a benchmark stamps the moment a text delta left the server)."""
         if host != "localhost" and not _is_loopback(host):
             raise NotLoopback(f"the model server binds loopback only; {host!r} is not loopback")
         self.script = script
         self.requests: list[RecordedRequest] = []
         self.played: list[int] = []
         self._host, self._port, self._unix_path, self._max_body = host, port, unix_path, max_body
+        self._on_sent = on_sent
         self._servers: list[asyncio.Server] = []
         self._writers: set[asyncio.StreamWriter] = set()
         self._change = asyncio.Event()
@@ -395,6 +400,8 @@ class ModelServer:
                     await self._hold(connection, reader, record, turn)
                     held = True
                 await _write(writer, connection.send(h11.Data(data=event.encode())))
+                if self._on_sent is not None:
+                    self._on_sent(record, event)
                 deltas += 1 if event.delta else 0
             await _write(writer, connection.send(h11.EndOfMessage()))
         except (_Left, ConnectionError):
@@ -440,7 +447,7 @@ class ModelServer:
                         raise _Left
                     connection.receive_data(data)
                     continue
-                read.cancel()
+                await _settle_read(connection, read)
                 break
         finally:
             released.cancel()
@@ -496,6 +503,14 @@ def _strikes(event: Event, deltas: int, after: int) -> bool:
     """A fault waits for its count of deltas, then strikes before the next delta (or before
     `message_delta` when the turn has fewer)."""
     return deltas >= after and (event.delta or event.name == "message_delta")
+
+
+async def _settle_read(connection: h11.Connection, read: asyncio.Future[bytes]) -> None:
+    """Cancel a pending read and wait until it is over (the stream allows one reader at a time,
+    and the connection's next request reads it); bytes it got before the cancel reach h11."""
+    read.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        connection.receive_data(await read)
 
 
 async def _next_event(connection: h11.Connection, reader: asyncio.StreamReader) -> Any:

@@ -389,6 +389,28 @@ async def test_a_stalled_stream_goes_on_when_released() -> None:
     assert held.outcome == "answered"
 
 
+async def test_a_released_streams_connection_serves_the_next_request_and_each_event_is_told() -> (
+    None
+):
+    told: list[tuple[int, str]] = []
+    turns = script({"say": "abcd", "stall": {"after": 0}}, {"say": "next"}, chunk=2)
+    on_sent = lambda request, event: told.append((request.number, event.name))  # noqa: E731
+    async with ModelServer(turns, on_sent=on_sent) as server:
+        client = await Client.to(server)
+        replying = asyncio.create_task(client.request("POST", "/v1/messages", ask("a")))
+        await server.wait_stalled()
+        assert "content_block_delta" not in [name for _, name in told], "held before the delta"
+        server.release()
+        first = await replying
+        second = await client.request("POST", "/v1/messages", ask("b"))
+        await client.close()
+    assert (first.complete, second.complete) == (True, True)
+    assert [r.outcome for r in server.requests] == ["answered", "answered"]
+    assert told == [(1, name) for name, _ in first.events()] + [
+        (2, name) for name, _ in second.events()
+    ]
+
+
 async def test_a_client_leaving_a_stalled_stream_is_recorded() -> None:
     async with ModelServer(script({"say": "abcdefgh", "stall": {"after": 1}})) as server:
         client = await Client.to(server)

@@ -1,15 +1,24 @@
 """`forge agent spawn|prompt|asks|answer` as a person runs them, against a real `forge
 supervise`, the real CLI and the scripted model: the prompt's answer streams to stdout, its ask
-is listed and answered from another terminal, and the prompt exits when the turn ends."""
+is listed and answered from another terminal, and the prompt exits when the turn ends; Ctrl-C
+(SIGINT) interrupts the turn on the seat, as every other connection sees it."""
 
 from __future__ import annotations
 
 import asyncio
+import signal
 import sys
 
 import pytest
 
-from tests.supervisor.agent.conftest import WITHIN, AgentSupervisor
+from tests.supervisor.agent.conftest import (
+    WITHIN,
+    AgentSupervisor,
+    body,
+    ended,
+    hold_session,
+    reader,
+)
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -60,3 +69,42 @@ async def test_a_prompt_streams_its_answer_and_its_ask_is_answered_from_another_
     code, _, err = await forge("agent", "answer", ask_id, "allow", *url)
     assert code == 1
     assert f"no ask {ask_id} waits on any agent seat" in err
+
+
+async def test_ctrl_c_interrupts_the_turn_on_the_seat_and_exits_130(
+    agent_supervisor: AgentSupervisor,
+) -> None:
+    server, supervised, _ = await agent_supervisor(
+        {"say": "A long answer that the person cuts short.", "stall": {"after": 2}},
+        {"when": {"user_text": "Now briefly."}, "say": "Briefly."},
+    )
+    url = ("--url", supervised.url)
+    code, _, err = await forge("agent", "spawn", "acme/web/main", *url)
+    assert code == 0, err
+    watcher = await reader(supervised)
+    await hold_session(watcher)
+    prompting = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "forge.cli", "agent", "prompt", "acme/web/main", "Talk.", *url,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    assert prompting.stdout is not None
+    await server.wait_stalled()
+    shown = b"A long answer that the person cu"
+    streamed = b""
+    async with asyncio.timeout(WITHIN):
+        while len(streamed) < len(shown):
+            streamed += await prompting.stdout.read(64)
+    assert streamed == shown, "the two deltas before the stall, as they streamed"
+    prompting.send_signal(signal.SIGINT)
+    cut = body(await watcher.first(ended))
+    assert cut["outcome"] == "interrupted"
+    async with asyncio.timeout(WITHIN):
+        rest, err_bytes = await prompting.communicate()
+    assert prompting.returncode == 130
+    assert rest == b"\n"
+    said = err_bytes.decode()
+    assert said == "forge agent prompt: interrupted: the turn on acme/web/main was cancelled\n"
+    since = len(watcher.frames)
+    code, out, err = await forge("agent", "prompt", "acme/web/main", "Now briefly.", *url)
+    assert (code, out, err) == (0, "Briefly.\n", "")
+    assert body(await watcher.first(ended, since))["outcome"] == "completed"
