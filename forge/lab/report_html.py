@@ -135,8 +135,9 @@ def _head(head: Mapping[str, Any], variants: list[str]) -> dict[str, Any]:
 
 
 def _chart(head: Mapping[str, Any]) -> Markup:
-    """Inline SVG: each variant's accepted share with its Wilson interval, then each difference
-    with its Newcombe interval around zero."""
+    """Inline SVG: each variant's accepted share (a bar over 0 to 1) with its Wilson interval,
+    then each difference (a dot on -1 to +1, zero dashed in the middle) with its Newcombe
+    interval."""
     rows = head["variants"]
     differences = head["differences"]
     width, left, scale = 640, 140, 460
