@@ -4,13 +4,16 @@
 in, one HTML string out (Jinja2 with autoescaping: everything an attempt wrote is text, never
 markup). The page loads nothing (no script at all, styles inline, the chart inline SVG) and its
 Content-Security-Policy forbids loading or running anything, so a recipe's output that slipped
-past escaping would still be inert. `excerpts` is the one reader of files: at most
-`HTML_DIFF_BYTES` of a diff's start and `HTML_STREAM_BYTES` of each transcript stream's end,
-so the page stays small however long the run; the full files are linked.
+past escaping would still be inert. `excerpts` reads the attempts' files: at most
+`HTML_DIFF_BYTES` of a diff's start and `HTML_STREAM_BYTES` of each transcript stream's end, and
+no more than `HTML_EXCERPTS_BYTES` over the whole page (later attempts then show only their
+links), so the page stays small however long the run; the full files are linked. `read_page`
+reads a written page back for the supervisor's `lab_report`.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +31,11 @@ HTML_DIFF_BYTES = 256 << 10
 """A diff's first 256 KiB are shown in the page."""
 HTML_STREAM_BYTES = 64 << 10
 """Each transcript stream's last 64 KiB are shown in the page."""
+HTML_EXCERPTS_BYTES = 6 << 20
+"""At most 6 MiB of excerpts in one page, attempts in coordinate order."""
+PAGE_MAX_BYTES = 12 << 20
+"""`read_page` refuses a larger file (a socket message is bounded at 16 MiB)."""
+PAGE = "report.html"
 
 _ENVIRONMENT = jinja2.Environment(
     loader=jinja2.PackageLoader("forge.lab", "templates"),
@@ -51,6 +59,29 @@ class AttemptFiles:
     diff: Excerpt | None = None
     stdout: Excerpt | None = None
     stderr: Excerpt | None = None
+
+
+def excerpts_of(out: Path, records: Sequence[AttemptRecord]) -> dict[str, AttemptFiles]:
+    """Each attempt's excerpts by attempt id, in order, while the page's budget lasts."""
+    found: dict[str, AttemptFiles] = {}
+    used = 0
+    for record in records:
+        if used >= HTML_EXCERPTS_BYTES:
+            break
+        files = excerpts(out, record)
+        found[record.attempt_id] = files
+        used += sum(len(e.text) for e in (files.diff, files.stdout, files.stderr) if e)
+    return found
+
+
+def read_page(out: Path) -> str:
+    """The run's report.html, never through a symbolic link and never past `PAGE_MAX_BYTES`."""
+    fd = os.open(out / PAGE, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as handle:
+        data = handle.read(PAGE_MAX_BYTES + 1)
+    if len(data) > PAGE_MAX_BYTES:
+        raise OSError(f"{PAGE} is larger than {PAGE_MAX_BYTES} bytes")
+    return data.decode("utf-8", errors="replace")
 
 
 def excerpts(out: Path, record: AttemptRecord) -> AttemptFiles:

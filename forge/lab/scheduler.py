@@ -34,7 +34,7 @@ from forge.lab import history
 from forge.lab.activation import verify_inputs
 from forge.lab.history import HISTORY_FILE
 from forge.lab.report import RunState, build_report, dumps_report, render_markdown
-from forge.lab.report_html import excerpts, render_html
+from forge.lab.report_html import PAGE, excerpts_of, render_html
 from forge.logs import get_logger
 
 SUPERSEDED_DIR = "superseded"
@@ -388,15 +388,13 @@ class CohortRun:
                 self.config.out / "report.md", render_markdown(spec, report, records).encode()
             )
             if status != "running":
-                write_atomic(self.config.out / "report.html", self._html(report, records))
+                write_atomic(self.config.out / PAGE, self._html(report, records))
         except OSError as error:
             raise RunAborted(f"report save failed: {error}") from error
 
     def _html(self, report: dict[str, Any], records: list[AttemptRecord]) -> bytes:
         """report.html, written once an invocation ends: it reads every attempt's files."""
-        out = self.config.out
-        files = {r.attempt_id: excerpts(out, r) for r in records}
-        return render_html(report, records, files).encode()
+        return render_html(report, records, excerpts_of(self.config.out, records)).encode()
 
     def _append_runs_log(self) -> None:
         line = json.dumps(
