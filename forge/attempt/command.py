@@ -56,6 +56,9 @@ LOGGED_STRAYS = 20
 
 log = get_logger(__name__)
 
+Sink = Callable[[bytes], None]
+"""Takes each chunk of a command's stream as it is read (the recipe's transcript)."""
+
 
 @dataclass
 class Usage:
@@ -104,11 +107,13 @@ async def run_command(
     stdin: bytes | None = None,
     sandbox: Sandbox | None = None,
     bounds: Bounds | None = None,
+    tee: tuple[Sink, Sink] | None = None,
 ) -> CommandResult:
     """Run `argv` to completion, timeout, a limit or cancellation, leaving no process of it behind.
 
     With a `sandbox`, bubblewrap runs it (the tree the walker sees starts at bubblewrap); with
-    `bounds`, the attempt's limits bound it."""
+    `bounds`, the attempt's limits bound it; with `tee`, every chunk of its stdout and stderr
+    (past the cap too) is also handed to the two sinks as it is read."""
     started = clock.monotonic()
     marker = env[MARKER_ENV]
     bounded = (
@@ -149,9 +154,10 @@ async def run_command(
     assert proc.stdout is not None
     assert proc.stderr is not None
     out, err = bytearray(), bytearray()
+    sinks: tuple[Sink | None, Sink | None] = tee if tee is not None else (None, None)
     readers = [
-        asyncio.create_task(_read_capped(proc.stdout, out, output_cap, flooded)),
-        asyncio.create_task(_read_capped(proc.stderr, err, output_cap, flooded)),
+        asyncio.create_task(_read_capped(proc.stdout, out, output_cap, flooded, sinks[0])),
+        asyncio.create_task(_read_capped(proc.stderr, err, output_cap, flooded, sinks[1])),
     ]
     feeder = asyncio.create_task(_feed(proc, stdin))
     sampler = asyncio.create_task(_sample(proc.pid, usage, clock))
@@ -341,10 +347,17 @@ async def _feed(proc: asyncio.subprocess.Process, data: bytes | None) -> None:
 
 
 async def _read_capped(
-    stream: asyncio.StreamReader, kept: bytearray, cap: int, flooded: asyncio.Event
+    stream: asyncio.StreamReader,
+    kept: bytearray,
+    cap: int,
+    flooded: asyncio.Event,
+    sink: Sink | None,
 ) -> None:
-    """Keep the first `cap` bytes in `kept`; more than that sets `flooded` and keeps draining."""
+    """Keep the first `cap` bytes in `kept`; more than that sets `flooded` and keeps draining.
+    Every chunk also goes to `sink`, when there is one."""
     while chunk := await stream.read(65536):
+        if sink is not None:
+            sink(chunk)
         room = cap - len(kept)
         if room > 0:
             kept += chunk[:room]

@@ -64,6 +64,16 @@ class Tails(msgspec.Struct, rename="camel", kw_only=True):
     stderr_tail: str
 
 
+class TranscriptFiles(msgspec.Struct, rename="camel", kw_only=True):
+    """Where the recipe step's transcript is, relative to the attempt's folder, and how many
+    bytes of each stream its cut left out (`forge.attempt.transcript`)."""
+
+    stdout: str
+    stderr: str
+    stdout_not_kept: int
+    stderr_not_kept: int
+
+
 class FailedCommand(msgspec.Struct, rename="camel", kw_only=True):
     """A setup command or check that failed, where it ran, and the ends of its output."""
 
@@ -78,6 +88,8 @@ class FailedCommand(msgspec.Struct, rename="camel", kw_only=True):
     stderr_tail: str
     limit: str | UnsetType = UNSET
     """The bound that killed it (`pids`, `memory`, `disk`): its exit code is then null."""
+    elapsed_ms: int | UnsetType = UNSET
+    """How long it ran (how long before its timeout killed it)."""
 
 
 class RegressionFailure(msgspec.Struct, rename="camel", kw_only=True):
@@ -134,6 +146,8 @@ class AttemptRecord(msgspec.Struct, rename="camel", kw_only=True):
     resumed: str | UnsetType | None = UNSET
     harness_output: Tails | UnsetType = UNSET
     """The harness's output, when it was not one valid report."""
+    transcript: TranscriptFiles | UnsetType = UNSET
+    """The recipe step's streams, kept whole up to a bound, when the harness ran."""
     served_model: str | UnsetType = UNSET
     transient_exhausted: list[str] | UnsetType = UNSET
     changed_files: list[str] | UnsetType = UNSET

@@ -185,32 +185,51 @@ def _round(value: float) -> float:
     return round(value, 4)
 
 
+def method_text(shape: str) -> str:
+    """What is compared and how, for the reader; `shape` is `N tasks x R reps`."""
+    return (
+        "Compared: accepted attempts (outcome class `accepted`) of the valid attempts "
+        f"({shape}); intervals are 95%: Wilson score per variant, Newcombe's hybrid score "
+        "interval for the difference, and a paired bootstrap over tasks (mean of per-task "
+        f"acceptance-rate differences, {BOOTSTRAP_RESAMPLES} resamples, seed {BOOTSTRAP_SEED})."
+    )
+
+
+def legend() -> str:
+    return (
+        f"Per task ({MARKS['accepted']} accepted, {MARKS['not accepted']} not accepted, "
+        f"{MARKS['not run']} not run, {MARKS['invalid']} invalid; one mark per repetition):"
+    )
+
+
+def difference_text(d: Mapping[str, Any]) -> str:
+    """One difference in words: both intervals and the verdict."""
+    return (
+        f"{d['variant']} - {d['against']}: {_signed(d['difference'])} "
+        f"(95% Newcombe {interval_text(d['newcombe95'])}); paired over {d['pairedTasks']} "
+        f"tasks: mean {_signed(d['pairedMeanDifference'])} (95% bootstrap "
+        f"{interval_text(d['pairedBootstrap95'])}): {_verdict(d)}"
+    )
+
+
 def render(head: Mapping[str, Any], shape: str) -> list[str]:
     """report.md's opening section, from `compare`'s result; `shape` is `N tasks x R reps`."""
     lines = [
         "## Head to head",
         "",
-        "Compared: accepted attempts (outcome class `accepted`) of the valid attempts "
-        f"({shape}); intervals are 95%: Wilson score per variant, Newcombe's hybrid score "
-        "interval for the difference, and a paired bootstrap over tasks (mean of per-task "
-        f"acceptance-rate differences, {BOOTSTRAP_RESAMPLES} resamples, seed {BOOTSTRAP_SEED}).",
+        method_text(shape),
         "",
         "| variant | accepted | 95% Wilson | cost per accepted | time per accepted |",
         "|---|---|---|---|---|",
     ]
     for row in head["variants"]:
         lines.append(
-            f"| {row['name']} | {row['accepted']} of {row['n']} | {_range(row['wilson95'], '')} | "
-            f"{usd(row['costPerAcceptedUsd'])} | {_seconds(row['elapsedPerAcceptedMs'])} |"
+            f"| {row['name']} | {row['accepted']} of {row['n']} | "
+            f"{interval_text(row['wilson95'], '')} | "
+            f"{usd(row['costPerAcceptedUsd'])} | {seconds_text(row['elapsedPerAcceptedMs'])} |"
         )
     lines.append("")
-    for d in head["differences"]:
-        lines.append(
-            f"- {d['variant']} - {d['against']}: {_signed(d['difference'])} "
-            f"(95% Newcombe {_range(d['newcombe95'])}); paired over {d['pairedTasks']} tasks: "
-            f"mean {_signed(d['pairedMeanDifference'])} (95% bootstrap "
-            f"{_range(d['pairedBootstrap95'])}): {_verdict(d)}"
-        )
+    lines += [f"- {difference_text(d)}" for d in head["differences"]]
     for row in head["variants"]:
         for u in row["unstable"]:
             counts = f"{u['accepted']} of {u['n']} accepted"
@@ -218,8 +237,7 @@ def render(head: Mapping[str, Any], shape: str) -> list[str]:
     names = [row["name"] for row in head["variants"]]
     lines += [
         "",
-        f"Per task ({MARKS['accepted']} accepted, {MARKS['not accepted']} not accepted, "
-        f"{MARKS['not run']} not run, {MARKS['invalid']} invalid; one mark per repetition):",
+        legend(),
         "",
         "| task | " + " | ".join(names) + " |",
         "|---|" + "---|" * len(names),
@@ -239,7 +257,7 @@ def _verdict(d: Mapping[str, Any]) -> str:
     )
 
 
-def _range(pair: Sequence[float] | None, sign: str = "+") -> str:
+def interval_text(pair: Sequence[float] | None, sign: str = "+") -> str:
     if pair is None:
         return "n/a"
     return f"{_number(pair[0], sign)} to {_number(pair[1], sign)}"
@@ -258,5 +276,5 @@ def usd(value: float | None) -> str:
     return "n/a" if value is None else f"${value:.4f}"
 
 
-def _seconds(ms: float | None) -> str:
+def seconds_text(ms: float | None) -> str:
     return "n/a" if ms is None else f"{ms / 1000:.1f} s"

@@ -140,7 +140,7 @@ def after_run(lab: Path, out: Path, formulas: list[RegisteredFormula], now: str)
             if isinstance(formula, str):
                 lines.append(formula)
                 continue
-            lines += _evaluate(lab, formula, finished, requests, now)
+            lines += _evaluate(lab, formula, finished, requests, now, out)
         _prune(lab)
     return lines + pending_lines(lab)
 
@@ -151,8 +151,10 @@ def _evaluate(
     finished: list[Finished],
     requests: list[LearnRequest],
     now: str,
+    out: Path,
 ) -> list[str]:
     lines: list[str] = []
+    this_run = {f.record.attempt_id for f in finished if f.run_dir.resolve() == out.resolve()}
     for request in requests:
         stale = request.formula_path == formula.path and request.formula_sha256 != formula.sha256
         if stale and request.status == "pending":
@@ -175,10 +177,8 @@ def _evaluate(
         if ids is None:
             continue
         if not formula.learn_bound:
-            lines.append(
-                f"recurring failure {failure_class} in {formula.path}: {', '.join(ids)}; bind a "
-                "trailing `role: learn` atom in that Formula to queue a learn request"
-            )
+            if notice := _recurring_notice(failure_class, formula.path, ids, this_run):
+                lines.append(notice)
             continue
         for old in mine:
             if old.status == "pending":
@@ -191,6 +191,22 @@ def _evaluate(
             f"{formula.path}; run `forge learn --pending`"
         )
     return lines
+
+
+def _recurring_notice(
+    failure_class: str, formula_path: str, ids: list[str], this_run: set[str]
+) -> str | None:
+    """The end-of-run line for a streak with no learn atom to hand it to: this run's attempts
+    by id, earlier runs' counted; nothing when this run added none (an earlier run said it)."""
+    mine = [i for i in ids if i in this_run]
+    if not mine:
+        return None
+    earlier = len(ids) - len(mine)
+    also = f" (and {earlier} attempt(s) of earlier runs)" if earlier else ""
+    return (
+        f"recurring failure {failure_class} in {formula_path}: {', '.join(mine)}{also}; bind a "
+        "trailing `role: learn` atom in that Formula to queue a learn request"
+    )
 
 
 def _blocked(lab: Path, mine: list[LearnRequest]) -> bool:

@@ -21,17 +21,16 @@ from msgspec import UNSET
 from forge.attempt.cohort import CohortSpec
 from forge.attempt.record import (
     AttemptRecord,
-    FailedCommand,
     RegressionFailure,
     cost_basis,
     known,
 )
-from forge.lab import headtohead
+from forge.lab import attempt_words, headtohead, history
 from forge.lab.headtohead import usd
 
 REPORT_SCHEMA_VERSION = 1
 FAILED_LINES_SHOWN = 20
-"""report.md shows this many trailing stdout lines of each failed command."""
+"""report.md shows this many trailing lines of each stream of each failed command."""
 
 TIMES = "\u00d7"
 """The multiplication sign in the n of every rate (`n=8 of 4 tasks x 2 reps`, with the sign)."""
@@ -49,6 +48,8 @@ class RunState:
     approval: dict[str, Any] = field(default_factory=dict)
     insecure_cluster: bool = False
     """Some invocation of the run used a Dask cluster without TLS (`--insecure-cluster`)."""
+    history: tuple[dict[str, Any], ...] = ()
+    """The run's events (`forge.lab.history`)."""
 
 
 def outcome_class(record: AttemptRecord) -> str:
@@ -93,6 +94,7 @@ def build_report(
         ),
         "variants": variants,
         "tasks": task_rows,
+        "history": history.summary(list(state.history)),
         "attempts": [_summary(r) for r in records],
         "notes": _notes(spec, state, records, variants, primary),
     }
@@ -388,6 +390,8 @@ def render_markdown(
         lines.append(f"| {row['name']} | " + " | ".join(cells) + " |")
     lines += ["", "## Notes", ""]
     lines += [f"- {note}" for note in report["notes"]] or ["- none"]
+    lines += ["", "## History", ""]
+    lines += history.lines(report["history"])
     lines += ["", "## Attempts", ""]
     for record in records:
         lines += _attempt_lines(record)
@@ -444,6 +448,11 @@ def _attempt_lines(record: AttemptRecord) -> list[str]:
         f"{outcome_class(record)}; models {models}; cost {usd(known(record.cost_usd))}; "
         f"elapsed {known(record.elapsed_ms)} ms{_limit(record)}{_unsealed(record)}"
     ]
+    if links := attempt_words.files(record):
+        lines.append("  - files: " + ", ".join(f"[{label}]({path})" for label, path in links))
+    if (timeout := attempt_words.timed_out(record)) is not None:
+        lines.append(f"  - {timeout}")
+    lines.append(f"  - required checks: {attempt_words.checks(record)}")
     if record.egress is not UNSET:
         for entry in record.egress.decisions:
             if entry.decision != "admitted":
@@ -453,21 +462,13 @@ def _attempt_lines(record: AttemptRecord) -> list[str]:
                 )
     for failure in record.failed_check_output or []:
         lines.append(
-            f"  - failed {failure.phase} `{failure.id}` ({failure.view} view, {_ended(failure)}):"
+            f"  - failed {failure.phase} `{failure.id}` ({failure.view} view, "
+            f"{attempt_words.ended(failure)}):"
         )
-        lines.append("")
-        lines.append("    ```")
-        lines += ["    " + line for line in last_lines(failure.stdout_tail, FAILED_LINES_SHOWN)]
-        lines.append("    ```")
+        lines += _streams(failure.stdout_tail, failure.stderr_tail)
     if record.harness_output:
         lines.append(f"  - harness output ({known(record.error)}):")
-        lines.append("")
-        lines.append("    ```")
-        lines += [
-            "    " + line
-            for line in last_lines(record.harness_output.stdout_tail, FAILED_LINES_SHOWN)
-        ]
-        lines.append("    ```")
+        lines += _streams(record.harness_output.stdout_tail, record.harness_output.stderr_tail)
     if record.regression_failed_tests:
         suffix = " (output truncated)" if record.regression_failed_tests_truncated else ""
         lines.append(f"  - regression failures{suffix}:")
@@ -477,17 +478,34 @@ def _attempt_lines(record: AttemptRecord) -> list[str]:
     return lines
 
 
+def _streams(stdout: str, stderr: str) -> list[str]:
+    """Both streams' last lines, each in a fence longer than any backtick run it holds; an
+    empty stream says so."""
+    lines: list[str] = []
+    for name, text in (("stdout", stdout), ("stderr", stderr)):
+        shown = last_lines(text, FAILED_LINES_SHOWN)
+        if not shown:
+            lines.append(f"    - {name}: (empty)")
+            continue
+        fence = "`" * max(3, _longest_backtick_run(text) + 1)
+        lines += [f"    - {name}:", "", f"      {fence}"]
+        lines += ["      " + line for line in shown]
+        lines += [f"      {fence}", ""]
+    return lines
+
+
+def _longest_backtick_run(text: str) -> int:
+    longest = run = 0
+    for char in text:
+        run = run + 1 if char == "`" else 0
+        longest = max(longest, run)
+    return longest
+
+
 def _limit(record: AttemptRecord) -> str:
     """`; resource-limit: pids` (the limit named) for an attempt killed at one of its bounds."""
     outcome = known(record.outcome) or ""
     return f"; {outcome}" if outcome.startswith("resource-limit: ") else ""
-
-
-def _ended(failure: FailedCommand) -> str:
-    """How a failed command ended: `exit 1`, `timed out`, or the bound that killed it."""
-    if failure.limit is not UNSET:
-        return f"resource-limit: {failure.limit}"
-    return "timed out" if failure.timed_out else f"exit {failure.exit_code}"
 
 
 def _unsealed(record: AttemptRecord) -> str:

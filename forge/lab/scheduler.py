@@ -25,13 +25,16 @@ from forge.attempt.coordinates import Coordinate, coordinates
 from forge.attempt.errors import LabRefusal, RunAborted
 from forge.attempt.layout import ATTEMPTS_DIR, INPUTS_DIR
 from forge.attempt.record import AttemptRecord, cost_basis, dumps_record, known, read_record
-from forge.attempt.run import discard_attempt_dir
+from forge.attempt.run import discard_attempt_dir, iso_utc
 from forge.attempt.settings import LabSettings
 from forge.attempt.spec import AttemptSpec
 from forge.clock import Clock
 from forge.files import write_atomic
+from forge.lab import history
 from forge.lab.activation import verify_inputs
+from forge.lab.history import HISTORY_FILE
 from forge.lab.report import RunState, build_report, dumps_report, render_markdown
+from forge.lab.report_html import PAGE, excerpts_of, render_html
 from forge.logs import get_logger
 
 SUPERSEDED_DIR = "superseded"
@@ -105,6 +108,11 @@ class CohortRun:
         self.interrupted_by: str | None = None
         self.insecure_cluster = False
         """Whether some invocation of this run (runs.jsonl) used --insecure-cluster."""
+        self.history: list[dict[str, Any]] = []
+        """The run's events (`forge.lab.history`), earlier invocations' first."""
+        self._announced = False
+        """Whether this invocation's `started` event is in the history: it is written with the
+        first thing the invocation does, so one that finds the run finished changes nothing."""
         self._changed = asyncio.Event()
 
     # -- public ------------------------------------------------------------------------------
@@ -112,6 +120,7 @@ class CohortRun:
     async def run(self) -> RunState:
         """Run every missing coordinate; returns the final state (never raises RunAborted)."""
         self._append_runs_log()
+        self._load_history()
         self._load_records()
         self._emit("loaded", None)
         self._check_stop_rules()
@@ -122,6 +131,8 @@ class CohortRun:
             self.abort_reason = error.reason
         await self._drain()
         status = self._final_status()
+        if self._announced:
+            self._note("ended", status=status, reason=self.abort_reason)
         with contextlib.suppress(RunAborted):
             self._write_report(status)
         self._emit("status", None, status=status)
@@ -151,6 +162,7 @@ class CohortRun:
                 self.records[coordinate.index] = record
             elif directory.exists():
                 discard_attempt_dir(directory)
+                self._note("cleared", attempt=coordinate.label)
 
     def _supersede(self, coordinate: Coordinate) -> float:
         """Move a resumable (provider-unavailable) record aside; return the cost it carried."""
@@ -163,6 +175,7 @@ class CohortRun:
             number += 1
         (root / str(number)).parent.mkdir(parents=True, exist_ok=True)
         shutil.move(str(self._attempt_dir(coordinate)), root / str(number))
+        self._note("superseded", attempt=coordinate.label, costUsd=known(record.cost_usd))
         return record.reported_cost() + record.superseded_cost()
 
     def _pending(self) -> list[Coordinate]:
@@ -214,6 +227,7 @@ class CohortRun:
             parallel=config.parallel,
             hidden=config.hidden,
         )
+        self._announce()
         spec.attempt_dir.mkdir(parents=True)
         self.started_at[coordinate.index] = self.clock.monotonic()
         task_handle = asyncio.create_task(self.executor(spec), name=coordinate.label)
@@ -227,7 +241,8 @@ class CohortRun:
     ) -> None:
         self.in_flight.pop(coordinate.index, None)
         self._changed.set()
-        if task.cancelled():
+        if task.cancelled():  # an attempt cancelled before it ran has no trees to discard them
+            self._discard(coordinate, self.abort_reason or "cancelled")
             return
         error = task.exception()
         if error is not None:
@@ -238,10 +253,10 @@ class CohortRun:
                     else f"attempt {coordinate.label} failed: {error}"
                 )
             self._cancel_in_flight()
-            discard_attempt_dir(self._attempt_dir(coordinate))
+            self._discard(coordinate, str(error) or type(error).__name__)
             return
         if self._halted_hard():
-            discard_attempt_dir(self._attempt_dir(coordinate))
+            self._discard(coordinate, self.abort_reason or "aborted")
             return
         record = task.result()
         if superseded:
@@ -280,6 +295,38 @@ class CohortRun:
         while self.in_flight:
             await asyncio.gather(*self.in_flight.values(), return_exceptions=True)
             await asyncio.sleep(0)
+
+    # -- history -----------------------------------------------------------------------------
+
+    def _load_history(self) -> None:
+        path = self.config.out / HISTORY_FILE
+        if path.exists():
+            self.history = history.parse(path.read_text(encoding="utf-8", errors="replace"))
+
+    def _announce(self) -> None:
+        """This invocation's `started` event, once, before its first other event."""
+        if self._announced:
+            return
+        self._announced = True
+        self._append_event(
+            {"event": "started", "resume": bool(self.config.runs_note.get("resume"))}
+            | {"parallel": self.config.parallel}
+        )
+
+    def _note(self, event: str, **details: Any) -> None:
+        self._announce()
+        self._append_event({"event": event, **details})
+
+    def _append_event(self, event: dict[str, Any]) -> None:
+        event = {"at": iso_utc(self.clock.time()), **event}
+        self.history.append(event)
+        with open(self.config.out / HISTORY_FILE, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(event) + "\n")
+
+    def _discard(self, coordinate: Coordinate, why: str) -> None:
+        """An attempt that will not be recorded leaves no folder, and the history says so."""
+        discard_attempt_dir(self._attempt_dir(coordinate))
+        self._note("discarded", attempt=coordinate.label, why=why)
 
     # -- stop rules --------------------------------------------------------------------------
 
@@ -323,6 +370,7 @@ class CohortRun:
             abort_reason=self.abort_reason,
             approval=self.config.approval,
             insecure_cluster=self.insecure_cluster,
+            history=tuple(self.history),
         )
 
     def ordered_records(self) -> list[AttemptRecord]:
@@ -339,8 +387,14 @@ class CohortRun:
             write_atomic(
                 self.config.out / "report.md", render_markdown(spec, report, records).encode()
             )
+            if status != "running":
+                write_atomic(self.config.out / PAGE, self._html(report, records))
         except OSError as error:
             raise RunAborted(f"report save failed: {error}") from error
+
+    def _html(self, report: dict[str, Any], records: list[AttemptRecord]) -> bytes:
+        """report.html, written once an invocation ends: it reads every attempt's files."""
+        return render_html(report, records, excerpts_of(self.config.out, records)).encode()
 
     def _append_runs_log(self) -> None:
         line = json.dumps(

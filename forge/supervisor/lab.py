@@ -39,6 +39,7 @@ from forge.ipc.manager import WorkerHandle, WorkerManager
 from forge.lab import kept_runs
 from forge.lab.evaluate import check_approval, open_run, prepare, run_code
 from forge.lab.live import LiveRun, Update, runs_to_forget
+from forge.lab.report_html import read_page
 from forge.lab.runners import RunnerPool
 from forge.lab.scheduler import CohortRun, ProgressEvent
 from forge.logs import get_logger, tee
@@ -47,7 +48,7 @@ from forge.supervisor.service import WorkerService
 from forge.supervisor.socket.connection import Connection
 from forge.supervisor.socket.core import Supervisor
 from forge.wire import server
-from forge.wire.lab import LAB, LabAnswer, LabStart, LabStop, LabView, RunStatus
+from forge.wire.lab import LAB, LabAnswer, LabReport, LabStart, LabStop, LabView, RunStatus
 from forge.wire.seats import Subject
 from forge.wire.server import JsonFrame
 from forge.workers.walker.protocol import Walk
@@ -96,6 +97,7 @@ class LabService(WorkerService):
         s = self.supervisor
         s.register_verb(LabStart, self.lab_start)
         s.register_verb(LabStop, self.lab_stop)
+        s.register_verb(LabReport, self.lab_report)
         s.register_subject(LAB, self.view)
         s.on_held(self._on_held)
         s.on_shutdown(self.stop)
@@ -124,6 +126,22 @@ class LabService(WorkerService):
             log.info("lab_stop", run=message.run, signal=message.signal, peer=connection.peer)
             run.cohort_run.interrupt(message.signal)
             answer = LabAnswer(ok=True, run=message.run)
+        _answer(connection, message.reply_to, answer)
+
+    async def lab_report(self, connection: Connection, message: LabReport) -> None:
+        """An ended run's report.html: the run is looked up by id among this supervisor's runs,
+        and only its own `--out`'s page is read, so no client names a path."""
+        run = self.runs.get(message.run)
+        if run is None:
+            answer = LabAnswer(ok=False, why=f"no run {message.run!r} here")
+        elif not run.live.ended:
+            answer = LabAnswer(ok=False, why=f"run {message.run} has not ended")
+        else:
+            try:
+                html = await asyncio.to_thread(read_page, run.out)
+                answer = LabAnswer(ok=True, run=message.run, html=html)
+            except OSError as error:
+                answer = LabAnswer(ok=False, why=f"run {message.run}: no report.html ({error})")
         _answer(connection, message.reply_to, answer)
 
     async def stop(self) -> None:

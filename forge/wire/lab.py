@@ -5,7 +5,8 @@ supervisor, and the `lab` subject that shows its runs.
 does (the reply's `why` is the refusal the CLI would print) and runs it with its own attempt
 runners; `lab_stop` stops a run as SIGINT stops `forge evaluate` (in-flight attempts discarded,
 the run `aborted` and resumable). Both answer through `reply_to` with `{ok, run}` or
-`{ok: false, why}`.
+`{ok: false, why}`. `lab_report` asks for an ended run's report.html, answered `{ok, run, html}`:
+only that file of a run this supervisor lists (the client names a run id, never a path).
 
 The `lab` subject's snapshot is `{runs}`, every run this supervisor started, in start order; its
 updates are keyless: `lab_run{run}` (a run started or ended: the whole row), `lab_attempt{run,
@@ -54,12 +55,21 @@ class LabStop(ClientMessage, frozen=True, tag="lab_stop"):
     reply_to: ReplyTo | None = None
 
 
+class LabReport(ClientMessage, frozen=True, tag="lab_report"):
+    """The report.html of run `run`, once it ended."""
+
+    run: str
+    reply_to: ReplyTo | None = None
+
+
 class LabAnswer(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     """The reply body of `lab_start` and `lab_stop`."""
 
     ok: bool
     run: str | None = None
     why: str | None = None
+    html: str | None = None
+    """`lab_report`'s answer: the page."""
 
 
 class LabAttempt(msgspec.Struct, kw_only=True):

@@ -31,6 +31,7 @@ CLIENT: tuple[type[client.ClientMessage], ...] = (
     *client.CORE_MESSAGES,
     lab.LabStart,
     lab.LabStop,
+    lab.LabReport,
 )
 """Every client message: the core protocol's, then the areas' own verbs."""
 

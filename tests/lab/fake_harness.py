@@ -138,6 +138,12 @@ if ctl is not None:
     with open(ctl / "probes.jsonl", "a") as handle:
         handle.write(json.dumps(probe) + "\n")
 
+if env.get("FAKE_NOISE") == "1":
+    # Hostile text for the transcript and report.html: markup that must stay text.
+    hostile = '<script>document.title="owned"</script></pre><img src=x onerror=alert(1)>'
+    print(hostile, file=sys.stderr)
+    print("noise line two", file=sys.stderr)
+
 if env.get("FAKE_SECRET") == "1":
     print("token ghp_abcdefghijklmnopqrstuvwxyz0123", file=sys.stderr)
 

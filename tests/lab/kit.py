@@ -378,6 +378,7 @@ def normalised(report: dict[str, Any]) -> dict[str, Any]:
     for variant in clean["headToHead"]["variants"]:
         variant.pop("elapsedPerAcceptedMs")
     clean["notes"] = [n for n in clean["notes"] if "contention" not in n]
+    clean.pop("history")
     return clean
 
 

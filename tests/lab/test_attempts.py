@@ -78,6 +78,7 @@ def test_isolated_attempts_fix_beats_no_change(kit: Kit) -> None:
         "attempt.json",
         "changes.diff",
         "changes.json",
+        "transcript",
         "verification.json",
     ]
     assert json.loads((rep / "changes.json").read_text()) == {

@@ -225,6 +225,23 @@ def test_the_threshold_is_the_formulas_and_without_a_learn_atom_only_a_line(lk: 
     assert "role: learn" in lines[0]
 
 
+def test_the_recurring_notice_names_only_this_runs_attempts(lk: LearnKit) -> None:
+    document = json.loads(formula_text("a", None))
+    document["learning"] = {"recurrenceThreshold": 3}
+    lk.formula.write_text(json.dumps(document))
+    assert queue(lk, lk.run(["timeout", "timeout"])) == []
+    second = lk.run(["timeout"], start=3)
+    [line] = queue(lk, second)
+    [mine] = [
+        json.loads(p.read_text())["attemptId"] for p in second.glob("attempts/**/attempt.json")
+    ]
+    assert f": {mine} (and 2 attempt(s) of earlier runs);" in line
+    assert "rep-1" not in line
+    assert "rep-2" not in line
+    third = lk.run(["ok"], start=4)
+    assert queue(lk, third) == []
+
+
 def test_records_learn_would_refuse_end_a_streak_and_unreadable_ones_are_reported(
     lk: LearnKit,
 ) -> None:

@@ -52,6 +52,16 @@ async def update(client: ClientConnection, variant: str, test: Any = None) -> di
                 return dict(body[variant])
 
 
+async def ask(client: ClientConnection, message: dict[str, Any]) -> dict[str, Any]:
+    """Send `message` with a reply_to and return its reply's body (other frames skipped)."""
+    await client.send(json.dumps({**message, "reply_to": "ask"}))
+    async with asyncio.timeout(90):
+        while True:
+            frame = json.loads(await client.recv())
+            if frame["kind"] == "reply" and frame["reply_to"] == "ask":
+                return dict(frame["body"])
+
+
 def clean_report(kit: Kit) -> dict[str, Any]:
     """The report of the same cohort run uninterrupted, in this process."""
     out = kit.root / "clean"
@@ -121,6 +131,8 @@ async def test_a_run_in_the_supervisor_shows_and_stops_like_sigint(
         ("t1/b/rep-2", "pending"),
     ]
     assert {a["runner"] for a in attempts[:2]} == set(names)
+    early = await ask(lab, {"kind": "lab_report", "run": run})
+    assert early == {"ok": False, "why": f"run {run} has not ended"}
 
     process.send_signal(signal.SIGINT)
     _, stderr = await asyncio.to_thread(process.communicate, timeout=90)
@@ -143,6 +155,12 @@ async def test_a_run_in_the_supervisor_shows_and_stops_like_sigint(
     assert "[4/4] t1/b/rep-2: failed" in resumed.stderr, (resumed.stderr, recorded(kit))
     assert "complete: report in" in resumed.stdout
     assert resumed_report(kit) == clean_report(kit)
+    asker = await supervised.greeted()  # `lab`, unread since, may have lost its keepalive
+    page = await ask(asker, {"kind": "lab_report", "run": run})
+    assert page == {"ok": True, "run": run, "html": (kit.out / "report.html").read_text()}
+    for wrong in (f"../{run}", f"{run}/../{run}", str(kit.out / "report.html"), "../../etc/passwd"):
+        refused = await ask(asker, {"kind": "lab_report", "run": wrong})
+        assert refused == {"ok": False, "why": f"no run {wrong!r} here"}
     log = [json.loads(line) for line in (kit.out / "lab.log").read_text().splitlines()]
     assert sum(r["record"] == "lab_attempt_recorded" for r in log) == 4
 

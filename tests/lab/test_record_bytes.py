@@ -38,6 +38,7 @@ _VOLATILE = [
     (re.compile(r"\b[0-9a-f]{64}\b"), "SHA"),
     (re.compile(r"(median|p90) \d+"), r"\1 7"),
     (re.compile(r"elapsed \d+ ms"), "elapsed 7 ms"),
+    (re.compile(r"timed out after \d+\.\d s"), "timed out after 7.0 s"),
     (re.compile(r"\| \d+\.\d s \|"), "| 7.0 s |"),
     (re.compile(r" in \d+\.\d+s"), " in 0.01s"),
 ]

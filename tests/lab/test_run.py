@@ -298,15 +298,25 @@ def test_interrupt_discards_in_flight_attempts_and_resume_matches_a_clean_run(
     assert marker_processes(str(kit.ctl)) == []
     assert not list((kit.out / "attempts").rglob("attempt.json"))
     assert not (kit.out / "attempts" / "t1" / "a" / "rep-1").exists()
+    assert [p for p in (kit.out / "attempts").glob("*/*/rep-*")] == []
     report = kit.report()
+    name = signal.Signals(signum).name
     assert report["status"] == "aborted"
-    assert report["abortReason"] == f"interrupted by {signal.Signals(signum).name}"
+    assert report["abortReason"] == f"interrupted by {name}"
+    history = report["history"]
+    assert (history["interruptions"], history["discarded"]) == (1, 2)
+    words = (kit.out / "report.md").read_text().split("## History")[1]
+    assert f"t1/a/rep-1 discarded (interrupted by {name})" in words
+    assert f"t1/b/rep-1 discarded (interrupted by {name})" in words
+    assert f"run ended aborted: interrupted by {name}" in words
 
     if signum == signal.SIGTERM:
         return
     (kit.ctl / "go").write_text("")
     resumed = kit.approve()
     assert resumed.returncode == 2, resumed.stderr
+    assert kit.report()["history"]["resumes"] == 1
+    assert "run resumed (--parallel 1)" in (kit.out / "report.md").read_text()
     clean_out = kit.root / "clean"
     clean = kit.cli("--approve", kit.digest(out=clean_out), out=clean_out)
     assert clean.returncode == 2

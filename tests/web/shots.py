@@ -1,8 +1,9 @@
 """Screenshots of each view at phone and desktop size, for the README (docs/img/web-*.png).
 
 Run from the repository: `.venv/bin/python -m tests.web.shots [VIEW ...]` (`seat`: home, the seat's
-panes, settings; `lab`: the Lab page; all by default). It starts its own `forge supervise` and a
-small local page for the browser view, like the tests do; the Lab's run is the Lab kit's cohort
+panes, settings; `lab`: the Lab page; `report`: a finished run's report.html; all by default).
+It starts its own `forge supervise` and a small local page for the browser view, like the tests
+do; the Lab's run is the Lab kit's cohort
 handed over by `forge evaluate`, held at its gate while it is shot, then stopped.
 """
 
@@ -19,6 +20,7 @@ from typing import Any
 from playwright.sync_api import Page, expect, sync_playwright
 
 from tests.lab.kit import Kit
+from tests.lab.reportrun import finished_run
 
 from .conftest import CHROMIUM, CHROMIUM_ARGS, DESKTOP, Supervised, wait_for_screen
 from .labrun import held_cohort, start_run
@@ -118,9 +120,30 @@ def shoot_lab(page: Page, supervised: Supervised, size: str) -> None:
     page.screenshot(path=OUT / f"web-lab-{size}.png")
 
 
+def shoot_report(root: Path) -> None:
+    """report.html of a finished run, opened from disk offline, one attempt unfolded."""
+    report = finished_run(root).out / "report.html"
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        for size, options in (("desktop", DESKTOP), ("phone", PHONE_SHOT)):
+            context = browser.new_context(**options, offline=True)
+            page = context.new_page()
+            page.goto(report.as_uri())
+            page.locator("details.attempt#t1-a-rep-1").evaluate("(d) => { d.open = true; }")
+            page.screenshot(path=OUT / f"lab-report-{size}.png", full_page=True)
+            context.close()
+        browser.close()
+
+
 def main(views: list[str]) -> None:
-    views = views or ["seat", "lab"]
+    views = views or ["seat", "lab", "report"]
     OUT.mkdir(parents=True, exist_ok=True)
+    if "report" in views:
+        with tempfile.TemporaryDirectory() as root:
+            shoot_report(Path(root))
+        views = [v for v in views if v != "report"]
+        if not views:
+            return
     server = ThreadingHTTPServer(("127.0.0.1", 0), Demo)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     demo = f"http://127.0.0.1:{server.server_address[1]}/"

@@ -1,6 +1,7 @@
 // The Lab page: the cohort runs this supervisor started (the `lab` subject, held while the page
 // is on screen), one run's attempts with each running attempt's live process tree, and Stop
-// (`lab_stop`, as Ctrl-C in `forge evaluate` stops it: in-flight attempts discarded, resumable).
+// (`lab_stop`, as Ctrl-C in `forge evaluate` stops it: in-flight attempts discarded, resumable);
+// an ended run's report.html (`lab_report`) in a sandboxed frame: no script, its own origin.
 
 import "./lab.css";
 
@@ -16,7 +17,7 @@ export class LabFeed implements Surface {
   runs: LabRun[] | null = null;
   readonly stopping = new Set<string>();
 
-  constructor(private readonly app: App) {
+  constructor(readonly app: App) {
     app.addSurface(this);
   }
 
@@ -87,6 +88,32 @@ export function LabPage({ app, run }: { app: App; run: string | null }) {
     );
   }
   return <RunView feed={feed} run={shown} />;
+}
+
+/** An ended run's report.html, asked for on a click and shown in a frame that runs no script. */
+function ReportLink({ app, run }: { app: App; run: string }) {
+  const [page, setPage] = useState<string | null>(null);
+  const [why, setWhy] = useState<string | null>(null);
+  const open = async () => {
+    try {
+      const answer = (await app.socket.request({ kind: "lab_report", run })) as LabAnswer;
+      if (answer.ok && answer.html !== undefined) setPage(answer.html);
+      else setWhy(answer.why ?? "refused");
+    } catch (error) {
+      setWhy(error instanceof Error ? error.message : String(error));
+    }
+  };
+  if (page !== null) {
+    return <iframe class="labreport" title="report.html" sandbox="" srcdoc={page} />;
+  }
+  return (
+    <>
+      <button type="button" class="report" onClick={() => void open()}>
+        report.html
+      </button>
+      {why !== null ? <span class="muted"> {why}</span> : null}
+    </>
+  );
 }
 
 function RunList({ runs }: { runs: LabRun[] }) {
@@ -166,6 +193,14 @@ function RunView({ feed, run }: { feed: LabFeed; run: LabRun }) {
         )}
         <dt>out</dt>
         <dd class="path">{run.out}</dd>
+        {live ? null : (
+          <>
+            <dt>report</dt>
+            <dd>
+              <ReportLink app={feed.app} run={run.run} />
+            </dd>
+          </>
+        )}
         <dt>source</dt>
         <dd class="path">{run.source}</dd>
       </dl>

@@ -44,11 +44,12 @@ export interface LabRun {
   attempts: LabAttempt[];
 }
 
-/** The reply to `lab_start` and `lab_stop`. */
+/** The reply to `lab_start`, `lab_stop` and `lab_report` (which carries the page). */
 export interface LabAnswer {
   ok: boolean;
   run?: string;
   why?: string;
+  html?: string;
 }
 
 /** The runs after one `lab_*` update, or null when `variant` is not one of the subject's. */

@@ -69,6 +69,7 @@ def attempt_record(
         models=coding.models if coding else UNSET,
         resumed=coding.resumed if coding else UNSET,
         harness_output=solved.harness_output if solved.harness_output is not None else UNSET,
+        transcript=solved.transcript if solved.transcript is not None else UNSET,
         served_model=solved.served_model if solved.served_model is not None else UNSET,
         transient_exhausted=(
             list(solved.transient_exhausted) if solved.transient_exhausted is not None else UNSET

@@ -204,6 +204,7 @@ class Context:
             stdout_tail=self.redactor.tail(result.stdout),
             stderr_tail=self.redactor.tail(result.stderr),
             limit=UNSET if result.limit is None else result.limit,
+            elapsed_ms=result.elapsed_ms,
         )
 
     # -- evidence files and test hooks -------------------------------------------------------

@@ -56,16 +56,11 @@ async def score(context: Context, solved: Solved, captured: Captured) -> Scored:
     """Verify the change when the attempt is valid and its coding completed (or changed
     nothing); otherwise the verdicts an unverified attempt gets."""
     required = _required_exist(context)
-    if solved.invalid:
-        return Scored(
-            verified=False, hidden_acceptance=None, required_checks_pass=None, correct=False
-        )
     unverified = Scored(
-        verified=False,
-        hidden_acceptance=None,
-        required_checks_pass=False if required else None,
-        correct=False,
+        verified=False, hidden_acceptance=None, required_checks_pass=None, correct=False
     )
+    if solved.invalid:
+        return unverified
     change = captured.change
     if change is None or solved.outcome not in SCORED_OUTCOMES:
         return unverified

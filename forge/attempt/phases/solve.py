@@ -9,6 +9,7 @@ error is not resumed after an out-of-scope write, nor when the Formula changed d
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,7 +17,7 @@ from pathlib import Path
 import msgspec
 
 from forge.attempt.checkouts import capture_tree
-from forge.attempt.command import CommandResult, run_command
+from forge.attempt.command import CommandResult, Sink, run_command
 from forge.attempt.harness import (
     RESUME_INSTRUCTION,
     HarnessReport,
@@ -28,7 +29,15 @@ from forge.attempt.harness import (
 from forge.attempt.phases.context import COMMAND_OUTPUT_CAP, Context, limited
 from forge.attempt.phases.provider import Resolver, await_provider
 from forge.attempt.phases.workspace import Workspace
-from forge.attempt.record import FailedCommand, Invocation, Tails, Usage, cost_basis
+from forge.attempt.record import (
+    FailedCommand,
+    Invocation,
+    Tails,
+    TranscriptFiles,
+    Usage,
+    cost_basis,
+)
+from forge.attempt.transcript import Transcript
 from forge.git import GitError
 
 MAX_RESUMES = 2
@@ -78,6 +87,8 @@ class Solved:
     """The harness's output, when it was not one valid report."""
     notes: tuple[str, ...] = ()
     failed: tuple[FailedCommand, ...] = ()
+    transcript: TranscriptFiles | None = None
+    """The harness runs' streams in the attempt's folder."""
 
 
 async def solve(workspace: Workspace, resolver: Resolver) -> Solved:
@@ -95,7 +106,12 @@ async def solve(workspace: Workspace, resolver: Resolver) -> Solved:
             error=f"setup {command.id} failed",
             failed=(context.failed("setup", command.id, "workspace", result),),
         )
-    return await _Coder(context, resolver).code()
+    transcript = Transcript(context.spec.attempt_dir, context.redactor)
+    try:
+        solved = await _Coder(context, resolver, transcript).code()
+    finally:
+        files = transcript.close()
+    return dataclasses.replace(solved, transcript=files)
 
 
 @dataclass(frozen=True)
@@ -121,9 +137,10 @@ class _Ending:
 class _Coder:
     """The coding stage: harness runs until one ends it, with what they noted on the way."""
 
-    def __init__(self, context: Context, resolver: Resolver) -> None:
+    def __init__(self, context: Context, resolver: Resolver, transcript: Transcript) -> None:
         self.context = context
         self.resolver = resolver
+        self.transcript = transcript
         self.invocations: list[Invocation] = []
         self.notes: list[str] = []
         self.provider_checks = 0
@@ -133,7 +150,9 @@ class _Coder:
         instructions: list[str] = []
         resumed: str | None = None
         while True:
-            run = await _invoke(self.context, len(self.invocations) + 1, instructions, resumed)
+            index = len(self.invocations) + 1
+            tee = self.transcript.open(f"coding run {index}: {resumed}" if resumed else None)
+            run = await _invoke(self.context, index, instructions, resumed, tee)
             self.invocations.append(run.invocation)
             self.harness_ms += run.result.elapsed_ms
             ending = self._ending(run)
@@ -222,9 +241,14 @@ class _Coder:
 
 
 async def _invoke(
-    context: Context, index: int, instructions: list[str], resumed: str | None
+    context: Context,
+    index: int,
+    instructions: list[str],
+    resumed: str | None,
+    tee: tuple[Sink, Sink],
 ) -> _Run:
-    """One run of the coding harness in the recipe's sandbox, its task file written first."""
+    """One run of the coding harness in the recipe's sandbox, its task file written first, its
+    streams teed to the transcript."""
     spec, atom = context.spec, context.atom
     task_bytes = task_input(spec.task.issue, context.plan.allowed_files, atom.model, instructions)
     task_file = context.work / "task" / f"task-{index}.json"
@@ -246,6 +270,7 @@ async def _invoke(
         stdin=task_bytes,
         sandbox=context.recipe_sandbox(),
         bounds=context.recipe_bounds,
+        tee=tee,
     )
     context.meter.add(result)
     complete = not result.timed_out and not result.output_capped

@@ -619,6 +619,13 @@ export interface ClientLabStop {
   reply_to?: number | string | null;
 }
 
+/** The report.html of run `run`, once it ended. */
+export interface ClientLabReport {
+  kind: "lab_report";
+  run: string;
+  reply_to?: number | string | null;
+}
+
 /** `work{branch, changed, gate}`: the checked-out branch (null when detached or no repository), how many entries `git status` reports, and whether git runs here at all. */
 export interface Work {
   branch: string | null;
@@ -790,7 +797,8 @@ export type ClientMessage =
   | ClientClientPerf
   | ClientSettingsEdit
   | ClientLabStart
-  | ClientLabStop;
+  | ClientLabStop
+  | ClientLabReport;
 
 /** Every message the page may receive. */
 export type ServerMessage =
