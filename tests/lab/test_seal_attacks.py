@@ -390,3 +390,53 @@ def test_an_allow_listed_recipe_reaches_its_model_and_nothing_else(kit: Kit) -> 
         for file in folder.rglob("*"):
             if file.is_file() and not file.is_symlink():
                 assert key.encode() not in file.read_bytes(), file
+
+
+HOG_OR_FILLER_PRELUDE = r"""
+case "$FORGE_ATTEMPT_ID" in
+memory.*) /usr/bin/python3 -c '
+hoard = []
+for _ in range(512):
+    hoard.append(bytearray(1 << 20))
+__import__("time").sleep(1000)
+' ;;
+disk.*) /usr/bin/python3 -c '
+import time
+for n in range(256):
+    with open(f"fill-{n}", "wb") as out:
+        out.write(b"x" * (1 << 20))
+    time.sleep(0.02)
+time.sleep(1000)
+' ;;
+esac
+exec "$@"
+"""
+"""A memory hog (on task `memory`) or a filler of 1 MiB files in the workspace (on `disk`). Each
+stops by itself at 512 MiB and then waits, so a broken bound ends the attempt on its timeout
+instead of pressing on the machine."""
+
+
+def test_a_memory_hog_and_a_disk_filler_end_on_their_limits_and_their_siblings_are_accepted(
+    kit: Kit, tmp_path: Path
+) -> None:
+    """Through one real run with small `[lab]` bounds from forge.toml: the hog ends as
+    `resource-limit: memory`, the filler as `resource-limit: disk`, each named in attempt.json,
+    its notes and report.md, while the honest attempt beside each is accepted."""
+    config = tmp_path / "forge.toml"
+    config.write_text("[lab]\nlimit_memory_mib = 128\nlimit_disk_mib = 16\n")
+    kit.cohort(
+        a=kit.formula("a"),
+        b=with_prelude(kit, "b", HOG_OR_FILLER_PRELUDE, model="m2"),
+        tasks={"memory": kit.plan("memory"), "disk": kit.plan("disk")},
+    )
+    done = kit.approve("--parallel", "2", env={"FORGE_CONFIG": str(config)})
+    assert done.returncode == 2, done.stderr
+    lines = (kit.out / "report.md").read_text().splitlines()
+    for limit in ("memory", "disk"):
+        assert kit.record(limit, "a")["correct"] is True
+        ended = kit.record(limit, "b")
+        assert (ended["outcome"], ended["correct"]) == (f"resource-limit: {limit}", False), ended
+        assert any(f"reached the {limit} limit" in note for note in ended["notes"]), ended
+        line = next(line for line in lines if line.startswith(f"- {limit} b rep-1: "))
+        assert line.startswith(f"- {limit} b rep-1: incomplete;")
+        assert line.endswith(f"; resource-limit: {limit}")
