@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import http.server
 import json
+import os
 import shutil
 import socket
 import threading
@@ -21,7 +22,8 @@ from typing import Any, ClassVar
 
 import pytest
 
-from .kit import Kit
+from .kit import ORIGIN, Kit, git
+from .test_seal import run_with_source
 
 PYTHON_ACCEPTANCE = (
     "#!/bin/sh\n"
@@ -440,3 +442,66 @@ def test_a_memory_hog_and_a_disk_filler_end_on_their_limits_and_their_siblings_a
         line = next(line for line in lines if line.startswith(f"- {limit} b rep-1: "))
         assert line.startswith(f"- {limit} b rep-1: incomplete;")
         assert line.endswith(f"; resource-limit: {limit}")
+
+
+STORE_PRELUDE = r"""
+for tree in MAIN; do
+  if grep -q 'return a + b' "$tree/calc.py" 2>/dev/null; then
+    cp "$tree/calc.py" calc.py && echo "$tree/calc.py" >> CTL/read-the-fix
+  fi
+done
+for gd in MAIN/.git BORROWED; do
+  if git -c safe.directory='*' --git-dir="$gd" show LATER:calc.py > /tmp/fix 2>/dev/null; then
+    cp /tmp/fix calc.py && echo "$gd" >> CTL/read-the-fix
+  fi
+done
+exec "$@"
+"""
+"""Copy the fixed `calc.py` from the main repository's checkout, or the fix's commit from its git
+folder or from the store its alternates borrow from; each success leaves its path in CTL."""
+
+
+def test_a_linked_worktree_source_keeps_its_main_repository_and_alternates_out_of_reach(
+    kit: Kit,
+) -> None:
+    """`--source` is a linked worktree at the base commit; its main repository (checked out at
+    the fix, the fix in its history) and the store its alternates file names sit in a folder the
+    allow-list shows (`/usr/local/src`, a system-wide checkout). A recipe that reads the fix from
+    any of the three fails the hidden acceptance; an honest one is accepted, and neither sees
+    them."""
+    shown = Path("/usr/local/src")
+    if not os.access(shown, os.W_OK):
+        pytest.skip(f"{shown} is not writable here")
+    folder = shown / f"forge-attack-{uuid.uuid4().hex}"
+    main, borrowed = folder / "main", folder / "borrowed.git"
+    try:
+        folder.mkdir()
+        git(folder, "clone", "-q", str(kit.repo), str(main))
+        git(main, "remote", "set-url", "origin", ORIGIN)
+        git(folder, "clone", "-q", "--bare", str(kit.repo), str(borrowed))
+        (main / ".git" / "objects" / "info" / "alternates").write_text(f"{borrowed}/objects\n")
+        linked = kit.root / "linked"
+        git(main, "worktree", "add", "-q", "--detach", str(linked), kit.base)
+        cheat = STORE_PRELUDE.replace("MAIN", str(main)).replace("BORROWED", str(borrowed))
+        cheat = cheat.replace("LATER", kit.later).replace("CTL", str(kit.ctl))
+        peek = [str(main), str(main / ".git"), str(borrowed / "objects")]
+        kit.cohort(
+            a=kit.formula("a", knobs={"FAKE_PEEK": ":".join(peek)}),
+            b=with_prelude(kit, "b", cheat, model="m2", knobs={"FAKE_ACTION": "none"}),
+            tasks={"t1": kit.plan("t1")},
+        )
+        preview, done = run_with_source(kit, linked)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    assert not (kit.ctl / "read-the-fix").exists(), (kit.ctl / "read-the-fix").read_text()
+    assert done.returncode == 2, done.stderr
+    assert kit.record("t1", "a")["correct"] is True
+    cheat_record = kit.record("t1", "b")
+    assert (cheat_record["hiddenAcceptance"], cheat_record["correct"]) == (False, False)
+    for probe in kit.probes():
+        assert probe["revList"] == [kit.base]
+        if probe["coordinate"].startswith("t1/a"):
+            assert probe["visible"] == dict.fromkeys(peek, False)
+    absent = "  absent although inside a shown folder: "
+    [listed] = [line for line in preview.stdout.splitlines() if line.startswith(absent)]
+    assert {f"{borrowed}/objects", str(main)} <= set(listed.removeprefix(absent).split(", "))
