@@ -505,3 +505,100 @@ def test_a_linked_worktree_source_keeps_its_main_repository_and_alternates_out_o
     absent = "  absent although inside a shown folder: "
     [listed] = [line for line in preview.stdout.splitlines() if line.startswith(absent)]
     assert {f"{borrowed}/objects", str(main)} <= set(listed.removeprefix(absent).split(", "))
+
+
+SKELETON = r"""
+import json, os, stat, sys
+root = os.stat("/").st_dev
+skeleton = {}
+def walk(folder):
+    entries = {}
+    for name in sorted(os.listdir(folder)):
+        path = os.path.join(folder, name)
+        info = os.lstat(path)
+        entries[name] = os.readlink(path) if stat.S_ISLNK(info.st_mode) else None
+        if stat.S_ISDIR(info.st_mode) and info.st_dev == root:
+            walk(path)
+    skeleton[folder] = entries
+walk("/")
+own = [os.getcwd(), os.environ["HOME"], os.environ.get("FORGE_TASK_FILE")]
+with open(sys.argv[1], "a") as out:
+    out.write(json.dumps({"step": sys.argv[2], "skeleton": skeleton, "own": own}) + "\n")
+"""
+"""Every folder of the sandbox's own root filesystem, from `/` down (what bubblewrap made to hold
+its mounts), with its entries and the links' targets: anything visible hangs off it."""
+
+ALLOW_LIST = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
+"""The operating system a step sees, as docs/lab.md states it (where each exists)."""
+
+
+def listed_trees(preview: str, variant: str) -> tuple[dict[str, str | None], set[str]]:
+    """What the preview says a step of `variant` sees: the system folders read-only (each with
+    its link's target), and every path listed."""
+    lines = preview.splitlines()
+    read_only = next(line for line in lines if line.startswith("  read-only: "))
+    private = next(line for line in lines if line.startswith("  private and empty: "))
+    system: dict[str, str | None] = {}
+    for entry in read_only.removeprefix("  read-only: ").split(", "):
+        path, _, target = entry.partition(" -> ")
+        system[path] = target or None
+    trees = set(system)
+    trees |= set(private.removeprefix("  private and empty: ").replace("; ", ", ").split(", "))
+    start = lines.index(next(line for line in lines if line.startswith(f"  variant {variant}: ")))
+    for line in lines[start + 1 :]:
+        if not line.startswith("    "):
+            break
+        if line.startswith("    mounts "):
+            trees.add(line.removeprefix("    mounts ").removesuffix(" read-only"))
+    return system, trees
+
+
+def outermost(paths: set[str]) -> set[str]:
+    """The paths no other one holds."""
+    return {
+        p for p in paths if not any(p != q and p.startswith(q.rstrip("/") + "/") for q in paths)
+    }
+
+
+def test_the_preview_lists_exactly_what_a_step_sees(kit: Kit) -> None:
+    """The trees the preview lists are the allow-list (the system folders, the mounts, private
+    scratch) and are exactly what hangs off the root of the recipe's sandbox and of a
+    verification view's: nothing else exists inside, the home directory and /srv (present on
+    the host) are neither listed nor there, and each link is the one listed."""
+    listings = kit.ctl / "skeletons.jsonl"
+    prelude = f"/usr/bin/python3 - {listings} recipe <<'PY'\n{SKELETON}\nPY\nexec \"$@\"\n"
+    check = {
+        "id": "skeleton",
+        "argv": ["/usr/bin/python3", "-c", SKELETON, str(listings), "view"],
+        "category": "lint",
+        "timeoutMs": 60000,
+    }
+    kit.cohort(
+        a=with_prelude(kit, "a", prelude, checks=[check]),
+        b=kit.formula("b", model="m2"),
+        tasks={"t1": kit.plan("t1")},
+    )
+    preview = kit.cli().stdout
+    assert kit.approve().returncode == 0
+    system, listed = listed_trees(preview, "a")
+    assert set(system) == {path for path in ALLOW_LIST if os.path.lexists(path)}, preview
+    home = os.path.realpath(Path.home())
+    assert Path("/srv").is_dir()
+    for outside in (home, "/srv"):
+        assert not any(outside == p or outside.startswith(f"{p}/") for p in listed), outside
+    assert kit.record("t1", "a")["correct"] is True
+    steps = [json.loads(line) for line in listings.read_text().splitlines()]
+    assert {step["step"] for step in steps} == {"recipe", "view"}
+    for step in steps:
+        skeleton = step["skeleton"]
+        assert "srv" not in skeleton["/"]
+        leaves = {
+            os.path.join(folder, name): target
+            for folder, entries in skeleton.items()
+            for name, target in entries.items()
+            if os.path.join(folder, name) not in skeleton
+        }
+        own = {path for path in step["own"] if path}
+        assert set(leaves) == outermost(listed | own), step["step"]
+        for path, target in system.items():
+            assert leaves[path] == target
