@@ -15,8 +15,10 @@ import json
 import os
 import shutil
 import socket
+import subprocess
 import threading
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -394,56 +396,6 @@ def test_an_allow_listed_recipe_reaches_its_model_and_nothing_else(kit: Kit) -> 
                 assert key.encode() not in file.read_bytes(), file
 
 
-HOG_OR_FILLER_PRELUDE = r"""
-case "$FORGE_ATTEMPT_ID" in
-memory.*) /usr/bin/python3 -c '
-hoard = []
-for _ in range(512):
-    hoard.append(bytearray(1 << 20))
-__import__("time").sleep(1000)
-' ;;
-disk.*) /usr/bin/python3 -c '
-import time
-for n in range(256):
-    with open(f"fill-{n}", "wb") as out:
-        out.write(b"x" * (1 << 20))
-    time.sleep(0.02)
-time.sleep(1000)
-' ;;
-esac
-exec "$@"
-"""
-"""A memory hog (on task `memory`) or a filler of 1 MiB files in the workspace (on `disk`). Each
-stops by itself at 512 MiB and then waits, so a broken bound ends the attempt on its timeout
-instead of pressing on the machine."""
-
-
-def test_a_memory_hog_and_a_disk_filler_end_on_their_limits_and_their_siblings_are_accepted(
-    kit: Kit, tmp_path: Path
-) -> None:
-    """Through one real run with small `[lab]` bounds from forge.toml: the hog ends as
-    `resource-limit: memory`, the filler as `resource-limit: disk`, each named in attempt.json,
-    its notes and report.md, while the honest attempt beside each is accepted."""
-    config = tmp_path / "forge.toml"
-    config.write_text("[lab]\nlimit_memory_mib = 128\nlimit_disk_mib = 16\n")
-    kit.cohort(
-        a=kit.formula("a"),
-        b=with_prelude(kit, "b", HOG_OR_FILLER_PRELUDE, model="m2"),
-        tasks={"memory": kit.plan("memory"), "disk": kit.plan("disk")},
-    )
-    done = kit.approve("--parallel", "2", env={"FORGE_CONFIG": str(config)})
-    assert done.returncode == 2, done.stderr
-    lines = (kit.out / "report.md").read_text().splitlines()
-    for limit in ("memory", "disk"):
-        assert kit.record(limit, "a")["correct"] is True
-        ended = kit.record(limit, "b")
-        assert (ended["outcome"], ended["correct"]) == (f"resource-limit: {limit}", False), ended
-        assert any(f"reached the {limit} limit" in note for note in ended["notes"]), ended
-        line = next(line for line in lines if line.startswith(f"- {limit} b rep-1: "))
-        assert line.startswith(f"- {limit} b rep-1: incomplete;")
-        assert line.endswith(f"; resource-limit: {limit}")
-
-
 STORE_PRELUDE = r"""
 for tree in MAIN; do
   if grep -q 'return a + b' "$tree/calc.py" 2>/dev/null; then
@@ -507,6 +459,30 @@ def test_a_linked_worktree_source_keeps_its_main_repository_and_alternates_out_o
     assert {f"{borrowed}/objects", str(main)} <= set(listed.removeprefix(absent).split(", "))
 
 
+HOG_OR_FILLER_PRELUDE = r"""
+case "$FORGE_ATTEMPT_ID" in
+memory.*) /usr/bin/python3 -c '
+hoard = []
+for _ in range(512):
+    hoard.append(bytearray(1 << 20))
+__import__("time").sleep(1000)
+' ;;
+disk.*) /usr/bin/python3 -c '
+import time
+for n in range(256):
+    with open(f"fill-{n}", "wb") as out:
+        out.write(b"x" * (1 << 20))
+    time.sleep(0.02)
+time.sleep(1000)
+' ;;
+esac
+exec "$@"
+"""
+"""A memory hog (on task `memory`) or a filler of 1 MiB files in the workspace (on `disk`). Each
+stops by itself at 512 MiB and then waits, so a broken bound ends the attempt on its timeout
+instead of pressing on the machine."""
+
+
 SKELETON = r"""
 import json, os, stat, sys
 root = os.stat("/").st_dev
@@ -560,11 +536,21 @@ def outermost(paths: set[str]) -> set[str]:
     }
 
 
-def test_the_preview_lists_exactly_what_a_step_sees(kit: Kit) -> None:
-    """The trees the preview lists are the allow-list (the system folders, the mounts, private
-    scratch) and are exactly what hangs off the root of the recipe's sandbox and of a
-    verification view's: nothing else exists inside, the home directory and /srv (present on
-    the host) are neither listed nor there, and each link is the one listed."""
+@dataclass(frozen=True)
+class BoundedRun:
+    kit: Kit
+    preview: str
+    done: subprocess.CompletedProcess[str]
+
+
+@pytest.fixture(scope="module")
+def bounded(module_kit: Kit) -> BoundedRun:
+    """One real run with small `[lab]` bounds from forge.toml, shared by the two tests below:
+    on tasks `memory` and `disk`, variant b is the hog or the filler; variant a fixes honestly,
+    and its recipe and its check (in every verification view) record what their sandbox holds."""
+    kit = module_kit
+    config = kit.root / "forge.toml"
+    config.write_text("[lab]\nlimit_memory_mib = 128\nlimit_disk_mib = 16\n")
     listings = kit.ctl / "skeletons.jsonl"
     prelude = f"/usr/bin/python3 - {listings} recipe <<'PY'\n{SKELETON}\nPY\nexec \"$@\"\n"
     check = {
@@ -575,19 +561,47 @@ def test_the_preview_lists_exactly_what_a_step_sees(kit: Kit) -> None:
     }
     kit.cohort(
         a=with_prelude(kit, "a", prelude, checks=[check]),
-        b=kit.formula("b", model="m2"),
-        tasks={"t1": kit.plan("t1")},
+        b=with_prelude(kit, "b", HOG_OR_FILLER_PRELUDE, model="m2"),
+        tasks={"memory": kit.plan("memory"), "disk": kit.plan("disk")},
     )
-    preview = kit.cli().stdout
-    assert kit.approve().returncode == 0
-    system, listed = listed_trees(preview, "a")
-    assert set(system) == {path for path in ALLOW_LIST if os.path.lexists(path)}, preview
+    env = {"FORGE_CONFIG": str(config)}
+    preview = kit.cli(env=env).stdout
+    return BoundedRun(kit, preview, kit.approve("--parallel", "2", env=env))
+
+
+def test_a_memory_hog_and_a_disk_filler_end_on_their_limits_and_their_siblings_are_accepted(
+    bounded: BoundedRun,
+) -> None:
+    """The hog ends as `resource-limit: memory`, the filler as `resource-limit: disk`, each
+    named in attempt.json, its notes and report.md, while the honest attempt beside each is
+    accepted."""
+    kit = bounded.kit
+    assert bounded.done.returncode == 2, bounded.done.stderr
+    lines = (kit.out / "report.md").read_text().splitlines()
+    for limit in ("memory", "disk"):
+        assert kit.record(limit, "a")["correct"] is True
+        ended = kit.record(limit, "b")
+        assert (ended["outcome"], ended["correct"]) == (f"resource-limit: {limit}", False), ended
+        assert any(f"reached the {limit} limit" in note for note in ended["notes"]), ended
+        line = next(line for line in lines if line.startswith(f"- {limit} b rep-1: "))
+        assert line.startswith(f"- {limit} b rep-1: incomplete;")
+        assert line.endswith(f"; resource-limit: {limit}")
+
+
+def test_the_preview_lists_exactly_what_a_step_sees(bounded: BoundedRun) -> None:
+    """The trees the preview lists are the allow-list (the system folders, the mounts, private
+    scratch) and are exactly what hangs off the root of the recipe's sandbox and of each
+    verification view's: nothing else exists inside, the home directory and /srv (present on
+    the host) are neither listed nor there, and each link is the one listed."""
+    kit = bounded.kit
+    system, listed = listed_trees(bounded.preview, "a")
+    assert set(system) == {path for path in ALLOW_LIST if os.path.lexists(path)}, system
     home = os.path.realpath(Path.home())
     assert Path("/srv").is_dir()
     for outside in (home, "/srv"):
         assert not any(outside == p or outside.startswith(f"{p}/") for p in listed), outside
-    assert kit.record("t1", "a")["correct"] is True
-    steps = [json.loads(line) for line in listings.read_text().splitlines()]
+    steps = [json.loads(line) for line in (kit.ctl / "skeletons.jsonl").read_text().splitlines()]
+    assert [step["step"] for step in steps].count("recipe") == 2
     assert {step["step"] for step in steps} == {"recipe", "view"}
     for step in steps:
         skeleton = step["skeleton"]
