@@ -3,7 +3,8 @@
 Each hostile recipe is the honest fake harness (or one that does nothing) behind a shell prelude
 that plants the attack first: git configuration that runs programs when forge reads the tree,
 code in the recipe's home that every Python would load, files outside the allowed ones that
-shadow the module under test, a check that points a view's `.git` somewhere else. The markers an
+shadow the module under test, a check that points a view's `.git` somewhere else, a copy of the
+fix taken from a linked worktree's main repository, a memory hog, a disk filler. The markers an
 attack would write live in a folder the sandbox does not show, so only a process forge ran
 outside the sandbox could write them.
 """
