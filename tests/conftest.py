@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import signal
 import socket
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -30,13 +30,12 @@ def pytest_asyncio_loop_factories(
     return {"uvloop": eventloop.new_event_loop}
 
 
-@pytest.fixture
-def forge_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
-    """Point every XDG directory forge reads at a fresh temporary tree (subprocesses inherit it)."""
+def _point_forge_dirs(root: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
+    """Point every XDG directory forge reads at a fresh tree in `root` (subprocesses inherit it)."""
     dirs = {
-        "config": tmp_path / "xdg-config",
-        "state": tmp_path / "xdg-state",
-        "runtime": tmp_path / "xdg-runtime",
+        "config": root / "xdg-config",
+        "state": root / "xdg-state",
+        "runtime": root / "xdg-runtime",
     }
     for path in dirs.values():
         path.mkdir(mode=0o700)
@@ -45,6 +44,19 @@ def forge_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Pat
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(dirs["runtime"]))
     monkeypatch.delenv("FORGE_CONFIG", raising=False)
     return dirs
+
+
+@pytest.fixture
+def forge_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
+    """Every XDG directory forge reads in this test's own temporary tree."""
+    return _point_forge_dirs(tmp_path, monkeypatch)
+
+
+@pytest.fixture(scope="module")
+def module_forge_dirs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path]]:
+    """`forge_dirs` for one run that several tests of a module share."""
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        yield _point_forge_dirs(tmp_path_factory.mktemp("forge-dirs"), monkeypatch)
 
 
 @pytest.fixture

@@ -23,7 +23,21 @@ def cluster_certs(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def kit(tmp_path: Path, forge_dirs: dict[str, Path]) -> Iterator[Kit]:
     """A fresh fixture repository and cohort folder; runtime sockets in this test's own dir."""
     del forge_dirs
-    kit = Kit(tmp_path)
+    yield from _kit(tmp_path)
+
+
+@pytest.fixture(scope="module")
+def module_kit(
+    tmp_path_factory: pytest.TempPathFactory, module_forge_dirs: dict[str, Path]
+) -> Iterator[Kit]:
+    """`kit` for one run that several tests of a module share."""
+    del module_forge_dirs
+    yield from _kit(tmp_path_factory.mktemp("kit"))
+
+
+def _kit(root: Path) -> Iterator[Kit]:
+    """A kit in `root`; afterwards its CLIs are stopped and no process of its attempts runs."""
+    kit = Kit(root)
     yield kit
     for process in kit.started:  # a test that failed before its CLI ended must not leak it
         if process.poll() is None:

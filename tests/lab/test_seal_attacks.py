@@ -3,7 +3,8 @@
 Each hostile recipe is the honest fake harness (or one that does nothing) behind a shell prelude
 that plants the attack first: git configuration that runs programs when forge reads the tree,
 code in the recipe's home that every Python would load, files outside the allowed ones that
-shadow the module under test, a check that points a view's `.git` somewhere else. The markers an
+shadow the module under test, a check that points a view's `.git` somewhere else, a copy of the
+fix taken from a linked worktree's main repository, a memory hog, a disk filler. The markers an
 attack would write live in a folder the sandbox does not show, so only a process forge ran
 outside the sandbox could write them.
 """
@@ -12,16 +13,20 @@ from __future__ import annotations
 
 import http.server
 import json
+import os
 import shutil
 import socket
+import subprocess
 import threading
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
 
-from .kit import Kit
+from .kit import ORIGIN, Kit, git
+from .test_seal import run_with_source
 
 PYTHON_ACCEPTANCE = (
     "#!/bin/sh\n"
@@ -390,3 +395,225 @@ def test_an_allow_listed_recipe_reaches_its_model_and_nothing_else(kit: Kit) -> 
         for file in folder.rglob("*"):
             if file.is_file() and not file.is_symlink():
                 assert key.encode() not in file.read_bytes(), file
+
+
+STORE_PRELUDE = r"""
+for tree in MAIN; do
+  if grep -q 'return a + b' "$tree/calc.py" 2>/dev/null; then
+    cp "$tree/calc.py" calc.py && echo "$tree/calc.py" >> CTL/read-the-fix
+  fi
+done
+for gd in MAIN/.git BORROWED; do
+  if git -c safe.directory='*' --git-dir="$gd" show LATER:calc.py > /tmp/fix 2>/dev/null; then
+    cp /tmp/fix calc.py && echo "$gd" >> CTL/read-the-fix
+  fi
+done
+exec "$@"
+"""
+"""Copy the fixed `calc.py` from the main repository's checkout, or the fix's commit from its git
+folder or from the store its alternates borrow from; each success leaves its path in CTL."""
+
+
+def test_a_linked_worktree_source_keeps_its_main_repository_and_alternates_out_of_reach(
+    kit: Kit,
+) -> None:
+    """`--source` is a linked worktree at the base commit; its main repository (checked out at
+    the fix, the fix in its history) and the store its alternates file names sit in a folder the
+    allow-list shows (`/usr/local/src`, a system-wide checkout). A recipe that reads the fix from
+    any of the three fails the hidden acceptance; an honest one is accepted, and neither sees
+    them."""
+    shown = Path("/usr/local/src")
+    if not os.access(shown, os.W_OK):
+        pytest.skip(f"{shown} is not writable here")
+    folder = shown / f"forge-attack-{uuid.uuid4().hex}"
+    main, borrowed = folder / "main", folder / "borrowed.git"
+    try:
+        folder.mkdir()
+        git(folder, "clone", "-q", str(kit.repo), str(main))
+        git(main, "remote", "set-url", "origin", ORIGIN)
+        git(folder, "clone", "-q", "--bare", str(kit.repo), str(borrowed))
+        (main / ".git" / "objects" / "info" / "alternates").write_text(f"{borrowed}/objects\n")
+        linked = kit.root / "linked"
+        git(main, "worktree", "add", "-q", "--detach", str(linked), kit.base)
+        cheat = STORE_PRELUDE.replace("MAIN", str(main)).replace("BORROWED", str(borrowed))
+        cheat = cheat.replace("LATER", kit.later).replace("CTL", str(kit.ctl))
+        peek = [str(main), str(main / ".git"), str(borrowed / "objects")]
+        kit.cohort(
+            a=kit.formula("a", knobs={"FAKE_PEEK": ":".join(peek)}),
+            b=with_prelude(kit, "b", cheat, model="m2", knobs={"FAKE_ACTION": "none"}),
+            tasks={"t1": kit.plan("t1")},
+        )
+        preview, done = run_with_source(kit, linked)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    assert not (kit.ctl / "read-the-fix").exists(), (kit.ctl / "read-the-fix").read_text()
+    assert done.returncode == 2, done.stderr
+    assert kit.record("t1", "a")["correct"] is True
+    cheat_record = kit.record("t1", "b")
+    assert (cheat_record["hiddenAcceptance"], cheat_record["correct"]) == (False, False)
+    for probe in kit.probes():
+        assert probe["revList"] == [kit.base]
+        if probe["coordinate"].startswith("t1/a"):
+            assert probe["visible"] == dict.fromkeys(peek, False)
+    absent = "  absent although inside a shown folder: "
+    [listed] = [line for line in preview.stdout.splitlines() if line.startswith(absent)]
+    assert {f"{borrowed}/objects", str(main)} <= set(listed.removeprefix(absent).split(", "))
+
+
+HOG_OR_FILLER_PRELUDE = r"""
+case "$FORGE_ATTEMPT_ID" in
+memory.*) /usr/bin/python3 -c '
+hoard = []
+for _ in range(512):
+    hoard.append(bytearray(1 << 20))
+__import__("time").sleep(1000)
+' ;;
+disk.*) /usr/bin/python3 -c '
+import time
+for n in range(256):
+    with open(f"fill-{n}", "wb") as out:
+        out.write(b"x" * (1 << 20))
+    time.sleep(0.02)
+time.sleep(1000)
+' ;;
+esac
+exec "$@"
+"""
+"""A memory hog (on task `memory`) or a filler of 1 MiB files in the workspace (on `disk`). Each
+stops by itself at 512 MiB and then waits, so a broken bound ends the attempt on its timeout
+instead of pressing on the machine."""
+
+
+SKELETON = r"""
+import json, os, stat, sys
+root = os.stat("/").st_dev
+skeleton = {}
+def walk(folder):
+    entries = {}
+    for name in sorted(os.listdir(folder)):
+        path = os.path.join(folder, name)
+        info = os.lstat(path)
+        entries[name] = os.readlink(path) if stat.S_ISLNK(info.st_mode) else None
+        if stat.S_ISDIR(info.st_mode) and info.st_dev == root:
+            walk(path)
+    skeleton[folder] = entries
+walk("/")
+own = [os.getcwd(), os.environ["HOME"], os.environ.get("FORGE_TASK_FILE")]
+with open(sys.argv[1], "a") as out:
+    out.write(json.dumps({"step": sys.argv[2], "skeleton": skeleton, "own": own}) + "\n")
+"""
+"""Every folder of the sandbox's own root filesystem, from `/` down (what bubblewrap made to hold
+its mounts), with its entries and the links' targets: anything visible hangs off it."""
+
+ALLOW_LIST = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
+"""The operating system a step sees, as docs/lab.md states it (where each exists)."""
+
+
+def listed_trees(preview: str, variant: str) -> tuple[dict[str, str | None], set[str]]:
+    """What the preview says a step of `variant` sees: the system folders read-only (each with
+    its link's target), and every path listed."""
+    lines = preview.splitlines()
+    read_only = next(line for line in lines if line.startswith("  read-only: "))
+    private = next(line for line in lines if line.startswith("  private and empty: "))
+    system: dict[str, str | None] = {}
+    for entry in read_only.removeprefix("  read-only: ").split(", "):
+        path, _, target = entry.partition(" -> ")
+        system[path] = target or None
+    trees = set(system)
+    trees |= set(private.removeprefix("  private and empty: ").replace("; ", ", ").split(", "))
+    start = lines.index(next(line for line in lines if line.startswith(f"  variant {variant}: ")))
+    for line in lines[start + 1 :]:
+        if not line.startswith("    "):
+            break
+        if line.startswith("    mounts "):
+            trees.add(line.removeprefix("    mounts ").removesuffix(" read-only"))
+    return system, trees
+
+
+def outermost(paths: set[str]) -> set[str]:
+    """The paths no other one holds."""
+    return {
+        p for p in paths if not any(p != q and p.startswith(q.rstrip("/") + "/") for q in paths)
+    }
+
+
+@dataclass(frozen=True)
+class BoundedRun:
+    kit: Kit
+    preview: str
+    done: subprocess.CompletedProcess[str]
+
+
+@pytest.fixture(scope="module")
+def bounded(module_kit: Kit) -> BoundedRun:
+    """One real run with small `[lab]` bounds from forge.toml, shared by the two tests below:
+    on tasks `memory` and `disk`, variant b is the hog or the filler; variant a fixes honestly,
+    and its recipe and its check (in every verification view) record what their sandbox holds."""
+    kit = module_kit
+    config = kit.root / "forge.toml"
+    config.write_text("[lab]\nlimit_memory_mib = 128\nlimit_disk_mib = 16\n")
+    listings = kit.ctl / "skeletons.jsonl"
+    prelude = f"/usr/bin/python3 - {listings} recipe <<'PY'\n{SKELETON}\nPY\nexec \"$@\"\n"
+    check = {
+        "id": "skeleton",
+        "argv": ["/usr/bin/python3", "-c", SKELETON, str(listings), "view"],
+        "category": "lint",
+        "timeoutMs": 60000,
+    }
+    kit.cohort(
+        a=with_prelude(kit, "a", prelude, checks=[check]),
+        b=with_prelude(kit, "b", HOG_OR_FILLER_PRELUDE, model="m2"),
+        tasks={"memory": kit.plan("memory"), "disk": kit.plan("disk")},
+    )
+    env = {"FORGE_CONFIG": str(config)}
+    preview = kit.cli(env=env).stdout
+    return BoundedRun(kit, preview, kit.approve("--parallel", "2", env=env))
+
+
+def test_a_memory_hog_and_a_disk_filler_end_on_their_limits_and_their_siblings_are_accepted(
+    bounded: BoundedRun,
+) -> None:
+    """The hog ends as `resource-limit: memory`, the filler as `resource-limit: disk`, each
+    named in attempt.json, its notes and report.md, while the honest attempt beside each is
+    accepted."""
+    kit = bounded.kit
+    assert bounded.done.returncode == 2, bounded.done.stderr
+    lines = (kit.out / "report.md").read_text().splitlines()
+    for limit in ("memory", "disk"):
+        assert kit.record(limit, "a")["correct"] is True
+        ended = kit.record(limit, "b")
+        assert (ended["outcome"], ended["correct"]) == (f"resource-limit: {limit}", False), ended
+        assert any(f"reached the {limit} limit" in note for note in ended["notes"]), ended
+        line = next(line for line in lines if line.startswith(f"- {limit} b rep-1: "))
+        assert line.startswith(f"- {limit} b rep-1: incomplete;")
+        assert line.endswith(f"; resource-limit: {limit}")
+
+
+def test_the_preview_lists_exactly_what_a_step_sees(bounded: BoundedRun) -> None:
+    """The trees the preview lists are the allow-list (the system folders, the mounts, private
+    scratch) and are exactly what hangs off the root of the recipe's sandbox and of each
+    verification view's: nothing else exists inside, the home directory and /srv (present on
+    the host) are neither listed nor there, and each link is the one listed."""
+    kit = bounded.kit
+    system, listed = listed_trees(bounded.preview, "a")
+    assert set(system) == {path for path in ALLOW_LIST if os.path.lexists(path)}, system
+    home = os.path.realpath(Path.home())
+    assert Path("/srv").is_dir()
+    for outside in (home, "/srv"):
+        assert not any(outside == p or outside.startswith(f"{p}/") for p in listed), outside
+    steps = [json.loads(line) for line in (kit.ctl / "skeletons.jsonl").read_text().splitlines()]
+    assert [step["step"] for step in steps].count("recipe") == 2
+    assert {step["step"] for step in steps} == {"recipe", "view"}
+    for step in steps:
+        skeleton = step["skeleton"]
+        assert "srv" not in skeleton["/"]
+        leaves = {
+            os.path.join(folder, name): target
+            for folder, entries in skeleton.items()
+            for name, target in entries.items()
+            if os.path.join(folder, name) not in skeleton
+        }
+        own = {path for path in step["own"] if path}
+        assert set(leaves) == outermost(listed | own), step["step"]
+        for path, target in system.items():
+            assert leaves[path] == target
