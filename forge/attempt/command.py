@@ -75,8 +75,8 @@ class Usage:
 @dataclass(frozen=True)
 class CommandResult:
     exit_code: int | None
-    """None when the command was killed for a timeout, an output flood or a limit reached, or
-    never started."""
+    """None when the command was killed for a timeout, an output flood, a cut or a limit
+    reached, or never started."""
     timed_out: bool
     output_capped: bool
     stdout: bytes
@@ -90,6 +90,8 @@ class CommandResult:
     """The bound the command reached (`pids`, `memory`, `disk`), which ended it."""
     bounded_by: Mechanism | None = None
     """How its bounds held (`cgroup2`, `cgroup1`, `rlimit`); None when it ran without bounds."""
+    cut_off: bool = False
+    """Its `watch` cut it off (an agent over its budget)."""
 
     @property
     def ok(self) -> bool:
@@ -108,12 +110,14 @@ async def run_command(
     sandbox: Sandbox | None = None,
     bounds: Bounds | None = None,
     tee: tuple[Sink, Sink] | None = None,
+    watch: Callable[[bytes], bool] | None = None,
 ) -> CommandResult:
     """Run `argv` to completion, timeout, a limit or cancellation, leaving no process of it behind.
 
     With a `sandbox`, bubblewrap runs it (the tree the walker sees starts at bubblewrap); with
     `bounds`, the attempt's limits bound it; with `tee`, every chunk of its stdout and stderr
-    (past the cap too) is also handed to the two sinks as it is read."""
+    (past the cap too) is also handed to the two sinks as it is read; `watch` reads its stdout
+    as it comes and cuts it off (its whole tree, like a timeout) once it returns True."""
     started = clock.monotonic()
     marker = env[MARKER_ENV]
     bounded = (
@@ -150,13 +154,15 @@ async def run_command(
         if bounded is not None:
             bounded.opened()
     usage = Usage()
-    flooded = asyncio.Event()
+    flooded, cut = asyncio.Event(), asyncio.Event()
     assert proc.stdout is not None
     assert proc.stderr is not None
     out, err = bytearray(), bytearray()
     sinks: tuple[Sink | None, Sink | None] = tee if tee is not None else (None, None)
     readers = [
-        asyncio.create_task(_read_capped(proc.stdout, out, output_cap, flooded, sinks[0])),
+        asyncio.create_task(
+            _read_capped(proc.stdout, out, output_cap, flooded, sinks[0], watch, cut)
+        ),
         asyncio.create_task(_read_capped(proc.stderr, err, output_cap, flooded, sinks[1])),
     ]
     feeder = asyncio.create_task(_feed(proc, stdin))
@@ -170,8 +176,8 @@ async def run_command(
     strays = 0
     limit: Limit | None = None
     try:
-        timed_out = await _wait(proc, timeout_s, flooded, watcher, clock)
-        stopped = timed_out or flooded.is_set() or watcher.done()
+        timed_out = await _wait(proc, timeout_s, flooded, cut, watcher, clock)
+        stopped = timed_out or flooded.is_set() or cut.is_set() or watcher.done()
         if stopped:  # a limit reached is no time for a grace: a fork bomb would use it
             await _kill_tree(proc.pid, clock, grace_s=0 if watcher.done() else KILL_GRACE_S)
         watcher.cancel()
@@ -203,6 +209,7 @@ async def run_command(
         strays_killed=strays,
         limit=limit,
         bounded_by=bounded.mechanism if bounded is not None else None,
+        cut_off=cut.is_set(),
     )
 
 
@@ -233,22 +240,24 @@ async def _wait(
     proc: asyncio.subprocess.Process,
     timeout_s: float,
     flooded: asyncio.Event,
+    cut: asyncio.Event,
     watcher: asyncio.Task[Limit],
     clock: Clock,
 ) -> bool:
-    """Wait for exit, a flood, a limit or the deadline; True when the deadline came first."""
+    """Wait for exit, a flood, a cut, a limit or the deadline; True when the deadline came
+    first."""
     exited = asyncio.create_task(wait_for_exit(proc.pid))
     flood = asyncio.create_task(flooded.wait())
+    cutting = asyncio.create_task(cut.wait())
     deadline = asyncio.create_task(clock.sleep(timeout_s))
+    ours = (exited, flood, cutting, deadline)
     try:
-        done, _ = await asyncio.wait(
-            {exited, flood, deadline, watcher}, return_when=asyncio.FIRST_COMPLETED
-        )
+        done, _ = await asyncio.wait({*ours, watcher}, return_when=asyncio.FIRST_COMPLETED)
     finally:
-        for task in (exited, flood, deadline):
+        for task in ours:
             task.cancel()
-        await asyncio.gather(exited, flood, deadline, return_exceptions=True)
-    return deadline in done and not done & {exited, flood, watcher}
+        await asyncio.gather(*ours, return_exceptions=True)
+    return deadline in done and not done & {exited, flood, cutting, watcher}
 
 
 async def _kill_tree(pid: int, clock: Clock, grace_s: float = KILL_GRACE_S) -> None:
@@ -352,9 +361,12 @@ async def _read_capped(
     cap: int,
     flooded: asyncio.Event,
     sink: Sink | None,
+    watch: Callable[[bytes], bool] | None = None,
+    cut: asyncio.Event | None = None,
 ) -> None:
     """Keep the first `cap` bytes in `kept`; more than that sets `flooded` and keeps draining.
-    Every chunk also goes to `sink`, when there is one."""
+    Every chunk also goes to `sink`, when there is one, and to `watch`, which sets `cut` by
+    returning True."""
     while chunk := await stream.read(65536):
         if sink is not None:
             sink(chunk)
@@ -363,6 +375,8 @@ async def _read_capped(
             kept += chunk[:room]
         if len(chunk) > room:
             flooded.set()
+        if watch is not None and cut is not None and watch(chunk):
+            cut.set()
 
 
 async def _sample(pid: int, usage: Usage, clock: Clock) -> None:

@@ -1,8 +1,9 @@
 """The Formula (YAML, `schemaVersion: 1`): the recipe a variant runs, decoded strictly.
 
-Only what the Lab uses exists here: one coding atom (its argv, timeout, pinned model, whether
-its sandbox has the network or only an allow-list of destinations, which of the caller's
-variables it is given, what hidden folders it mounts), an optional trailing `role: learn`
+Only what the Lab uses exists here: one coding atom (its argv, or a `kind: claude-code` agent
+configuration, forge/attempt/agent_atom.py; timeout, pinned model, whether its sandbox has the
+network or only an allow-list of destinations, which of the caller's variables it is given,
+what hidden folders it mounts), an optional trailing `role: learn`
 atom (the command `forge learn` runs; never configured silently), optional baseline checks, and
 `learning.recurrenceThreshold` (the failure streak that queues a learn request).
 """
@@ -15,6 +16,14 @@ from typing import Any
 
 import yaml
 
+from forge.attempt.agent_atom import (
+    AGENT_FIELDS,
+    DEFAULT_PASS_ENV,
+    KIND,
+    Agent,
+    base_url_authority,
+    read_agent,
+)
 from forge.attempt.egress.policy import BadDestination, entry_problem, parse_authority
 from forge.attempt.fields import Reader
 from forge.attempt.plan import MAX_COMMAND_TIMEOUT_MS, Command, read_checks
@@ -38,6 +47,9 @@ class Atom:
     mounts: tuple[str, ...] = ()
     """Absolute folders the sandbox mounts read-only although it hides them (an interpreter
     under the home directory, say); never `--out`, `--source` or the cohort's folder."""
+    agent: Agent | None = None
+    """A `kind: claude-code` atom's configuration: forge runs the Claude Code CLI with it, and
+    `command` is empty."""
 
 
 @dataclass(frozen=True)
@@ -103,11 +115,13 @@ def decode_formula(raw: bytes, *, file: str) -> Formula:
 
 
 def _atom(reader: Reader, value: object, path: str) -> Atom:
+    agent = isinstance(value, dict) and "kind" in value
+    common = {"network", "egress", "passEnv", "mounts"}
     atom = reader.obj(
         value,
         path,
-        required={"id", "role", "command", "timeoutMs", "model"},
-        optional={"network", "egress", "passEnv", "mounts"},
+        required={"id", "role", "timeoutMs", "model", *(("kind",) if agent else ("command",))},
+        optional=common | AGENT_FIELDS if agent else common,
     )
     if atom["role"] == "learn":
         reader.note(f"{path}.role", "a learn atom must be the last atom")
@@ -119,16 +133,33 @@ def _atom(reader: Reader, value: object, path: str) -> Atom:
             f"atom {atom['id']!r} names both network and egress: choose the public network "
             "(network: true) or only the listed destinations (egress)",
         )
+    config = None
+    if agent:
+        reader.one_of(atom["kind"], f"{path}.kind", (KIND,))
+        config = read_agent(reader, atom, path)
+    if config is not None and atom.get("network") is True:
+        reader.note(
+            f"{path}.network",
+            "a claude-code atom reaches only its model's API (egress, by default baseUrl's "
+            "host:port), never the public network",
+        )
+    egress: tuple[str, ...] = ()
+    if "egress" in atom:
+        egress = _egress(reader, atom["egress"], f"{path}.egress")
+    elif config is not None:
+        egress = _egress(reader, [base_url_authority(config.base_url)], f"{path}.baseUrl")
+    pass_env = DEFAULT_PASS_ENV if config is not None and "passEnv" not in atom else None
     return Atom(
         id=reader.nonblank(atom["id"], f"{path}.id", max_chars=64),
-        command=reader.argv(atom["command"], f"{path}.command"),
+        command=() if agent else reader.argv(atom["command"], f"{path}.command"),
         timeout_ms=reader.integer(
             atom["timeoutMs"], f"{path}.timeoutMs", lo=1, hi=MAX_COMMAND_TIMEOUT_MS
         ),
         model=reader.nonblank(atom["model"], f"{path}.model", max_chars=200),
         network=reader.boolean(atom["network"], f"{path}.network") if "network" in atom else False,
-        egress=_egress(reader, atom["egress"], f"{path}.egress") if "egress" in atom else (),
-        pass_env=tuple(
+        egress=egress,
+        pass_env=pass_env
+        or tuple(
             reader.matching(item, f"{path}.passEnv[{i}]", _ENV_NAME)
             for i, item in enumerate(reader.array(atom.get("passEnv", []), f"{path}.passEnv"))
         ),
@@ -136,6 +167,7 @@ def _atom(reader: Reader, value: object, path: str) -> Atom:
             reader.absolute_path(item, f"{path}.mounts[{i}]")
             for i, item in enumerate(reader.array(atom.get("mounts", []), f"{path}.mounts"))
         ),
+        agent=config,
     )
 
 

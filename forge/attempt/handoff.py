@@ -37,6 +37,8 @@ class Handoff(
     """Paths the recipe's sandbox never mounts (`AttemptSpec.hidden`)."""
     limits: Limits = msgspec.field(default_factory=Limits)
     """The run's `[lab]` bounds, read where the run was approved."""
+    agent_cli: str | None = None
+    """The Claude Code CLI found where the run was approved (`LabSettings.agent_cli`)."""
 
     @classmethod
     def of(cls, spec: AttemptSpec, out: Path) -> Handoff:
@@ -51,6 +53,7 @@ class Handoff(
             parallel=spec.parallel,
             hidden=spec.hidden,
             limits=spec.settings.limits,
+            agent_cli=spec.settings.agent_cli,
         )
 
     def spec(self) -> AttemptSpec:
@@ -70,7 +73,9 @@ class Handoff(
             source=Path(self.source),
             origin=self.origin,
             caller_env=self.caller_env,
-            settings=replace(settings_from_env(self.caller_env), limits=self.limits),
+            settings=replace(
+                settings_from_env(self.caller_env), limits=self.limits, agent_cli=self.agent_cli
+            ),
             keep_workspaces=self.keep_workspaces,
             parallel=self.parallel,
             hidden=self.hidden,

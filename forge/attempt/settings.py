@@ -54,6 +54,9 @@ class LabSettings:
     """Test hook: folders mounted writable in the sandbox (a test's probe channel)."""
     limits: Limits = field(default_factory=Limits)
     """What each attempt may use (`[lab]`'s `limit_*` keys)."""
+    agent_cli: str | None = None
+    """The Claude Code CLI a `claude-code` atom runs (found at preview, `forge.attempt.agent_cli`);
+    None when no variant has one."""
 
 
 def limits_from_config(lab: LabConfig) -> Limits:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from forge import __version__
+from forge.attempt.agent_atom import KIND, describe
 from forge.attempt.cohort import Cohort, sha256_hex
 from forge.attempt.errors import LabRefusal, RunAborted
 from forge.attempt.layout import COHORT_INPUT, INPUTS_DIR
@@ -48,11 +49,18 @@ def review_text(
         )
     for variant in cohort.variants:
         atom = variant.formula.coding
+        coding = (
+            f"coding agent {KIND}"
+            if atom.agent is not None
+            else f"coding argv {json.dumps(list(atom.command))}"
+        )
         lines.append(
             f"Variant {variant.spec.name}: {variant.spec.formula} ({variant.spec.formula_sha256}) "
-            f"model {atom.model}, coding argv {json.dumps(list(atom.command))}, "
+            f"model {atom.model}, {coding}, "
             f"timeout {atom.timeout_ms} ms, network: {'true' if atom.network else 'false'}"
         )
+        if atom.agent is not None:
+            lines.append(f"  agent: {describe(atom.agent)}")
         if atom.egress:
             lines.append(f"  egress: {', '.join(atom.egress)}")
         if atom.pass_env:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from forge.attempt import sandbox
+from forge.attempt.agent_cli import find_agent_cli
 from forge.attempt.checkouts import SourceFacts, has_commit, inspect_source, list_files
 from forge.attempt.cohort import Cohort, load_cohort
 from forge.attempt.errors import LabRefusal, refusal
@@ -27,7 +28,7 @@ from forge.attempt.plan import MANIFESTS, unanchored_paths
 from forge.attempt.run import iso_utc
 from forge.attempt.settings import LabSettings, limits_from_config, settings_from_env
 from forge.clock import SYSTEM_CLOCK
-from forge.config import ConfigError, LabConfig, load_config, resolve_config_path
+from forge.config import ConfigError, ForgeConfig, LabConfig, load_config, resolve_config_path
 from forge.ipc.manager import WorkerManager
 from forge.lab.activation import OutState, activate, check_out, read_activation, review_text
 from forge.lab.cluster_tls import ClientTls, client_tls, scheduler_problems
@@ -159,7 +160,7 @@ async def prepare(args: argparse.Namespace, env: Mapping[str, str]) -> Prepared:
         hidden=hidden,
         digest=digest,
         approve_argv=approve_argv,
-        settings=replace(settings_from_env(env), limits=limits_from_config(_lab_config(env))),
+        settings=_settings(cohort, env),
         probe=await asyncio.to_thread(sandbox.probe, env),
         cluster_tls=cluster,
     )
@@ -327,10 +328,23 @@ def _require_distributed() -> None:
         )
 
 
+def _settings(cohort: Cohort, env: Mapping[str, str]) -> LabSettings:
+    """The run's settings: the environment's, forge.toml's bounds, and the Claude Code CLI
+    when a variant is a `claude-code` atom (refused here when there is none)."""
+    config = _config(env)
+    agents = any(variant.formula.coding.agent for variant in cohort.variants)
+    cli = find_agent_cli(config.agent.cli_path, env) if agents else None
+    return replace(settings_from_env(env), limits=limits_from_config(config.lab), agent_cli=cli)
+
+
 def _lab_config(env: Mapping[str, str] = os.environ) -> LabConfig:
     """forge.toml's [lab] (FORGE_CONFIG, else the default place); a bad file refuses the run."""
+    return _config(env).lab
+
+
+def _config(env: Mapping[str, str]) -> ForgeConfig:
     try:
-        return load_config(resolve_config_path(None, env)).config.lab
+        return load_config(resolve_config_path(None, env)).config
     except ConfigError as error:
         raise LabRefusal(str(error)) from None
 

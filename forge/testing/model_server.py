@@ -40,6 +40,7 @@ from urllib.parse import urlsplit
 
 import h11
 
+from forge.attempt.agent_atom import QUIET_CLI_ENV as QUIET_CLI_ENV  # the tests' CLI switches
 from forge.errors import UserError
 from forge.testing.model_conversation import next_turn
 from forge.testing.model_replies import (
@@ -50,15 +51,6 @@ from forge.testing.model_replies import (
     stream_events,
 )
 from forge.testing.model_script import Script, ScriptError, Turn, load_script
-
-# What keeps the CLI from reaching anything but its model (feature flags, telemetry, error
-# reports, update checks); tests/testing/test_claude_agent.py proves it in a network namespace.
-QUIET_CLI_ENV: dict[str, str] = {
-    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-    "DISABLE_TELEMETRY": "1",
-    "DISABLE_ERROR_REPORTING": "1",
-    "DISABLE_AUTOUPDATER": "1",
-}
 
 REDACTED = "<redacted>"
 _SECRET_HEADERS = frozenset({"x-api-key", "authorization", "proxy-authorization", "cookie"})

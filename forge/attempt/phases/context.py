@@ -106,12 +106,15 @@ class Context:
     # -- the sandboxes -----------------------------------------------------------------------
 
     def recipe_sandbox(self) -> Sandbox | None:
-        """The recipe sees its workspace and home, and its task file; forge's source, its
-        indexes and every view stay out of reach."""
+        """The recipe sees its workspace and home, and its task file (an agent atom: the CLI's
+        file too, read-only); forge's source, its indexes and every view stay out of reach."""
         if self.sandbox is None:
             return None
         writable = [str(self.workspace), str(self.home), *self.spec.settings.sandbox_binds]
-        trees = Trees(sandbox.realpaths(writable), sandbox.realpaths([str(self.work / "task")]))
+        readonly = [str(self.work / "task")]
+        if self.atom.agent is not None and self.spec.settings.agent_cli is not None:
+            readonly.append(self.spec.settings.agent_cli)
+        trees = Trees(sandbox.realpaths(writable), sandbox.realpaths(readonly))
         return self.sandbox.with_trees(trees)
 
     def view_sandbox(self, view: Path, home: Path) -> Sandbox | None:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import msgspec
 
+from forge.attempt.agent_atom import AGENT_OUTPUT_CAP, BUDGET_OUTCOME
 from forge.attempt.checkouts import capture_tree
 from forge.attempt.command import CommandResult, Sink, run_command
 from forge.attempt.harness import (
@@ -26,6 +27,7 @@ from forge.attempt.harness import (
     served_model_mismatch,
     task_input,
 )
+from forge.attempt.phases.agent import agent_run
 from forge.attempt.phases.context import COMMAND_OUTPUT_CAP, Context, limited
 from forge.attempt.phases.provider import Resolver, await_provider
 from forge.attempt.phases.workspace import Workspace
@@ -119,6 +121,8 @@ class _Run:
     invocation: Invocation
     report: HarnessReport | None
     result: CommandResult
+    over_budget: str | None = None
+    """The agent's budget passed, in words (it was cut off, or stopped itself there)."""
 
 
 @dataclass(frozen=True)
@@ -169,6 +173,9 @@ class _Coder:
             return _Ending(outcome)
         if result.timed_out:
             return _Ending("timed-out", timed_out=True)
+        if run.over_budget is not None:
+            self.notes.append(run.over_budget)
+            return _Ending(BUDGET_OUTCOME, error=run.over_budget)
         if report is None:
             tails = Tails(
                 stdout_tail=self.context.redactor.tail(result.stdout),
@@ -260,22 +267,28 @@ async def _invoke(
         FORGE_ATTEMPT_ID=spec.attempt_id,
         **context.passed_env(),
     )
+    agent = agent_run(context, instructions) if atom.agent is not None else None
     result = await run_command(
-        atom.command,
+        agent.argv if agent else atom.command,
         cwd=context.workspace,
-        env=env,
+        env={**env, **agent.env} if agent else env,
         timeout_s=atom.timeout_ms / 1000,
         clock=context.clock,
-        output_cap=COMMAND_OUTPUT_CAP,
-        stdin=task_bytes,
+        output_cap=AGENT_OUTPUT_CAP if agent else COMMAND_OUTPUT_CAP,
+        stdin=agent.prompt if agent else task_bytes,
         sandbox=context.recipe_sandbox(),
         bounds=context.recipe_bounds,
         tee=tee,
+        watch=agent.meter.feed if agent else None,
     )
     context.meter.add(result)
     complete = not result.timed_out and not result.output_capped
-    report = parse_report(result.stdout) if complete else None
-    return _Run(_invocation(context, index, resumed, report, result), report, result)
+    if agent is not None:
+        report = agent.meter.report() if complete else None
+        over = agent.meter.over_budget()
+    else:
+        report, over = parse_report(result.stdout) if complete else None, None
+    return _Run(_invocation(context, index, resumed, report, result, over), report, result, over)
 
 
 def _invocation(
@@ -284,16 +297,20 @@ def _invocation(
     resumed: str | None,
     report: HarnessReport | None,
     result: CommandResult,
+    over_budget: str | None,
 ) -> Invocation:
     if (outcome := limited(result)) is None:
         outcome = (
             "timed-out" if result.timed_out else (report.outcome if report else "invalid-output")
         )
+    if over_budget is not None:
+        outcome = BUDGET_OUTCOME
     return Invocation(
         id=f"{context.spec.attempt_id}/coding-{index}",
         outcome=outcome,
         terminal_reason=report.terminal_reason if report else None,
-        error=context.redactor.text(report.error) if report and report.error else None,
+        error=over_budget
+        or (context.redactor.text(report.error) if report and report.error else None),
         exit_code=result.exit_code,
         timed_out=result.timed_out,
         classification=None,

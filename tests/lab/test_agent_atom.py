@@ -1,0 +1,206 @@
+"""The agent atom end to end: the real Claude Code CLI (the agent SDK's bundled one) as a recipe,
+in the real bubblewrap sandbox, through the attempt's egress proxy, against forge's scripted
+model server on loopback. The only fake is the model; nothing leaves loopback.
+
+Each test runs one cohort of two `kind: claude-code` variants, one model server each (the
+atom's `baseUrl`, so its egress list is that server's `127.0.0.1:PORT` by default).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import subprocess
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from typing import Any
+
+import pytest
+
+from forge.testing.model_script import parse_script
+from forge.testing.model_server import ModelServer
+
+from .kit import Kit
+
+pytest.importorskip("claude_agent_sdk")
+
+MODEL = "claude-sonnet-4-5"
+"""A model the CLI knows the price of, so its result message reports a cost."""
+FIX = "sed -i 's/a - b/a + b/' calc.py"
+RUN_S = 400
+"""Seconds a whole run of two CLI attempts may take on a loaded machine (a safety net only)."""
+
+
+def agent_formula(kit: Kit, name: str, server: ModelServer, **fields: Any) -> str:
+    """A Formula whose coding atom is the CLI pointed at `server`."""
+    document = {
+        "schemaVersion": 1,
+        "name": name,
+        "atoms": [
+            {
+                "id": "code",
+                "role": "coding",
+                "kind": "claude-code",
+                "model": MODEL,
+                "timeoutMs": 300_000,
+                "baseUrl": server.url,
+                "allowedTools": ["Bash"],
+                "maxTurns": 6,
+                **fields,
+            }
+        ],
+    }
+    rel = f"{name}.yaml"
+    (kit.cohort_dir / rel).write_text(json.dumps(document, indent=1))
+    return rel
+
+
+@asynccontextmanager
+async def servers(*scripts: list[dict[str, Any]]) -> AsyncIterator[list[ModelServer]]:
+    async with AsyncExitStack() as stack:
+        yield [
+            await stack.enter_async_context(ModelServer(parse_script({"turns": turns})))
+            for turns in scripts
+        ]
+
+
+async def run(kit: Kit, key: str = "test-key-not-a-secret") -> subprocess.CompletedProcess[str]:
+    """Preview, then the approved run with the caller's `ANTHROPIC_API_KEY`, in a thread (the
+    model servers answer on this loop)."""
+    env = {"ANTHROPIC_API_KEY": key}
+
+    def both() -> subprocess.CompletedProcess[str]:
+        preview = subprocess.run(
+            kit.argv(), capture_output=True, text=True, env=kit.env(env), timeout=RUN_S
+        )
+        assert preview.returncode == 0, preview.stdout + preview.stderr
+        digest = preview.stdout.split("--approve ")[-1].split()[0]
+        return subprocess.run(
+            kit.argv("--approve", digest),
+            capture_output=True,
+            text=True,
+            env=kit.env(env),
+            timeout=RUN_S,
+        )
+
+    return await asyncio.to_thread(both)
+
+
+def attempt_line(kit: Kit, variant: str) -> str:
+    report = (kit.out / "report.md").read_text()
+    return next(line for line in report.splitlines() if line.startswith(f"- t1 {variant} rep-1: "))
+
+
+async def test_a_model_that_edits_the_bug_away_is_accepted_and_one_that_does_nothing_fails(
+    kit: Kit,
+) -> None:
+    """Variant a's scripted model runs a Bash edit that fixes `add` and is accepted; variant b's
+    only says it is done and fails verification. Both are sealed (egress: their model server
+    only), cost is what the CLI reported, and the caller's key reaches the model server through
+    the CLI's environment but no file of the run."""
+    key = f"sk-ant-test-{uuid.uuid4().hex}"
+    fixer = [{"bash": FIX, "usage": {"input_tokens": 1000, "output_tokens": 50}}, {"say": "Done."}]
+    idle = [{"say": "Nothing to do.", "usage": {"input_tokens": 800, "output_tokens": 10}}]
+    async with servers(fixer, idle) as (a_server, b_server):
+        kit.cohort(
+            a=agent_formula(kit, "a", a_server, systemPrompt="Fix the bug."),
+            b=agent_formula(kit, "b", b_server),
+            tasks={"t1": kit.plan("t1")},
+        )
+        result = await run(kit, key)
+        assert result.returncode == 2, result.stdout + result.stderr
+        assert {r.headers.get("x-api-key") for r in a_server.message_requests()} == {"<redacted>"}
+    a, b = kit.record("t1", "a"), kit.record("t1", "b")
+    assert a["correct"] is True, a
+    assert a["outcome"] == "completed"
+    assert a["costBasis"] == "reported"
+    assert a["costUsd"] > 0
+    assert a["seal"]["egress"] == [a_server.url.removeprefix("http://")]
+    assert b["correct"] is False
+    assert b["outcome"] == "completed"
+    assert "sealed: yes (egress: " in attempt_line(kit, "a")
+    report = kit.report()
+    variant_a = next(v for v in report["variants"] if v["name"] == "a")
+    assert variant_a["costPerAcceptedUsd"] == pytest.approx(a["costUsd"])
+    assert variant_a["costBasis"] == "reported"
+    for folder in (kit.out, kit.cohort_dir):
+        for file in folder.rglob("*"):
+            if file.is_file() and not file.is_symlink():
+                assert key.encode() not in file.read_bytes(), file
+
+
+async def test_the_agents_bash_reaches_nothing_but_its_model(kit: Kit) -> None:
+    """A scripted turn makes the CLI's Bash tool try another loopback port (through the proxy
+    and directly), a public name and a LAN name: the port accepts nothing, the names are refused
+    by the egress list before they are resolved, and each refusal is in the record and the
+    report."""
+    with socket.create_server(("127.0.0.1", 0)) as other:
+        other.setblocking(False)
+        port = other.getsockname()[1]
+        reach = (
+            f"curl -s -m 5 http://127.0.0.1:{port}/ ; "
+            f"curl -s -m 5 --noproxy '*' http://127.0.0.1:{port}/ ; "
+            "curl -s -m 5 https://example.com/ ; curl -s -m 5 http://printer.lan:631/ ; true"
+        )
+        escaper = [{"bash": reach}, {"say": "Tried."}]
+        async with servers(escaper, [{"say": "Nothing."}]) as (a_server, b_server):
+            kit.cohort(
+                a=agent_formula(kit, "a", a_server),
+                b=agent_formula(kit, "b", b_server),
+                tasks={"t1": kit.plan("t1")},
+            )
+            result = await run(kit)
+            assert result.returncode == 2, result.stdout + result.stderr
+            assert len(a_server.played) == 2
+        with pytest.raises(BlockingIOError):
+            other.accept()
+    record = kit.record("t1", "a")
+    decided = {
+        (d["destination"], d["decision"], d["reason"]) for d in record["egress"]["decisions"]
+    }
+    refused = "not on the egress list"
+    assert (f"127.0.0.1:{port}", "refused", refused) in decided
+    assert ("example.com:443", "refused", refused) in decided
+    assert ("printer.lan:631", "refused", refused) in decided
+    server = a_server.url.removeprefix("http://")
+    assert {d for d in decided if d[1] == "admitted"} == {
+        (server, "admitted", "listed loopback address 127.0.0.1")
+    }
+    report = (kit.out / "report.md").read_text()
+    for destination in (f"127.0.0.1:{port}", "example.com:443", "printer.lan:631"):
+        assert f"  - network: refused {destination} ({refused})" in report
+
+
+async def test_budgets_stop_an_attempt_and_say_why(kit: Kit) -> None:
+    """Variant a's first turn reports a million input tokens ($3 at the model's price) against
+    `maxCostUSD: 0.5`; variant b's passes `maxTokens: 5000`. Neither reaches its second turn,
+    which would fix the bug: each attempt ends `budget-exceeded` with the reason in words."""
+    costly = [
+        {"bash": "true", "usage": {"input_tokens": 1_000_000, "output_tokens": 10}},
+        {"bash": FIX},
+        {"say": "Fixed."},
+    ]
+    # b's tool call sleeps: the CLI is still in it when forge cuts the run off.
+    lengthy = [{**costly[0], "bash": "sleep 120"}, *costly[1:]]
+    async with servers(costly, lengthy) as (a_server, b_server):
+        kit.cohort(
+            a=agent_formula(kit, "a", a_server, budget={"maxCostUSD": 0.5}),
+            b=agent_formula(kit, "b", b_server, budget={"maxTokens": 5000}),
+            tasks={"t1": kit.plan("t1")},
+        )
+        result = await run(kit)
+        assert result.returncode == 2, result.stdout + result.stderr
+        assert a_server.played == [0]
+        assert b_server.played == [0]
+    a, b = kit.record("t1", "a"), kit.record("t1", "b")
+    assert a["outcome"] == "budget-exceeded"
+    assert a["error"].startswith("cost budget passed: the CLI reported $3.0")
+    assert a["costUsd"] == pytest.approx(3.0, abs=0.01)
+    assert b["outcome"] == "budget-exceeded"
+    assert b["error"].startswith("token budget passed: the CLI reported 100")
+    for record in (a, b):
+        assert record["correct"] is False
+        assert record["error"] in record["notes"]
+    assert "incomplete" in attempt_line(kit, "a")
