@@ -178,6 +178,7 @@ def preview(prepared: Prepared, runs: str) -> str:
         origin=prepared.source.origin,
         binds=prepared.settings.sandbox_binds,
         search_path=prepared.env.get("PATH", os.defpath),
+        agent_cli=prepared.settings.agent_cli,
     )
     return review_text(
         prepared.cohort,

@@ -78,10 +78,11 @@ def review_lines(
     origin: str | None,
     binds: Sequence[str] = (),
     search_path: str = os.defpath,
+    agent_cli: str | None = None,
 ) -> list[str]:
     """The seal as the preview states it: exactly what a sandboxed step sees, and a warning for
     each command path it will not see (a program named bare is looked up on `search_path`, the
-    caller's PATH, as the attempt will)."""
+    caller's PATH, as the attempt will); a `claude-code` variant's step also sees `agent_cli`."""
     lines = [
         "Seal: each attempt works in a private 0700 directory outside --out (removed afterwards "
         "unless --keep-workspaces); its source holds only the base commit, origin "
@@ -123,6 +124,8 @@ def review_lines(
         lines.append(f"  variant {variant.spec.name}: {network}")
         if atom.pass_env:
             lines.append(f"    the coding step is given the caller's {', '.join(atom.pass_env)}")
+        if atom.agent is not None and agent_cli is not None:
+            lines.append(f"    the coding step runs the Claude Code CLI {agent_cli} (read-only)")
         for mount in variant.formula.coding.mounts:
             lines.append(f"    mounts {mount} read-only")
         if variant.formula.coding.network:

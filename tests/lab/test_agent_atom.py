@@ -66,24 +66,28 @@ async def servers(*scripts: list[dict[str, Any]]) -> AsyncIterator[list[ModelSer
         ]
 
 
-async def run(kit: Kit, key: str = "test-key-not-a-secret") -> subprocess.CompletedProcess[str]:
+Completed = subprocess.CompletedProcess[str]
+
+
+async def run(kit: Kit, key: str = "test-key-not-a-secret") -> tuple[Completed, Completed]:
     """Preview, then the approved run with the caller's `ANTHROPIC_API_KEY`, in a thread (the
     model servers answer on this loop)."""
     env = {"ANTHROPIC_API_KEY": key}
 
-    def both() -> subprocess.CompletedProcess[str]:
+    def both() -> tuple[Completed, Completed]:
         preview = subprocess.run(
             kit.argv(), capture_output=True, text=True, env=kit.env(env), timeout=RUN_S
         )
         assert preview.returncode == 0, preview.stdout + preview.stderr
         digest = preview.stdout.split("--approve ")[-1].split()[0]
-        return subprocess.run(
+        approved = subprocess.run(
             kit.argv("--approve", digest),
             capture_output=True,
             text=True,
             env=kit.env(env),
             timeout=RUN_S,
         )
+        return preview, approved
 
     return await asyncio.to_thread(both)
 
@@ -109,15 +113,19 @@ async def test_a_model_that_edits_the_bug_away_is_accepted_and_one_that_does_not
             b=agent_formula(kit, "b", b_server),
             tasks={"t1": kit.plan("t1")},
         )
-        result = await run(kit, key)
+        preview, result = await run(kit, key)
         assert result.returncode == 2, result.stdout + result.stderr
         assert {r.headers.get("x-api-key") for r in a_server.message_requests()} == {"<redacted>"}
+        egress = a_server.url.removeprefix("http://")
+    assert "model claude-sonnet-4-5, coding agent claude-code," in preview.stdout
+    assert "    the coding step runs the Claude Code CLI /" in preview.stdout
+    assert f"  egress: {egress}\n" in preview.stdout
     a, b = kit.record("t1", "a"), kit.record("t1", "b")
     assert a["correct"] is True, a
     assert a["outcome"] == "completed"
     assert a["costBasis"] == "reported"
     assert a["costUsd"] > 0
-    assert a["seal"]["egress"] == [a_server.url.removeprefix("http://")]
+    assert a["seal"]["egress"] == [egress]
     assert b["correct"] is False
     assert b["outcome"] == "completed"
     assert "sealed: yes (egress: " in attempt_line(kit, "a")
@@ -151,7 +159,7 @@ async def test_the_agents_bash_reaches_nothing_but_its_model(kit: Kit) -> None:
                 b=agent_formula(kit, "b", b_server),
                 tasks={"t1": kit.plan("t1")},
             )
-            result = await run(kit)
+            _, result = await run(kit)
             assert result.returncode == 2, result.stdout + result.stderr
             assert len(a_server.played) == 2
         with pytest.raises(BlockingIOError):
@@ -190,7 +198,7 @@ async def test_budgets_stop_an_attempt_and_say_why(kit: Kit) -> None:
             b=agent_formula(kit, "b", b_server, budget={"maxTokens": 5000}),
             tasks={"t1": kit.plan("t1")},
         )
-        result = await run(kit)
+        _, result = await run(kit)
         assert result.returncode == 2, result.stdout + result.stderr
         assert a_server.played == [0]
         assert b_server.played == [0]
