@@ -212,3 +212,25 @@ async def test_budgets_stop_an_attempt_and_say_why(kit: Kit) -> None:
         assert record["correct"] is False
         assert record["error"] in record["notes"]
     assert "incomplete" in attempt_line(kit, "a")
+
+
+async def test_the_cohorts_cost_stop_reads_the_cost_the_cli_reported(kit: Kit) -> None:
+    """`stop.maxCostUSD: 1` and a first attempt whose CLI reports $3 (no budget of its own):
+    the run stops before variant b's attempt starts, naming the reported cost."""
+    costly = [{"say": "Looked.", "usage": {"input_tokens": 1_000_000, "output_tokens": 10}}]
+    async with servers(costly, costly) as (a_server, b_server):
+        kit.cohort(
+            a=agent_formula(kit, "a", a_server),
+            b=agent_formula(kit, "b", b_server),
+            tasks={"t1": kit.plan("t1")},
+            stop={"maxCostUSD": 1.0},
+        )
+        _, result = await run(kit)
+        assert result.returncode == 2, result.stdout + result.stderr
+        assert a_server.played == [0]
+        assert b_server.played == []
+    report = kit.report()
+    assert report["status"] == "stopped"
+    assert report["stopReason"].startswith("maxCostUSD 1 reached: reported cost 3.0")
+    assert report["stopReason"].endswith("(basis: reported)")
+    assert not (kit.out / "attempts" / "t1" / "b").exists()
