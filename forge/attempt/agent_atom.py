@@ -26,6 +26,7 @@ DEFAULT_PASS_ENV = ("ANTHROPIC_API_KEY",)
 """The credential the CLI reads, from the caller's environment into the CLI's only."""
 PERMISSION_MODES = ("acceptEdits", "bypassPermissions", "default", "dontAsk", "plan")
 MAX_TURNS_LIMIT = 1000
+MAX_PROMPT_CHARS = 100_000
 AGENT_OUTPUT_CAP = 16 << 20
 """The CLI's stream (the transcript) kept per run; past it the run is killed as a flood."""
 QUIET_CLI_ENV: dict[str, str] = {
@@ -53,6 +54,8 @@ class Agent:
 
     base_url: str = DEFAULT_BASE_URL
     system_prompt: str | None = None
+    system_prompt_file: str | None = None
+    """Formula-relative; `load_cohort` reads it (an input of the run) into `system_prompt`."""
     allowed_tools: tuple[str, ...] = ()
     permission_mode: str = "acceptEdits"
     max_turns: int | None = None
@@ -60,7 +63,16 @@ class Agent:
 
 
 AGENT_FIELDS = frozenset(
-    {"kind", "baseUrl", "systemPrompt", "allowedTools", "permissionMode", "maxTurns", "budget"}
+    {
+        "kind",
+        "baseUrl",
+        "systemPrompt",
+        "systemPromptFile",
+        "allowedTools",
+        "permissionMode",
+        "maxTurns",
+        "budget",
+    }
 )
 """The fields a `claude-code` atom has beyond a command atom's (it has no `command`)."""
 
@@ -72,11 +84,15 @@ def read_agent(reader: Reader, atom: dict[str, Any], path: str) -> Agent:
         base_url = reader.nonblank(atom["baseUrl"], f"{path}.baseUrl", max_chars=2000)
         if base_url and (problem := _url_problem(base_url)) is not None:
             reader.note(f"{path}.baseUrl", problem)
-    system_prompt = None
+    system_prompt = prompt_file = None
     if "systemPrompt" in atom:
-        system_prompt = reader.nonblank(
-            atom["systemPrompt"], f"{path}.systemPrompt", max_chars=100_000
-        )
+        system_prompt = system_prompt_text(reader, atom["systemPrompt"], f"{path}.systemPrompt")
+    if "systemPromptFile" in atom:
+        prompt_file = reader.clean_path(atom["systemPromptFile"], f"{path}.systemPromptFile")
+        if system_prompt is not None:
+            reader.note(
+                f"{path}.systemPromptFile", "give systemPrompt or systemPromptFile, not both"
+            )
     tools = tuple(
         reader.nonblank(item, f"{path}.allowedTools[{i}]", max_chars=200)
         for i, item in enumerate(
@@ -92,18 +108,19 @@ def read_agent(reader: Reader, atom: dict[str, Any], path: str) -> Agent:
     budget = Budget()
     if "budget" in atom:
         budget = _budget(reader, atom["budget"], f"{path}.budget")
-    return Agent(base_url, system_prompt, tools, mode, max_turns, budget)
+    return Agent(base_url, system_prompt, prompt_file or None, tools, mode, max_turns, budget)
+
+
+def system_prompt_text(reader: Reader, value: object, path: str) -> str:
+    """A system prompt: not blank, at most `MAX_PROMPT_CHARS` characters."""
+    return reader.nonblank(value, path, max_chars=MAX_PROMPT_CHARS)
 
 
 def _budget(reader: Reader, value: object, path: str) -> Budget:
     fields = reader.obj(value, path, required=(), optional={"maxCostUSD", "maxTokens"})
     cost = None
     if "maxCostUSD" in fields:
-        raw = fields["maxCostUSD"]
-        if isinstance(raw, bool) or not isinstance(raw, int | float) or not raw > 0:
-            reader.note(f"{path}.maxCostUSD", "must be a number > 0")
-        else:
-            cost = float(raw)
+        cost = reader.positive_number(fields["maxCostUSD"], f"{path}.maxCostUSD")
     tokens = None
     if "maxTokens" in fields:
         tokens = reader.integer(fields["maxTokens"], f"{path}.maxTokens", lo=1)
@@ -147,7 +164,12 @@ def describe(agent: Agent) -> str:
         f"maxTurns {agent.max_turns if agent.max_turns is not None else 'unset'}",
         f"maxCostUSD {budget.max_cost_usd if budget.max_cost_usd is not None else 'unset'}",
         f"maxTokens {budget.max_tokens if budget.max_tokens is not None else 'unset'}",
-        "system prompt: " + ("given" if agent.system_prompt is not None else "the CLI's"),
+        "system prompt: "
+        + (
+            f"from {agent.system_prompt_file}"
+            if agent.system_prompt_file is not None
+            else ("given" if agent.system_prompt is not None else "the CLI's")
+        ),
     ]
     return "; ".join(parts)
 

@@ -14,10 +14,11 @@ import posixpath
 import re
 import stat
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import ParamSpec, TypeVar
 
+from forge.attempt.agent_atom import system_prompt_text
 from forge.attempt.errors import LabRefusal
 from forge.attempt.fields import Reader
 from forge.attempt.formula import Formula, decode_formula
@@ -220,6 +221,8 @@ def load_cohort(cohort_path: Path) -> Cohort:
         data = pinned(vspec.formula, vspec.formula_sha256, f"variants[{index}].formulaSha256")
         formula = None if data is None else decoded(decode_formula, data, file=vspec.formula)
         if formula is not None:
+            formula = _with_prompt_file(base, vspec.formula, formula, files, reader)
+        if formula is not None:
             variants.append(Variant(vspec, formula))
     if len(variants) == 2 and variants[0].spec.formula_sha256 == variants[1].spec.formula_sha256:
         reader.note(
@@ -243,6 +246,33 @@ def load_cohort(cohort_path: Path) -> Cohort:
         tasks=tuple(tasks),
         files=files,
     )
+
+
+def _with_prompt_file(
+    base: Path, formula_file: str, formula: Formula, files: dict[str, bytes], reader: Reader
+) -> Formula | None:
+    """A `claude-code` atom's `systemPromptFile` (Formula-relative) read into its system prompt
+    and kept with the inputs, so the digest and every attempt's re-hash cover it."""
+    agent = formula.coding.agent
+    if agent is None or agent.system_prompt_file is None:
+        return formula
+    rel = posixpath.join(posixpath.dirname(formula_file), agent.system_prompt_file)
+    field = "atoms[0].systemPromptFile"
+    own = Reader(formula_file)
+    try:
+        text = read_regular(base, rel, what=f"{formula_file}: {field}").decode("utf-8")
+    except LabRefusal as refusal:
+        own.absorb(refusal)
+    except UnicodeDecodeError:
+        own.note(field, f"{rel} is not UTF-8 text")
+    else:
+        system_prompt_text(own, text, f"{field} ({rel})")
+    if own.problems:
+        reader.problems.extend(own.problems)
+        return None
+    files[rel] = text.encode("utf-8")
+    coding = replace(formula.coding, agent=replace(agent, system_prompt=text))
+    return replace(formula, coding=coding)
 
 
 def _task_files(base: Path, spec: TaskSpec, plan: Plan, files: dict[str, bytes]) -> Task:

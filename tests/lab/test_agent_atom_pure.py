@@ -1,5 +1,6 @@
-"""The agent atom's pure parts: decoding `kind: claude-code`, the CLI's command line and prompt,
-and `StreamMeter` reading the CLI's stream (tokens as they stream, the result message, budgets)."""
+"""The agent atom's pure parts: decoding `kind: claude-code` (and reading its system prompt
+file with the cohort), the CLI's command line and prompt, and `StreamMeter` reading the CLI's
+stream (tokens as they stream, the result message, budgets)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,13 @@ from typing import Any
 import pytest
 
 from forge.attempt.agent_atom import Agent, Budget, StreamMeter, cli_argv, prompt
+from forge.attempt.cohort import load_cohort
 from forge.attempt.errors import LabRefusal
 from forge.attempt.formula import decode_formula
 from forge.attempt.plan import Issue
+from forge.lab.digest import activation_digest
+
+from .kit import Kit, sha
 
 
 def formula(**atom: Any) -> bytes:
@@ -174,3 +179,31 @@ def test_no_result_message_is_no_report() -> None:
     meter = StreamMeter(Budget())
     meter.feed(assistant("m1", 10, 5))
     assert meter.report() is None
+
+
+def test_a_system_prompt_file_is_an_input_of_the_run(kit: Kit) -> None:
+    """`systemPromptFile` (Formula-relative) is read into the atom's prompt, pinned with the
+    inputs (so each attempt re-hashes it) and covered by the activation digest."""
+    (kit.cohort_dir / "prompts").mkdir()
+    prompt_file = kit.cohort_dir / "prompts" / "a.md"
+    prompt_file.write_text("Fix the cause.\n")
+    (kit.cohort_dir / "a.yaml").write_bytes(formula(systemPromptFile="prompts/a.md"))
+    (kit.cohort_dir / "b.yaml").write_bytes(formula(systemPrompt="Be brief."))
+    cohort_file = kit.cohort(a="a.yaml", b="b.yaml", tasks={"t1": kit.plan("t1")})
+    cohort = load_cohort(cohort_file)
+    agent = cohort.variants[0].formula.coding.agent
+    assert agent is not None
+    assert (agent.system_prompt, agent.system_prompt_file) == ("Fix the cause.\n", "prompts/a.md")
+    assert cohort.pins()["prompts/a.md"] == sha(prompt_file)
+    digest = activation_digest(cohort, source="/s", out="/o")
+    prompt_file.write_text("Fix the symptom.\n")
+    assert activation_digest(load_cohort(cohort_file), source="/s", out="/o") != digest
+    prompt_file.unlink()
+    with pytest.raises(LabRefusal, match=r"a\.yaml: atoms\[0\]\.systemPromptFile: prompts/a\.md"):
+        load_cohort(cohort_file)
+
+
+def test_a_prompt_given_twice_is_refused() -> None:
+    raw = formula(systemPrompt="x", systemPromptFile="p.md")
+    with pytest.raises(LabRefusal, match="give systemPrompt or systemPromptFile, not both"):
+        decode_formula(raw, file="a.yaml")
