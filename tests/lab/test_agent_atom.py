@@ -97,37 +97,50 @@ def attempt_line(kit: Kit, variant: str) -> str:
     return next(line for line in report.splitlines() if line.startswith(f"- t1 {variant} rep-1: "))
 
 
-async def test_a_model_that_edits_the_bug_away_is_accepted_and_one_that_does_nothing_fails(
+async def test_an_agent_that_edits_the_bug_away_is_accepted_and_one_that_only_reaches_out_fails(
     kit: Kit,
 ) -> None:
-    """Variant a's scripted model runs a Bash edit that fixes `add` and is accepted; variant b's
-    only says it is done and fails verification. Both are sealed (egress: their model server
-    only), cost is what the CLI reported, and the caller's key reaches the model server through
-    the CLI's environment but no file of the run."""
+    """Variant a's scripted model runs a Bash edit that fixes `add` and is accepted, its cost
+    the CLI's report and its key in no file of the run. Variant b's model changes nothing: its
+    Bash tool tries another loopback port (through the proxy and directly), a public name and a
+    LAN name, then says it is done and fails verification. The port accepts nothing, the names
+    are refused by the egress list before they are resolved, and each refusal is in b's record
+    and the report; both attempts stay sealed, their only admitted destination their model."""
     key = f"sk-ant-test-{uuid.uuid4().hex}"
     fixer = [{"bash": FIX, "usage": {"input_tokens": 1000, "output_tokens": 50}}, {"say": "Done."}]
-    idle = [{"say": "Nothing to do.", "usage": {"input_tokens": 800, "output_tokens": 10}}]
-    async with servers(fixer, idle) as (a_server, b_server):
-        kit.cohort(
-            a=agent_formula(kit, "a", a_server, systemPrompt="Fix the bug."),
-            b=agent_formula(kit, "b", b_server),
-            tasks={"t1": kit.plan("t1")},
+    with socket.create_server(("127.0.0.1", 0)) as other:
+        other.setblocking(False)
+        port = other.getsockname()[1]
+        reach = (
+            f"curl -s -m 5 http://127.0.0.1:{port}/ ; "
+            f"curl -s -m 5 --noproxy '*' http://127.0.0.1:{port}/ ; "
+            "curl -s -m 5 https://example.com/ ; curl -s -m 5 http://printer.lan:631/ ; true"
         )
-        preview, result = await run(kit, key)
-        assert result.returncode == 2, result.stdout + result.stderr
-        assert {r.headers.get("x-api-key") for r in a_server.message_requests()} == {"<redacted>"}
-        egress = a_server.url.removeprefix("http://")
+        escaper = [{"bash": reach}, {"say": "Done."}]
+        async with servers(fixer, escaper) as (a_server, b_server):
+            kit.cohort(
+                a=agent_formula(kit, "a", a_server, systemPrompt="Fix the bug."),
+                b=agent_formula(kit, "b", b_server),
+                tasks={"t1": kit.plan("t1")},
+            )
+            preview, result = await run(kit, key)
+            assert result.returncode == 2, result.stdout + result.stderr
+            keys = {r.headers.get("x-api-key") for r in a_server.message_requests()}
+            assert keys == {"<redacted>"}
+            assert len(b_server.played) == 2
+            a_egress = a_server.url.removeprefix("http://")
+            b_egress = b_server.url.removeprefix("http://")
+        with pytest.raises(BlockingIOError):
+            other.accept()
     assert "model claude-sonnet-4-5, coding agent claude-code," in preview.stdout
     assert "    the coding step runs the Claude Code CLI /" in preview.stdout
-    assert f"  egress: {egress}\n" in preview.stdout
+    assert f"  egress: {a_egress}\n" in preview.stdout
     a, b = kit.record("t1", "a"), kit.record("t1", "b")
     assert a["correct"] is True, a
     assert a["outcome"] == "completed"
     assert a["costBasis"] == "reported"
     assert a["costUsd"] > 0
-    assert a["seal"]["egress"] == [egress]
-    assert b["correct"] is False
-    assert b["outcome"] == "completed"
+    assert a["seal"]["egress"] == [a_egress]
     assert "sealed: yes (egress: " in attempt_line(kit, "a")
     report = kit.report()
     variant_a = next(v for v in report["variants"] if v["name"] == "a")
@@ -138,47 +151,19 @@ async def test_a_model_that_edits_the_bug_away_is_accepted_and_one_that_does_not
             if file.is_file() and not file.is_symlink():
                 assert key.encode() not in file.read_bytes(), file
 
-
-async def test_the_agents_bash_reaches_nothing_but_its_model(kit: Kit) -> None:
-    """A scripted turn makes the CLI's Bash tool try another loopback port (through the proxy
-    and directly), a public name and a LAN name: the port accepts nothing, the names are refused
-    by the egress list before they are resolved, and each refusal is in the record and the
-    report."""
-    with socket.create_server(("127.0.0.1", 0)) as other:
-        other.setblocking(False)
-        port = other.getsockname()[1]
-        reach = (
-            f"curl -s -m 5 http://127.0.0.1:{port}/ ; "
-            f"curl -s -m 5 --noproxy '*' http://127.0.0.1:{port}/ ; "
-            "curl -s -m 5 https://example.com/ ; curl -s -m 5 http://printer.lan:631/ ; true"
-        )
-        escaper = [{"bash": reach}, {"say": "Tried."}]
-        async with servers(escaper, [{"say": "Nothing."}]) as (a_server, b_server):
-            kit.cohort(
-                a=agent_formula(kit, "a", a_server),
-                b=agent_formula(kit, "b", b_server),
-                tasks={"t1": kit.plan("t1")},
-            )
-            _, result = await run(kit)
-            assert result.returncode == 2, result.stdout + result.stderr
-            assert len(a_server.played) == 2
-        with pytest.raises(BlockingIOError):
-            other.accept()
-    record = kit.record("t1", "a")
-    decided = {
-        (d["destination"], d["decision"], d["reason"]) for d in record["egress"]["decisions"]
-    }
+    assert b["correct"] is False
+    assert b["outcome"] == "completed"
+    decided = {(d["destination"], d["decision"], d["reason"]) for d in b["egress"]["decisions"]}
     refused = "not on the egress list"
     assert (f"127.0.0.1:{port}", "refused", refused) in decided
     assert ("example.com:443", "refused", refused) in decided
     assert ("printer.lan:631", "refused", refused) in decided
-    server = a_server.url.removeprefix("http://")
     assert {d for d in decided if d[1] == "admitted"} == {
-        (server, "admitted", "listed loopback address 127.0.0.1")
+        (b_egress, "admitted", "listed loopback address 127.0.0.1")
     }
-    report = (kit.out / "report.md").read_text()
+    markdown = (kit.out / "report.md").read_text()
     for destination in (f"127.0.0.1:{port}", "example.com:443", "printer.lan:631"):
-        assert f"  - network: refused {destination} ({refused})" in report
+        assert f"  - network: refused {destination} ({refused})" in markdown
 
 
 async def test_budgets_stop_an_attempt_and_say_why(kit: Kit) -> None:
