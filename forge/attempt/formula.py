@@ -121,7 +121,7 @@ def _atom(reader: Reader, value: object, path: str) -> Atom:
         value,
         path,
         required={"id", "role", "timeoutMs", "model", *(("kind",) if agent else ("command",))},
-        optional=common | AGENT_FIELDS if agent else common,
+        optional=common | AGENT_FIELDS if agent else common | {"kind"},  # kind absent: a command
     )
     if atom["role"] == "learn":
         reader.note(f"{path}.role", "a learn atom must be the last atom")
