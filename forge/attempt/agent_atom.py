@@ -191,9 +191,14 @@ def cli_argv(cli: str, agent: Agent, model: str) -> tuple[str, ...]:
     return tuple(argv)
 
 
-def agent_env(agent: Agent) -> dict[str, str]:
-    """The CLI's own variables: where its model is and the switches that keep it quiet."""
-    return {"ANTHROPIC_BASE_URL": agent.base_url, **QUIET_CLI_ENV}
+def agent_env(agent: Agent, *, sandboxed: bool) -> dict[str, str]:
+    """The CLI's own variables: where its model is and the switches that keep it quiet. In the
+    sandbox, `IS_SANDBOX=1` tells it so (it then lets `bypassPermissions` run as root, which
+    the sandbox's user namespace maps forge's root to); outside, it refuses that as root."""
+    env = {"ANTHROPIC_BASE_URL": agent.base_url, **QUIET_CLI_ENV}
+    if sandboxed:
+        env["IS_SANDBOX"] = "1"
+    return env
 
 
 def prompt(issue: Issue, allowed_files: tuple[str, ...], instructions: list[str]) -> bytes:

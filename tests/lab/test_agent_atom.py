@@ -103,7 +103,8 @@ async def test_an_agent_that_edits_the_bug_away_is_accepted_and_one_that_only_re
     """Variant a's scripted model runs a Bash edit that fixes `add` and is accepted, its cost
     the CLI's report and its key in no file of the run. Variant b's model changes nothing: its
     Bash tool tries another loopback port (through the proxy and directly), a public name and a
-    LAN name, then says it is done and fails verification. The port accepts nothing, the names
+    LAN name (`bypassPermissions`, no tool list: the sandbox is the wall), then says it is done
+    and fails verification. The port accepts nothing, the names
     are refused by the egress list before they are resolved, and each refusal is in b's record
     and the report; both attempts stay sealed, their only admitted destination their model."""
     key = f"sk-ant-test-{uuid.uuid4().hex}"
@@ -120,7 +121,9 @@ async def test_an_agent_that_edits_the_bug_away_is_accepted_and_one_that_only_re
         async with servers(fixer, escaper) as (a_server, b_server):
             kit.cohort(
                 a=agent_formula(kit, "a", a_server, systemPrompt="Fix the bug."),
-                b=agent_formula(kit, "b", b_server),
+                b=agent_formula(
+                    kit, "b", b_server, allowedTools=[], permissionMode="bypassPermissions"
+                ),
                 tasks={"t1": kit.plan("t1")},
             )
             preview, result = await run(kit, key)

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from forge.attempt.agent_atom import Agent, Budget, StreamMeter, cli_argv, prompt
+from forge.attempt.agent_atom import Agent, Budget, StreamMeter, agent_env, cli_argv, prompt
 from forge.attempt.cohort import load_cohort
 from forge.attempt.errors import LabRefusal
 from forge.attempt.formula import decode_formula
@@ -101,6 +101,16 @@ def test_the_cli_runs_headless_with_the_atoms_flags_and_no_settings_files() -> N
     assert flags["--max-budget-usd"] == "0.25"
     assert flags["--setting-sources"] == ""
     assert argv[-1] == "--strict-mcp-config"
+
+
+def test_only_a_sandboxed_cli_is_told_it_is_in_a_sandbox() -> None:
+    """`IS_SANDBOX=1` lets the CLI bypass its permission prompts as root: never outside one."""
+    agent = Agent(base_url="http://127.0.0.1:9")
+    assert agent_env(agent, sandboxed=True)["IS_SANDBOX"] == "1"
+    outside = agent_env(agent, sandboxed=False)
+    assert "IS_SANDBOX" not in outside
+    assert outside["ANTHROPIC_BASE_URL"] == "http://127.0.0.1:9"
+    assert outside["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] == "1"
 
 
 def test_the_prompt_is_the_issue_and_the_files_it_may_change() -> None:

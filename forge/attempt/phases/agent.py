@@ -30,7 +30,7 @@ def agent_run(context: Context, instructions: list[str]) -> AgentRun:
         raise ValueError("agent_run needs a claude-code atom and the CLI found at preview")
     return AgentRun(
         argv=cli_argv(cli, agent, context.atom.model),
-        env=agent_env(agent),
+        env=agent_env(agent, sandboxed=context.sandbox is not None),
         prompt=prompt(context.spec.task.issue, context.plan.allowed_files, instructions),
         meter=StreamMeter(agent.budget),
     )
