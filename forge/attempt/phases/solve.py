@@ -1,9 +1,11 @@
 """The solve phase: the plan's setup in the workspace, then the coding harness, resumed after
 a transient provider error while the provider comes back (at most `MAX_RESUMES` times).
 
-A harness run is one invocation; the phase ends on a limit, a timeout, output that is not one
-valid report, a served model other than the pin, or a report that is not transient. A transient
-error is not resumed after an out-of-scope write, nor when the Formula changed during the wait.
+A harness run is one invocation (an agent atom's: one run of the Claude Code CLI,
+`phases/agent.py`); the phase ends on a limit, a timeout, an agent's budget passed, output that
+is not one valid report, a served model other than the pin, or a report that is not transient.
+A transient error is not resumed after an out-of-scope write, nor when the Formula changed
+during the wait.
 """
 
 from __future__ import annotations
@@ -303,8 +305,8 @@ def _invocation(
         outcome = (
             "timed-out" if result.timed_out else (report.outcome if report else "invalid-output")
         )
-    if over_budget is not None:
-        outcome = BUDGET_OUTCOME
+        if over_budget is not None:
+            outcome = BUDGET_OUTCOME
     return Invocation(
         id=f"{context.spec.attempt_id}/coding-{index}",
         outcome=outcome,
