@@ -22,13 +22,16 @@ import pytest
 from forge.testing.model_script import parse_script
 from forge.testing.model_server import ModelServer
 
-from .kit import Kit
+from .kit import ACCEPTANCE, Kit
 
 pytest.importorskip("claude_agent_sdk")
 
 MODEL = "claude-sonnet-4-5"
 """A model the CLI knows the price of, so its result message reports a cost."""
 FIX = "sed -i 's/a - b/a + b/' calc.py"
+NO_CLI_HOME = '#!/bin/sh\ntest ! -e "$HOME/.claude.json" && test ! -e "$HOME/.claude" || exit 9\n'
+"""The acceptance first checks that the CLI's configuration (written in the recipe's home) is
+not in the verifying step's home."""
 RUN_S = 400
 """Seconds a whole run of two CLI attempts may take on a loaded machine (a safety net only)."""
 
@@ -101,7 +104,8 @@ async def test_an_agent_that_edits_the_bug_away_is_accepted_and_one_that_only_re
     kit: Kit,
 ) -> None:
     """Variant a's scripted model runs a Bash edit that fixes `add` and is accepted, its cost
-    the CLI's report and its key in no file of the run. Variant b's model changes nothing: its
+    the CLI's report, its key in no file of the run, and the CLI's configuration (in the
+    recipe's home) absent from the verifying step's home. Variant b's model changes nothing: its
     Bash tool tries another loopback port (through the proxy and directly), a public name and a
     LAN name (`bypassPermissions`, no tool list: the sandbox is the wall), then says it is done
     and fails verification. The port accepts nothing, the names
@@ -124,7 +128,7 @@ async def test_an_agent_that_edits_the_bug_away_is_accepted_and_one_that_only_re
                 b=agent_formula(
                     kit, "b", b_server, allowedTools=[], permissionMode="bypassPermissions"
                 ),
-                tasks={"t1": kit.plan("t1")},
+                tasks={"t1": kit.plan("t1", acceptance=NO_CLI_HOME + ACCEPTANCE.split("\n", 1)[1])},
             )
             preview, result = await run(kit, key)
             assert result.returncode == 2, result.stdout + result.stderr
