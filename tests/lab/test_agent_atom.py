@@ -149,6 +149,8 @@ async def test_an_agent_that_edits_the_bug_away_is_accepted_and_one_that_only_re
     assert a["costUsd"] > 0
     assert a["seal"]["egress"] == [a_egress]
     assert "sealed: yes (egress: " in attempt_line(kit, "a")
+    transcript = kit.out / "attempts" / "t1" / "a" / "rep-1" / "transcript" / "stdout.log"
+    assert '"type":"result"' in transcript.read_text()
     report = kit.report()
     variant_a = next(v for v in report["variants"] if v["name"] == "a")
     assert variant_a["costPerAcceptedUsd"] == pytest.approx(a["costUsd"])
