@@ -141,13 +141,13 @@ def shoot_agent(page: Page, supervised: Supervised, model: ModelServerThread, si
     card.get_by_label("seat label for acme/web").fill(size)
     card.get_by_role("button", name="Start agent").click()
     expect(page.locator("[data-agent-pane]")).to_be_visible(timeout=180_000)
-    page.get_by_label("prompt").fill("What does app.py do?")
+    page.get_by_label("prompt", exact=True).fill("What does app.py do?")
     page.get_by_role("button", name="Send").click()
     expect(page.locator(".msg.assistant").filter(has_text="small script")).to_be_visible(
         timeout=180_000
     )
     expect(page.locator("[data-turn-state]")).to_have_text("idle", timeout=180_000)
-    page.get_by_label("prompt").fill("Run it, please.")
+    page.get_by_label("prompt", exact=True).fill("Run it, please.")
     page.get_by_role("button", name="Send").click()
     expect(page.locator('[data-ask-kind="permission"]')).to_be_visible(timeout=180_000)
     page.screenshot(path=OUT / f"web-agent-{size}.png")

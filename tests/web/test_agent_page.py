@@ -18,7 +18,7 @@ from forge.testing.agent_cli import cli_env, unsteered
 from forge.testing.model_thread import ModelServerThread
 
 from .conftest import Supervised
-from .routing import routed, wait_until
+from .routing import routed
 
 pytest.importorskip("claude_agent_sdk")
 pytestmark = pytest.mark.timeout(900)
@@ -76,7 +76,7 @@ def open_seat(page: Page, supervised: Supervised, label: str) -> None:
 
 
 def prompt(page: Page, text: str) -> None:
-    page.get_by_label("prompt").fill(text)
+    page.get_by_label("prompt", exact=True).fill(text)
     page.get_by_role("button", name="Send").click()
 
 
@@ -138,7 +138,7 @@ def test_a_phone_sees_the_answer_stream_and_allows_a_bash_command_the_desktop_se
     assert fits(hand), "the phone scrolls sideways with an ask up"
     allow = ask.get_by_role("button", name="Allow once")
     on_screen(hand, allow)
-    on_screen(hand, hand.get_by_label("prompt"))
+    on_screen(hand, hand.get_by_label("prompt", exact=True))
     allow.tap()
     expect(desk.locator("[data-ask]")).to_have_count(0)
     expect(hand.locator("[data-ask]")).to_have_count(0)
@@ -255,12 +255,42 @@ def test_a_link_dropped_mid_turn_shows_every_message_once(
     idle(watcher)
     count = len(links)
     first.route.close()
-    wait_until(page, lambda: len(links) > count and "seat_range" in links[-1].kinds())
+    expect(page.locator("[data-link]")).to_have_attribute("data-link", "open")
     expect(said(page, STREAMED)).to_have_count(1)
     expect(page.locator("[data-streaming]")).to_have_count(0)
+    idle(page)
     assert page.locator(".msg.user").all_inner_texts() == ["Say hello."]
     [text] = page.locator(".msg.assistant").all_inner_texts()
     assert text.strip() == STREAMED
-    idle(page)
     turns = "() => JSON.stringify(window.forgeApp.seatAgent.turns)"
     assert page.evaluate(turns) == watcher.evaluate(turns), "the page repaired holds what was seen"
+    assert len(links) > count
+    assert "seat_range" in links[-1].kinds(), "the gap was read from the seat's window"
+
+
+def test_older_turns_load_on_scroll_and_the_pane_keeps_its_place_across_a_switch(
+    desktop: BrowserContext, supervised: Supervised, model: ModelServerThread
+) -> None:
+    count = 23  # past the snapshot's newest 20
+    words = " ".join(["A line of the answer that takes up some room on the screen."] * 6)
+    model.play(*({"say": f"Answer {n}. {words}"} for n in range(1, count + 1)))
+    page = desktop.new_page()
+    start_agent(page, supervised, "long")
+    for n in range(1, count + 1):
+        prompt(page, f"Prompt {n}.")
+    expect(said(page, f"Answer {count}.")).to_have_count(1, timeout=AGENT_MS)
+    idle(page)
+    page.reload()
+    expect(page.locator(".msg.user").last).to_have_text(f"Prompt {count}.", timeout=AGENT_MS)
+    expect(page.locator(".msg.user").filter(has_text="Prompt 1.")).to_have_count(0)
+    convo = page.locator(".convo")
+    convo.evaluate("(el) => { el.scrollTop = 0; }")
+    expect(page.locator(".msg.user").filter(has_text="Prompt 1.")).to_have_count(1)
+    prompts = [f"Prompt {n}." for n in range(1, count + 1)]
+    assert page.locator(".msg.user").all_inner_texts() == prompts
+    convo.evaluate("(el) => { el.scrollTop = el.scrollHeight / 3; }")
+    kept = convo.evaluate("(el) => el.scrollTop")
+    page.get_by_role("tab", name="terminal").click()
+    expect(page.locator("[data-role]")).to_be_visible()
+    page.get_by_role("tab", name="agent").click()
+    assert convo.evaluate("(el) => el.scrollTop") == kept
