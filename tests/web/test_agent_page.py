@@ -7,6 +7,7 @@ on a seat of its own and gives the model server its turns (`ModelServerThread.pl
 
 from __future__ import annotations
 
+import re
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -294,3 +295,36 @@ def test_older_turns_load_on_scroll_and_the_pane_keeps_its_place_across_a_switch
     expect(page.locator("[data-role]")).to_be_visible()
     page.get_by_role("tab", name="agent").click()
     assert convo.evaluate("(el) => el.scrollTop") == kept
+
+
+HOSTILE = (
+    'Look: <img src="x" onerror="window.forgePwned = 1"> '
+    "<script>window.forgePwned = 2</script> [a link](javascript:window.forgePwned=3)"
+)
+HOSTILE_COMMAND = "printf '<img src=x onerror=window.forgePwned=4>' > pwn.html"
+
+
+def test_what_the_model_says_and_asks_is_drawn_and_never_run(
+    desktop: BrowserContext, supervised: Supervised, model: ModelServerThread
+) -> None:
+    """The model's words are untrusted (a repository can steer it): markdown, streamed or
+    whole, and an ask's command reach the page as text, never as a script or a handler."""
+    model.play(
+        {"say": HOSTILE},
+        {"when": {"user_text": "Now run it."}, "bash": HOSTILE_COMMAND},
+        {"when": {"tool_result": "Bash"}, "say": "Not run."},
+    )
+    page = desktop.new_page()
+    start_agent(page, supervised, "hostile")
+    prompt(page, "Say something.")
+    expect(said(page, "Look:")).to_have_count(1, timeout=AGENT_MS)
+    idle(page)
+    prompt(page, "Now run it.")
+    ask = page.locator('[data-ask-kind="permission"]')
+    expect(ask).to_contain_text(HOSTILE_COMMAND, timeout=AGENT_MS)
+    ask.get_by_role("button", name="Deny").click()
+    expect(said(page, "Not run.")).to_have_count(1, timeout=AGENT_MS)
+    assert page.evaluate("() => window.forgePwned === undefined")
+    convo = page.locator(".convo")
+    assert convo.locator("script, [onerror], a[href^='javascript']").count() == 0
+    expect(convo.locator("a", has_text="a link")).not_to_have_attribute("href", re.compile("."))

@@ -336,6 +336,7 @@ function SeatView({ app, seat, pane: asked }: { app: App; seat: Seat; pane: Pane
   // The seat's first view: its agent when it has one; the terminal until the seat is read.
   const pane: Pane = asked ?? (held && app.seatAgent ? "agent" : "terminal");
   if (!asked && !held && app.agent(seat)) return <p class="muted pad">Reading the seat…</p>;
+  // The agent's tab shows on a seat that has one (a seat without offers Start on the pane's URL).
   return (
     <div class="seatview">
       <div class="seatbar">
@@ -345,7 +346,7 @@ function SeatView({ app, seat, pane: asked }: { app: App; seat: Seat; pane: Pane
         <h2 class="seatname">{seatKey(seat)}</h2>
         <SeatWork app={app} seat={seat} />
         <div class="panes" role="tablist">
-          {PANES.map((name) => (
+          {PANES.filter((name) => name !== "agent" || pane === "agent" || (held && app.seatAgent)).map((name) => (
             <button
               type="button"
               role="tab"
