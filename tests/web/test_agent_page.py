@@ -18,7 +18,7 @@ from playwright.sync_api import BrowserContext, Locator, Page, expect
 from forge.testing.agent_cli import cli_env, unsteered
 from forge.testing.model_thread import ModelServerThread
 
-from .conftest import Supervised
+from .conftest import Supervised, poll
 from .routing import routed
 
 pytest.importorskip("claude_agent_sdk")
@@ -328,3 +328,47 @@ def test_what_the_model_says_and_asks_is_drawn_and_never_run(
     convo = page.locator(".convo")
     assert convo.locator("script, [onerror], a[href^='javascript']").count() == 0
     expect(convo.locator("a", has_text="a link")).not_to_have_attribute("href", re.compile("."))
+
+
+RECORD_NOTIFICATIONS = """
+window.forgeNotified = [];
+window.Notification = new Proxy(window.Notification, {
+    construct(target, args) {
+        window.forgeNotified.push({title: args[0], body: args[1] && args[1].body});
+        return Reflect.construct(target, args);
+    },
+});
+Object.defineProperty(document, "hidden", {configurable: true, get: () => !!window.forgeHidden});
+"""
+"""The system notifications a page raises, recorded (the desktop shows them outside the page), and
+`document.hidden` the test's to set (a page in a background tab)."""
+
+
+def test_a_hidden_page_that_asked_for_it_is_notified_once_when_an_agent_waits(
+    desktop: BrowserContext, supervised: Supervised, model: ModelServerThread
+) -> None:
+    desktop.grant_permissions(["notifications"], origin=supervised.url.rstrip("/"))
+    desktop.add_init_script(RECORD_NOTIFICATIONS)
+    model.play(
+        {"bash": "touch asked.txt"},
+        {"when": {"tool_result": "Bash"}, "say": "Left alone."},
+    )
+    away = desktop.new_page()
+    away.goto(f"{supervised.url}#/settings")
+    switch = away.locator("[data-notify-asks]")
+    expect(switch).not_to_be_checked()
+    switch.check()
+    expect(switch).to_be_checked()
+    away.evaluate("() => { window.forgeHidden = true; }")
+    page = desktop.new_page()
+    start_agent(page, supervised, "notify")
+    prompt(page, "Touch asked.txt.")
+    ask = page.locator('[data-ask-kind="permission"]')
+    expect(ask).to_be_visible(timeout=AGENT_MS)
+    poll(away, "() => window.forgeNotified.length > 0")
+    ask.get_by_role("button", name="Deny").click()
+    expect(said(page, "Left alone.")).to_have_count(1, timeout=AGENT_MS)
+    assert page.evaluate("() => window.forgeNotified") == [], "a page on screen is not notified"
+    assert away.evaluate("() => window.forgeNotified") == [
+        {"title": "acme/web/notify waits", "body": "The agent waits on a permission."}
+    ]
