@@ -7,6 +7,7 @@ import "./agent.css";
 import { useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
 
 import {
+  contextFraction,
   editHunk,
   resultsByCall,
   slashMatches,
@@ -141,7 +142,7 @@ function AgentHeaderBar({ app, seat, agent }: { app: App; seat: Seat; agent: Age
   const header = agent.header;
   const [model, setModel] = useState(header.model ?? "");
   useEffect(() => setModel(header.model ?? ""), [header.model]);
-  const usage = header.context_usage;
+  const full = contextFraction(header.context_usage);
   return (
     <div class="toolbar agenthead" data-turn={header.turn_in_flight ? "running" : "idle"}>
       <span class={`state ${header.turn_in_flight ? "state-running" : ""}`} data-turn-state>
@@ -166,8 +167,8 @@ function AgentHeaderBar({ app, seat, agent }: { app: App; seat: Seat; agent: Age
         ))}
       </select>
       {header.effort ? <span class="muted" data-effort>effort {header.effort}</span> : null}
-      {usage ? (
-        <meter class="context" aria-label="context used" min={0} max={usage.limit} value={usage.used} title={`${usage.used} of ${usage.limit} tokens`} />
+      {full !== null ? (
+        <meter class="context" aria-label="context used" min={0} max={1} value={full} title={`context ${Math.round(full * 100)}% used`} />
       ) : null}
       {agent.lastCostUsd !== null ? <span class="muted" data-cost>${agent.lastCostUsd.toFixed(4)}</span> : null}
     </div>

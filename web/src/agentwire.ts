@@ -14,7 +14,29 @@ export type Delta = Extract<ChatMessage, { type: "delta" }>;
 /** The header fields the page shows; the optional ones show only when the server sends them. */
 export interface AgentHeaderView extends AgentHeader {
   effort?: string | null;
-  context_usage?: { used: number; limit: number } | null;
+  context_usage?: unknown;
+}
+
+function numberIn(record: Record<string, unknown>, names: string[]): number | null {
+  for (const name of names) {
+    const value = record[name];
+    if (typeof value === "number" && Number.isFinite(value)) return value;
+  }
+  return null;
+}
+
+/** How full the context is (0 to 1) from the header's `context_usage`, whichever of the usual
+ * names it spells its numbers with (a percentage, or tokens used of a window); null when it says
+ * neither, so the meter simply does not show. */
+export function contextFraction(usage: unknown): number | null {
+  if (!usage || typeof usage !== "object") return null;
+  const record = usage as Record<string, unknown>;
+  const percent = numberIn(record, ["percentage", "percent"]);
+  if (percent !== null) return Math.min(1, Math.max(0, percent / 100));
+  const used = numberIn(record, ["used", "total_tokens", "tokens", "input_tokens"]);
+  const limit = numberIn(record, ["limit", "max_tokens", "context_window", "raw_max_tokens"]);
+  if (used === null || !limit) return null;
+  return Math.min(1, Math.max(0, used / limit));
 }
 
 export interface Problem {
