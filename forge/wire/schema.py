@@ -24,7 +24,7 @@ import msgspec
 import msgspec.inspect as mi
 
 from forge.errors import InternalError
-from forge.wire import git, terminal
+from forge.wire import agent, git, terminal
 from forge.wire.registry import REGISTRY, Direction, kind_of
 
 OUTPUT = Path(__file__).resolve().parents[2] / "web" / "src" / "gen" / "protocol.ts"
@@ -38,6 +38,11 @@ PAYLOADS: tuple[type[msgspec.Struct], ...] = (
     git.GitLayer,
     git.Diff,
     terminal.TerminalSummary,
+    agent.Turn,
+    agent.AgentHeader,
+    agent.QueuedPrompt,
+    agent.PermissionCard,
+    agent.QuestionCard,
 )
 """Structs the server carries inside snapshot and update bodies (typed as maps in the envelope),
 written for the page as well, by their class names."""

@@ -1,9 +1,10 @@
 """Screenshots of each view at phone and desktop size, for the README (docs/img/web-*.png).
 
 Run from the repository: `.venv/bin/python -m tests.web.shots [VIEW ...]` (`seat`: home, the seat's
-panes, settings; `lab`: the Lab page; `report`: a finished run's report.html; all by default).
-It starts its own `forge supervise` and a small local page for the browser view, like the tests
-do; the Lab's run is the Lab kit's cohort
+panes, settings; `agent`: an agent seat's conversation with a command waiting on its ask; `lab`:
+the Lab page; `report`: a finished run's report.html; all by default). It starts its own `forge
+supervise` and a small local page for the browser view, like the tests do; the agent is the real
+Claude Code CLI against forge's scripted model server; the Lab's run is the Lab kit's cohort
 handed over by `forge evaluate`, held at its gate while it is shot, then stopped.
 """
 
@@ -19,6 +20,8 @@ from typing import Any
 
 from playwright.sync_api import Page, expect, sync_playwright
 
+from forge.testing.agent_cli import cli_env, unsteered
+from forge.testing.model_thread import ModelServerThread
 from tests.lab.kit import Kit
 from tests.lab.reportrun import finished_run
 
@@ -111,6 +114,47 @@ def shoot(page: Page, supervised: Supervised, demo: str, size: str) -> None:
     page.screenshot(path=OUT / f"web-settings-{size}.png")
 
 
+AGENT_ANSWER = """`app.py` is a small script: it prints one word.
+
+```python
+print('new')
+```
+
+The working tree changed that word from `'old'`; the change is not committed yet."""
+
+
+def shoot_agent(page: Page, supervised: Supervised, model: ModelServerThread, size: str) -> None:
+    """A turn that read a file and answered in markdown, then a command held on its ask."""
+    app_py = supervised.root / "web" / "app.py"
+    model.play(
+        {
+            "content": [
+                {"think": "Read app.py first."},
+                {"tool": {"name": "Read", "input": {"file_path": str(app_py)}}},
+            ]
+        },
+        {"when": {"tool_result": "Read"}, "say": AGENT_ANSWER},
+        {"when": {"user_text": "Run it"}, "bash": "python3 app.py"},
+    )
+    page.goto(f"{supervised.url}#/")
+    card = page.locator('[data-project="acme/web"]')
+    card.get_by_label("seat label for acme/web").fill(size)
+    card.get_by_role("button", name="Start agent").click()
+    expect(page.locator("[data-agent-pane]")).to_be_visible(timeout=180_000)
+    page.get_by_label("prompt", exact=True).fill("What does app.py do?")
+    page.get_by_role("button", name="Send").click()
+    expect(page.locator(".msg.assistant").filter(has_text="small script")).to_be_visible(
+        timeout=180_000
+    )
+    expect(page.locator("[data-turn-state]")).to_have_text("idle", timeout=180_000)
+    page.get_by_label("prompt", exact=True).fill("Run it, please.")
+    page.get_by_role("button", name="Send").click()
+    expect(page.locator('[data-ask-kind="permission"]')).to_be_visible(timeout=180_000)
+    page.screenshot(path=OUT / f"web-agent-{size}.png")
+    page.locator('[data-ask-kind="permission"]').get_by_role("button", name="Allow once").click()
+    expect(page.locator("[data-turn-state]")).to_have_text("idle", timeout=180_000)
+
+
 def shoot_lab(page: Page, supervised: Supervised, size: str) -> None:
     """A run with one attempt recorded and two held at the gate, their process trees live."""
     page.goto(f"{supervised.url}#/lab")
@@ -136,7 +180,7 @@ def shoot_report(root: Path) -> None:
 
 
 def main(views: list[str]) -> None:
-    views = views or ["seat", "lab", "report"]
+    views = views or ["seat", "agent", "lab", "report"]
     OUT.mkdir(parents=True, exist_ok=True)
     if "report" in views:
         with tempfile.TemporaryDirectory() as root:
@@ -147,9 +191,14 @@ def main(views: list[str]) -> None:
     server = ThreadingHTTPServer(("127.0.0.1", 0), Demo)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     demo = f"http://127.0.0.1:{server.server_address[1]}/"
-    with tempfile.TemporaryDirectory() as root:
-        supervised = Supervised(Path(root))
+    with tempfile.TemporaryDirectory() as root, ModelServerThread() as model:
+        web = Path(root) / "web"
+        web.mkdir()
+        agent_project = f'[[projects]]\norg = "acme"\nname = "web"\npath = "{web}"\n'
+        supervised = Supervised(Path(root), agent_project)
+        supervised.env = unsteered(supervised.env) | cli_env(model.url, Path(root))
         seat_repository(supervised.root / "proj")
+        seat_repository(web)
         (supervised.root / "proj" / "plan.md").write_text(PLAN_SHOWN, encoding="utf-8")
         supervised.start()
         run = None
@@ -166,6 +215,8 @@ def main(views: list[str]) -> None:
                     page = context.new_page()
                     if "seat" in views:
                         shoot(page, supervised, demo, size)
+                    if "agent" in views:
+                        shoot_agent(page, supervised, model, size)
                     if "lab" in views:
                         shoot_lab(page, supervised, size)
                     context.close()

@@ -171,5 +171,7 @@ def test_a_seats_name_on_home_opens_it(page: Page, supervised: Supervised) -> No
     page.goto(f"{supervised.url}#/")
     name = page.locator('[data-seat="acme/proj/lead"]').get_by_role("link", name="lead")
     name.click()
-    expect(page).to_have_url(f"{supervised.url}#/seat/acme/proj/lead/terminal")
+    expect(page).to_have_url(f"{supervised.url}#/seat/acme/proj/lead")
+    # A seat without an agent opens on its terminal.
+    expect(page.get_by_role("tab", name="terminal")).to_have_attribute("aria-selected", "true")
     expect(page.locator("[data-role]")).to_have_attribute("data-role", "controller")

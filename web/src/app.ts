@@ -5,7 +5,8 @@
 // protocol's order: re-subscribe, re-attach what is on screen, re-send `showing`.
 
 import { PerfBatch } from "./perf";
-import type { ServerUpdate } from "./gen/protocol";
+import { agentFromSnapshot, foldAgent, isAgentSession, waitingAsks, withOlder, type AgentState, type Turn } from "./agentwire";
+import type { ServerPage, ServerSeatFrames, ServerUpdate } from "./gen/protocol";
 import { ForgeSocket, type LinkState } from "./socket";
 import {
   BUILT_IN_LOOK,
@@ -27,13 +28,14 @@ import {
   type Subject,
 } from "./wire";
 
-export type Pane = "terminal" | "browser" | "processes" | "changes" | "docs";
-export const PANES: Pane[] = ["terminal", "browser", "processes", "changes", "docs"];
+export type Pane = "agent" | "terminal" | "browser" | "processes" | "changes" | "docs";
+export const PANES: Pane[] = ["agent", "terminal", "browser", "processes", "changes", "docs"];
 export type Route =
   | { view: "home" }
   | { view: "settings" }
   | { view: "lab"; run: string | null }
-  | { view: "seat"; seat: Seat; pane: Pane };
+  /** `pane` null: the seat's first view (its agent when it has one, else its terminal). */
+  | { view: "seat"; seat: Seat; pane: Pane | null };
 
 /** Something on screen that is attached on the socket: a terminal, a browser tab. */
 export interface Surface {
@@ -60,11 +62,11 @@ export function parseRoute(hash: string): Route {
   if (parts[0] === "settings") return { view: "settings" };
   if (parts[0] === "lab") return { view: "lab", run: parts[1] || null };
   if (parts[0] === "seat" && parts.length >= 4) {
-    const [, org = "", project = "", label = "", pane = "terminal"] = parts;
+    const [, org = "", project = "", label = "", pane = ""] = parts;
     return {
       view: "seat",
       seat: { org, project, label },
-      pane: PANES.includes(pane as Pane) ? (pane as Pane) : "terminal",
+      pane: PANES.includes(pane as Pane) ? (pane as Pane) : null,
     };
   }
   return { view: "home" };
@@ -75,7 +77,8 @@ export function routeHash(route: Route): string {
   if (route.view === "home") return "#/";
   if (route.view === "lab") return route.run ? `#/lab/${encodeURIComponent(route.run)}` : "#/lab";
   const { org, project, label } = route.seat;
-  return `#/seat/${[org, project, label, route.pane].map(encodeURIComponent).join("/")}`;
+  const parts = route.pane ? [org, project, label, route.pane] : [org, project, label];
+  return `#/seat/${parts.map(encodeURIComponent).join("/")}`;
 }
 
 export class App {
@@ -89,6 +92,10 @@ export class App {
   look: Look = BUILT_IN_LOOK;
   home: Home | null = null;
   session: Session | null = null;
+  /** The held seat's agent (null for a seat without one), folded from its updates. */
+  seatAgent: AgentState | null = null;
+  /** A `more` is out for the held seat's older turns. */
+  agentMoreAsked = false;
   route: Route = parseRoute(location.hash);
   notices: Notice[] = [];
   lowLatency = localStorage.getItem(FORMATS_KEY) === "webp,jpeg";
@@ -100,6 +107,12 @@ export class App {
   private nextSeq: number | null = null;
   /** The held seat's subscribe was refused (not started yet); its start re-asks it. */
   private sessionWaiting = false;
+  /** The held seat's epoch and next seq the agent state has folded up to: a fresh snapshot of the
+   * same epoch after a drop keeps the state and repairs the gap with `seat_range`. */
+  private agentEpoch: string | null = null;
+  private agentNext: number | null = null;
+  /** Live updates held back while a `seat_range` repair is out (applied after its frames). */
+  private agentHeld: { seq: number; update: ServerUpdate["update"] }[] | null = null;
   private bootId: string | null = null;
   private replaying = false;
   private droppedAt: number | null = null;
@@ -245,6 +258,7 @@ export class App {
     if (this.link !== "open" || this.replaying) return;
     if (sameSeat(seat, this.heldSeat)) return;
     if (this.heldSeat) this.send({ kind: "unsubscribe", what: { session: this.heldSeat } });
+    if (!sameSeat(seat, this.session?.slot ?? null)) this.forgetAgent();
     this.heldSeat = seat;
     this.session = null;
     this.sessionWaiting = false;
@@ -272,11 +286,22 @@ export class App {
       case "update":
         this.update(message);
         break;
+      case "page":
+        this.page(message);
+        break;
+      case "seat_frames":
+        this.seatFrames(message);
+        break;
       case "error":
         if (message.what === "subscribe" && sameSeat(message.seat, this.heldSeat)) {
           this.sessionWaiting = true; // not started yet: held once home says it started
           return;
         }
+        if (message.what === "seat_range" && this.agentHeld) {
+          this.agentGapUnrepaired();
+          break;
+        }
+        if (message.what === "more") this.agentMoreAsked = false;
         this.notify(`${message.what}: ${message.why}`);
         return;
       default:
@@ -290,6 +315,7 @@ export class App {
       const home = data as Home;
       const bootChanged = this.bootId !== null && this.bootId !== home.boot_id;
       this.home = home;
+      this.homeChanged();
       this.bootId = home.boot_id;
       if (this.replaying) this.replay(bootChanged);
       return;
@@ -297,6 +323,7 @@ export class App {
     if (typeof subject === "object" && sameSeat(subject.session, this.heldSeat)) {
       this.session = data as Session;
       this.nextSeq = this.session.header.seq;
+      this.agentSnapshot(data as Record<string, unknown>);
     }
   }
 
@@ -309,6 +336,7 @@ export class App {
         return;
       }
       this.nextSeq = message.seq + 1;
+      this.agentUpdate(message.seq, message.update);
     }
     const home = this.home;
     switch (variant) {
@@ -317,6 +345,7 @@ export class App {
         const row = body.row as AgentRow;
         const agents = home.agents.filter((other) => !sameSeat(other.slot, key));
         this.home = { ...home, agents: [...agents, row] };
+        this.homeChanged();
         if (this.sessionWaiting && sameSeat(key, this.heldSeat)) {
           this.sessionWaiting = false;
           this.subscribe_({ session: key });
@@ -357,6 +386,113 @@ export class App {
         break;
     }
   }
+
+  // --- the held seat's agent --------------------------------------------------------------
+
+  private forgetAgent(): void {
+    this.seatAgent = null;
+    this.agentEpoch = null;
+    this.agentNext = null;
+    this.agentHeld = null;
+    this.agentMoreAsked = false;
+  }
+
+  /** A session snapshot of the held seat: the agent's state from it, unless it is a re-read of
+   * the epoch already folded (after a drop or a gap), whose missing frames `seat_range` reads. */
+  private agentSnapshot(data: Record<string, unknown>): void {
+    const header = data.header as { session_id: string; seq: number };
+    if (!isAgentSession(data)) {
+      this.forgetAgent();
+      return;
+    }
+    const held = this.seatAgent && this.agentEpoch === header.session_id && this.agentNext !== null;
+    if (held && this.agentNext === header.seq) return; // nothing was missed: keep what streamed
+    if (held && this.agentNext !== null && this.agentNext < header.seq && this.heldSeat) {
+      this.agentHeld = [];
+      this.send({
+        kind: "seat_range",
+        slot: this.heldSeat,
+        epoch: header.session_id,
+        from: this.agentNext,
+        to: header.seq - 1,
+      });
+      return;
+    }
+    this.seatAgent = agentFromSnapshot(data);
+    this.agentEpoch = header.session_id;
+    this.agentNext = header.seq;
+  }
+
+  private agentUpdate(seq: number, update: ServerUpdate["update"]): void {
+    if (!this.seatAgent && updateParts(update)[0] === "agent_header") {
+      this.refreshSession(); // an agent was started on the seat held: read it as an agent seat
+      return;
+    }
+    if (!this.seatAgent || this.agentNext === null) return;
+    if (this.agentHeld) {
+      this.agentHeld.push({ seq, update });
+      return;
+    }
+    this.agentApply(seq, update);
+  }
+
+  /** The next numbered frame folded in: an older seq was folded already, and a newer one waits
+   * for the repair its gap started (the frames between come from `seat_range`). */
+  private agentApply(seq: number, update: ServerUpdate["update"]): void {
+    if (!this.seatAgent || this.agentNext === null || seq !== this.agentNext) return;
+    const [variant, body] = updateParts(update);
+    this.seatAgent = foldAgent(this.seatAgent, variant, body);
+    this.agentNext = seq + 1;
+  }
+
+  private seatFrames(message: ServerSeatFrames): void {
+    if (!this.agentHeld || !sameSeat(message.slot, this.heldSeat) || message.epoch !== this.agentEpoch) return;
+    const held = this.agentHeld;
+    this.agentHeld = null;
+    for (const frame of message.frames) this.agentApply(frame.seq, frame.update);
+    for (const frame of held) this.agentApply(frame.seq, frame.update);
+  }
+
+  /** The window no longer holds the frames missed: start over from a fresh snapshot. */
+  private agentGapUnrepaired(): void {
+    this.forgetAgent();
+    this.refreshSession();
+  }
+
+  /** Ask for the turns above those held (`more`), once at a time. */
+  moreTurns(): void {
+    const seat = this.heldSeat;
+    if (!seat || !this.seatAgent || this.seatAgent.cursor === null || this.agentMoreAsked) return;
+    this.agentMoreAsked = true;
+    this.send({ kind: "more", conversation: seat, before: this.seatAgent.cursor, turns: 20 });
+    this.changed();
+  }
+
+  private page(message: ServerPage): void {
+    if (!sameSeat(message.conversation, this.heldSeat) || !this.seatAgent) return;
+    this.agentMoreAsked = false;
+    this.seatAgent = withOlder(this.seatAgent, message.turns as Turn[], message.cursor);
+  }
+
+  /** Send one of the agent seat's commands (`prompt`, `answer`, `cancel`...) for `seat`. */
+  command(name: string, fields: Record<string, unknown>): boolean {
+    return this.send({ kind: "command", command: { [name]: fields } });
+  }
+
+  /** How many asks wait on every seat (home's rows): the tab's title counts them. */
+  get waitingAsks(): number {
+    return waitingAsks(this.home?.agents ?? []);
+  }
+
+  /** Home moved: the title's count, and a system notification for a seat that began to wait. */
+  private homeChanged(): void {
+    const count = this.waitingAsks;
+    document.title = count > 0 ? `(${count}) forge` : "forge";
+    this.onHome?.();
+  }
+
+  /** Set by the notifier: called after each change to home. */
+  onHome: (() => void) | null = null;
 
   /** Read the held seat whole again (a second hold, then let one go): after a seq gap, or for
    * what is never pushed (its diff). */

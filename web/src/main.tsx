@@ -5,6 +5,7 @@ import "./style.css";
 
 import { render } from "preact";
 
+import { watchAsks } from "./agentnotify";
 import { App } from "./app";
 import { connectionToken } from "./socket";
 import { Shell } from "./views";
@@ -18,6 +19,7 @@ declare global {
 connectionToken(); // take a `#token=` from the address bar before routing reads the fragment
 const app = new App();
 window.forgeApp = app;
+watchAsks(app);
 if (navigator.maxTouchPoints > 0) document.documentElement.classList.add("touch");
 const root = document.getElementById("app");
 if (root) render(<Shell app={app} />, root);

@@ -8,6 +8,7 @@ import "./settings.css";
 
 import { useState } from "preact/hooks";
 
+import { notifyAsksOn, setNotifyAsks } from "./agentnotify";
 import type { App, Surface } from "./app";
 import {
   Draft,
@@ -152,6 +153,24 @@ function focusKey(path: string): void {
   }
 }
 
+/** This device's switch for a notification when an agent waits (agentnotify.ts); off by default. */
+function NotifySwitch() {
+  const [on, setOn] = useState(notifyAsksOn());
+  return (
+    <p class="paired">
+      <label class="toggle">
+        <input
+          type="checkbox"
+          data-notify-asks
+          checked={on}
+          onChange={(event) => void setNotifyAsks(event.currentTarget.checked).then(setOn)}
+        />
+        On this device, notify me when an agent waits while the page is hidden
+      </label>
+    </p>
+  );
+}
+
 export function SettingsView({ app }: { app: App }) {
   const document = app.settings;
   const saves = savesOf(app);
@@ -187,6 +206,7 @@ export function SettingsView({ app }: { app: App }) {
           Forget this device
         </button>
       </p>
+      <NotifySwitch />
       <p class="muted">
         {document.source ?? "built-in defaults"} · fingerprint <code data-fingerprint>{document.fingerprint}</code>.
         Changes stay in this page until you save them.

@@ -2,6 +2,7 @@
 
 import { useEffect, useRef, useState } from "preact/hooks";
 
+import { AgentPane, spawnAgent } from "./agent";
 import { App, PANES, routeHash, type Pane } from "./app";
 import { BrowserSurface } from "./browser";
 import { DocsPane } from "./docs";
@@ -237,6 +238,7 @@ function HomeView({ app }: { app: App }) {
 function ProjectCard({ app, row }: { app: App; row: ProjectRow }) {
   const { org, name, path } = row.project;
   const [label, setLabel] = useState("main");
+  const [refused, setRefused] = useState<string | null>(null);
   const seats = (app.home?.agents ?? [])
     .filter((agent) => agent.slot.org === org && agent.slot.project === name)
     .sort((a, b) => a.label.localeCompare(b.label));
@@ -244,6 +246,16 @@ function ProjectCard({ app, row }: { app: App; row: ProjectRow }) {
     event.preventDefault();
     const clean = label.trim();
     if (clean) app.go({ view: "seat", seat: { org, project: name, label: clean }, pane: "terminal" });
+  };
+  const startAgent = () => {
+    const clean = label.trim();
+    if (!clean) return;
+    const seat = { org, project: name, label: clean };
+    setRefused(null);
+    void spawnAgent(app, seat).then((why) => {
+      if (why) setRefused(why);
+      else app.go({ view: "seat", seat, pane: "agent" });
+    });
   };
   return (
     <article class="card project" data-project={`${org}/${name}`}>
@@ -271,7 +283,15 @@ function ProjectCard({ app, row }: { app: App; row: ProjectRow }) {
           />
         </label>
         <button type="submit">Open terminal</button>
+        <button type="button" onClick={startAgent}>
+          Start agent
+        </button>
       </form>
+      {refused ? (
+        <p class="refusal" role="alert" data-refusal>
+          {refused}
+        </p>
+      ) : null}
     </article>
   );
 }
@@ -281,11 +301,17 @@ function SeatRow({ app, agent }: { app: App; agent: AgentRow }) {
   const go = (pane: Pane) => () => app.go({ view: "seat", seat, pane });
   return (
     <li class="seat" data-seat={seatKey(seat)}>
-      <a class="label" href={routeHash({ view: "seat", seat, pane: "terminal" })}>
+      <a class="label" href={routeHash({ view: "seat", seat, pane: null })}>
         {app.unseen(seat) ? <span class="unseen" title="unseen activity" aria-label="unseen" /> : null}
         {agent.label}
       </a>
       <span class={`state state-${agent.lifecycle}`}>{agent.failed ? `failed: ${agent.failed}` : agent.lifecycle}</span>
+      {agent.waiting ? (
+        <a class="waiting" data-waiting={agent.waiting.kind} href={routeHash({ view: "seat", seat, pane: "agent" })}>
+          waits on {agent.waiting.kind === "question" ? "a question" : "a permission"}
+          {agent.waiting.behind ? ` (+${agent.waiting.behind})` : ""}
+        </a>
+      ) : null}
       <span class="muted when">{ago(agent.last_active_ms)}</span>
       <WorkRow work={agent.work} />
       <span class="actions">
@@ -305,7 +331,12 @@ function SeatRow({ app, agent }: { app: App; agent: AgentRow }) {
 
 // --- a seat ----------------------------------------------------------------------------------
 
-function SeatView({ app, seat, pane }: { app: App; seat: Seat; pane: Pane }) {
+function SeatView({ app, seat, pane: asked }: { app: App; seat: Seat; pane: Pane | null }) {
+  const held = app.session && sameSeat(app.session.slot, seat);
+  // The seat's first view: its agent when it has one; the terminal until the seat is read.
+  const pane: Pane = asked ?? (held && app.seatAgent ? "agent" : "terminal");
+  if (!asked && !held && app.agent(seat)) return <p class="muted pad">Reading the seat…</p>;
+  // The agent's tab shows on a seat that has one (a seat without offers Start on the pane's URL).
   return (
     <div class="seatview">
       <div class="seatbar">
@@ -315,7 +346,7 @@ function SeatView({ app, seat, pane }: { app: App; seat: Seat; pane: Pane }) {
         <h2 class="seatname">{seatKey(seat)}</h2>
         <SeatWork app={app} seat={seat} />
         <div class="panes" role="tablist">
-          {PANES.map((name) => (
+          {PANES.filter((name) => name !== "agent" || pane === "agent" || (held && app.seatAgent)).map((name) => (
             <button
               type="button"
               role="tab"
@@ -329,6 +360,7 @@ function SeatView({ app, seat, pane }: { app: App; seat: Seat; pane: Pane }) {
         </div>
         <SpeakerSwitch app={app} seat={seat} />
       </div>
+      {pane === "agent" ? <AgentPane app={app} seat={seat} key={`a${seatKey(seat)}`} /> : null}
       {pane === "terminal" ? <TerminalPane app={app} seat={seat} key={`t${seatKey(seat)}`} /> : null}
       {pane === "browser" ? <BrowserPane app={app} seat={seat} key={`b${seatKey(seat)}`} /> : null}
       {pane === "processes" ? <ProcessesPane app={app} seat={seat} /> : null}

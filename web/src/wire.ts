@@ -42,6 +42,8 @@ export interface AgentRow {
   label: string;
   lifecycle: string;
   has_background: boolean;
+  /** An agent seat's oldest pending ask (and how many wait behind it), else null. */
+  waiting?: { kind: "permission" | "question"; id: string; behind: number } | null;
   last_active_ms: number | null;
   failed: string | null;
   work: Work | null;

@@ -22,8 +22,9 @@ import pytest
 from websockets.asyncio.client import ClientConnection
 from websockets.exceptions import ConnectionClosed
 
+from forge.testing.agent_cli import cli_env, steers_cli
 from forge.testing.model_script import parse_script
-from forge.testing.model_server import QUIET_CLI_ENV, ModelServer
+from forge.testing.model_server import ModelServer
 from forge.testing.supervised import Start, Supervised
 
 pytest.importorskip("claude_agent_sdk")
@@ -144,18 +145,11 @@ def agent_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Callable[[Mode
     """Point every CLI the supervisor will start at `server`; none of an outer session's
     model, proxy or Claude settings may steer it."""
     for name in list(os.environ):
-        if name.startswith(("ANTHROPIC_", "CLAUDE", "OTEL_")) or name.lower().endswith("_proxy"):
+        if steers_cli(name):
             monkeypatch.delenv(name)
 
     def point(server: ModelServer) -> None:
-        home, config = tmp_path / "agent-home", tmp_path / "claude-config"
-        home.mkdir(exist_ok=True)
-        config.mkdir(exist_ok=True)
-        monkeypatch.setenv("HOME", str(home))
-        monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(config))
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
-        monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key-not-a-secret")
-        for name, value in QUIET_CLI_ENV.items():
+        for name, value in cli_env(server.url, tmp_path).items():
             monkeypatch.setenv(name, value)
 
     return point

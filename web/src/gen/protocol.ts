@@ -755,6 +755,111 @@ export interface TerminalSummary {
   reason?: string;
 }
 
+/** A person's prompt. The CLI does not echo a prompt, so the server forges this frame. */
+export interface UserMessage {
+  type: "user";
+  uuid: string | null;
+  text: string;
+}
+
+export interface TextBlock {
+  type: "text";
+  text: string;
+}
+
+export interface ThinkingBlock {
+  type: "thinking";
+  thinking: string;
+}
+
+export interface ToolUseBlock {
+  type: "tool_use";
+  id: string;
+  name: string;
+  input: Record<string, unknown>;
+}
+
+/** Whole blocks of the model's message. */
+export interface AssistantMessage {
+  type: "assistant";
+  message_id: string | null;
+  blocks: (TextBlock | ThinkingBlock | ToolUseBlock)[];
+}
+
+export interface ToolResultMessage {
+  type: "tool_result";
+  tool_use_id: string;
+  is_error: boolean;
+  text: string;
+}
+
+/** A token append of the turn in flight (live only: a page carries the whole blocks). */
+export interface DeltaMessage {
+  type: "delta";
+  kind: "text" | "thinking";
+  index: number;
+  text: string;
+}
+
+/** A turn's end as the CLI reports it (live only: the transcript keeps no result row). */
+export interface ResultMessage {
+  type: "result";
+  subtype: string;
+  is_error: boolean;
+  text: string | null;
+  input_tokens: number;
+  output_tokens: number;
+  cost_usd: number | null;
+}
+
+/** One turn: a person's prompt and what the agent did with it (a session's first rows before any prompt form a turn of their own). */
+export interface Turn {
+  key: string | null;
+  messages: (UserMessage | AssistantMessage | ToolResultMessage | DeltaMessage | ResultMessage)[];
+}
+
+/** The header fields an agent seat fills (the rest keep their session snapshot values). */
+export interface AgentHeader {
+  model: string | null;
+  permission_mode: string | null;
+  turn_in_flight: boolean;
+  agent_session_id: string | null;
+}
+
+/** A `state.queue` row: a prompt waiting for the turn ahead of it. */
+export interface QueuedPrompt {
+  uuid: string;
+  source: string;
+  text: string;
+}
+
+export interface PermissionCard {
+  kind: "permission";
+  id: string;
+  tool_name: string;
+  input: Record<string, unknown>;
+  title: string | null;
+  decision_reason: string | null;
+}
+
+export interface QuestionOption {
+  label: string;
+  description: string;
+}
+
+export interface Question {
+  question: string;
+  header: string;
+  options: QuestionOption[];
+  multi_select: boolean;
+}
+
+export interface QuestionCard {
+  kind: "question";
+  id: string;
+  questions: Question[];
+}
+
 /** Every message the page may send. */
 export type ClientMessage =
   | ClientPing
