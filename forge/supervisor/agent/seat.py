@@ -46,6 +46,8 @@ class _Call:
     """The session whose task folder holds the output."""
     output_file: str | None = None
     running: bool = False
+    task_ended: bool = False
+    """The task's end was seen (the CLI may report it twice, and before the call's result)."""
 
 
 KEPT_TASKS = 256
@@ -251,7 +253,7 @@ class AgentSeat:
         if call is None:
             return []
         if event.background_task_id is not None and not event.is_error:
-            call.task_id, call.running = event.background_task_id, True
+            call.task_id, call.running = event.background_task_id, not call.task_ended
             call.session_id, call.output_file = self.session_id, event.background_output
             background = [c for c, kept in self.calls.items() if kept.task_id is not None]
             for forgotten in background[:-KEPT_TASKS]:
@@ -276,7 +278,10 @@ class AgentSeat:
         if isinstance(event, worker.TaskStarted):
             call.task_id = event.task_id
             return []
-        call.running = False
+        if call.task_ended:
+            return []
+        call.running, call.task_ended = False, True
+        call.task_id = call.task_id or event.task_id
         call.output_file = event.output_file or call.output_file
         return self._call_moved(call_id, "ended", _TASK_OUTCOMES.get(event.status, "stopped"))
 

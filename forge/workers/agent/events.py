@@ -176,7 +176,8 @@ def _problem(error: str, said: str) -> Problem:
 def _tool_results(message: UserMessage) -> list[WorkerEvent]:
     if isinstance(message.content, str):
         return []
-    record = message.tool_use_result or {}
+    # The CLI's own record of the call: a dict, or a string for a refused or failed call.
+    record = message.tool_use_result if isinstance(message.tool_use_result, dict) else {}
     task_id, output = record.get("backgroundTaskId"), record.get("backgroundOutputPath")
     return [
         ToolResult(
