@@ -453,7 +453,9 @@ class AgentService(WorkerService):
         if handle is None:
             return
         try:
-            await call(handle, worker.Start(session_id=seat.session_id), within=START_WITHIN_S)
+            effort = msgspec.convert(seat.effort, worker.Effort | None)
+            start = worker.Start(session_id=seat.session_id, effort=effort)
+            await call(handle, start, within=START_WITHIN_S)
         except (RequestFailed, WorkerError) as error:
             seat.set_lifecycle("failed", _start_failure(handle, error))
         else:

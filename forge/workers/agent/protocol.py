@@ -76,6 +76,9 @@ class Start(WorkerRequest[Started], tag="start", frozen=True):
 
     session_id: str | None = None
     """Resume this session (its transcript in the CLI's config dir); None starts a new one."""
+    effort: Effort | None = None
+    """The effort to run with, when it moved since the worker's config was written (a
+    `SetEffort` before the worker was restarted); None keeps the config's."""
 
 
 class PromptAccepted(msgspec.Struct, frozen=True, kw_only=True):

@@ -97,7 +97,9 @@ class AgentSession:
         lost: Callable[[], None],
     ) -> None:
         self.cwd, self.cli_path = cwd, cli_path
-        self._model, self._mode, self._effort = model, permission_mode, effort
+        self._model, self._mode = model, permission_mode
+        self.effort = effort
+        """What the CLI is started with (`--effort`)."""
         self._session_id: str | None = None
         """The session the CLI runs, once it is on record (resumable): resumed, or a turn ended."""
         self._tasks: set[str] = set()
@@ -127,7 +129,7 @@ class AgentSession:
             cli_path=str(self.cli_path),
             model=self._model,
             permission_mode=self._mode,
-            effort=self._effort,
+            effort=self.effort,
             resume=session_id,
             can_use_tool=self._can_use_tool,
             include_partial_messages=True,
@@ -204,7 +206,7 @@ class AgentSession:
             )
         resume = self._session_id
         await self.close()
-        self._effort = effort
+        self.effort = effort
         try:
             await self.start(resume)
         except Exception as error:

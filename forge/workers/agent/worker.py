@@ -66,6 +66,8 @@ class AgentHost(Worker):
         if self.session.started:
             raise RequestFailed("already_started", "the agent's session is running (stop it first)")
         resumed = request.session_id
+        if request.effort is not None:
+            self.session.effort = request.effort
         try:
             try:
                 await self.session.start(resumed)
