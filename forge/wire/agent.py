@@ -5,8 +5,10 @@ Each command is a struct variant of the `command` verb (`{"prompt": {"key": ...,
 `{"ok": false, "why": ...}`). Updates are numbered on the seat's counter like every other seat
 update: `chat_appended{key, msg}` (one conversation message, `ChatMessage`), `prompt_queued{key,
 prompt}`, `prompt_lifecycle{key, uuid, phase, outcome}`, `ask_pending{key, ask}`,
-`ask_resolved{key, id, outcome}` and `agent_header{key, header}`. docs/protocol.md says how they
-differ from the spec's.
+`ask_resolved{key, id, outcome}`, `agent_header{key, header}`, `command_lifecycle{key, id, name,
+phase, task_id, outcome}`, `context_usage_snapshot{key, context_usage}`,
+`slash_commands_changed` and `subagents_changed`; `read_call_output` is answered out of band
+(`CallOutput`, `seq: null`). docs/protocol.md says how they differ from the spec's.
 """
 
 from __future__ import annotations

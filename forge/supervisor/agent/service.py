@@ -1,12 +1,15 @@
 """Agent seats on the socket: one agent worker (Claude Code) per seat, its commands and its stream.
 
 `AgentService.install` registers the agent commands (`spawn`, `despawn`, `prompt`, `cancel`,
-`answer`, `set_model`, `set_permission_mode`), the `more` verb, and the agent layer of the
-session subject (header, conversation, pending asks, queue). Each worker event becomes seat
-updates (`seat.AgentSeat.apply`) numbered on the seat's counter, so every connection holding the
-seat reads the same frames under the same seq. The conversation is read from the CLI's own
-transcript (`conversation`), and the seats with an agent are recorded (`records`): a restarted
-supervisor brings each back, resuming its session by id.
+`answer`, `set_model`, `set_permission_mode`, `set_effort`, `read_call_output`), the `more`
+verb, the `usage` subject, and the agent layer of the session subject (header, conversation,
+pending asks, catalogues, queue). Each worker event becomes seat updates
+(`seat.AgentSeat.apply`) numbered on the seat's counter, so every connection holding the seat
+reads the same frames under the same seq; token appends cross folded (`fold`). The conversation
+is read from the CLI's own transcript (`conversation`), and the seats with an agent are recorded
+(`records`): a restarted supervisor brings each back, resuming its session by id. Only a
+connection that subscribed `answering` may answer an ask, and home's row says whether one holds
+the seat.
 
 A worker that ends unasked is restarted by the manager; its seat shows `crashed` (home's row
 and the session's `agent_problem`), its in-flight prompt ends `failed` and its asks are
