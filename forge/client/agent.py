@@ -168,9 +168,12 @@ async def _follow(
         follower.asks.clear()
 
 
-async def pending_asks(connection: ForgeConnection) -> list[tuple[Seat, dict[str, Any]]]:
-    """Every agent seat's pending asks, oldest first per seat."""
-    home = await connection.subscribe(HOME)
+async def pending_asks(
+    connection: ForgeConnection, *, answering: bool = False
+) -> list[tuple[Seat, dict[str, Any]]]:
+    """Every agent seat's pending asks, oldest first per seat; `answering` declares this
+    connection one that answers them (the server refuses an answer from any other)."""
+    home = await connection.subscribe(HOME, answering=answering)
     found: list[tuple[Seat, dict[str, Any]]] = []
     for row in home["agents"]:
         seat = Seat(**row["slot"])
@@ -194,7 +197,8 @@ async def answer(
 ) -> dict[str, Any]:
     """Decide ask `ask_id` on whichever seat holds it: the seat's `ask_resolved` body."""
     async with connect(url, tls=tls) as connection:
-        holders = [seat for seat, ask in await pending_asks(connection) if ask["id"] == ask_id]
+        pending = await pending_asks(connection, answering=True)
+        holders = [seat for seat, ask in pending if ask["id"] == ask_id]
         if not holders:
             raise ServerRefused("command", f"no ask {ask_id} waits on any agent seat")
         seat = holders[0]

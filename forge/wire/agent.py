@@ -5,8 +5,10 @@ Each command is a struct variant of the `command` verb (`{"prompt": {"key": ...,
 `{"ok": false, "why": ...}`). Updates are numbered on the seat's counter like every other seat
 update: `chat_appended{key, msg}` (one conversation message, `ChatMessage`), `prompt_queued{key,
 prompt}`, `prompt_lifecycle{key, uuid, phase, outcome}`, `ask_pending{key, ask}`,
-`ask_resolved{key, id, outcome}` and `agent_header{key, header}`. docs/protocol.md says how they
-differ from the spec's.
+`ask_resolved{key, id, outcome}`, `agent_header{key, header}`, `command_lifecycle{key, id, name,
+phase, task_id, outcome}`, `context_usage_snapshot{key, context_usage}`,
+`slash_commands_changed` and `subagents_changed`; `read_call_output` is answered out of band
+(`CallOutput`, `seq: null`). docs/protocol.md says how they differ from the spec's.
 """
 
 from __future__ import annotations
@@ -17,9 +19,10 @@ import msgspec
 
 from forge.wire.seats import Seat
 
-AGENT_COMMANDS = frozenset({"prompt", "answer", "set_model", "set_permission_mode"})
+AGENT_COMMANDS = frozenset({"prompt", "answer", "set_model", "set_permission_mode", "set_effort"})
 """Agent commands that send no reply (their effect arrives on the seat's stream); `cancel`,
-the spec's own, interrupts an agent seat's turn."""
+the spec's own, interrupts an agent seat's turn, and `read_call_output`, the spec's own too,
+reads a background call's output."""
 
 AGENT_REPLY_COMMANDS = frozenset({"spawn", "despawn"})
 """Agent commands answered only in their reply, so `reply_to` is required."""
@@ -27,6 +30,9 @@ AGENT_REPLY_COMMANDS = frozenset({"spawn", "despawn"})
 PermissionMode = Literal["default", "acceptEdits", "plan", "bypassPermissions", "dontAsk", "auto"]
 """Claude Code's permission modes, as `forge.workers.agent.protocol` names them (the wire sits
 below the workers, so it spells them itself; tests/supervisor/agent hold the two equal)."""
+
+Effort = Literal["low", "medium", "high", "xhigh", "max"]
+"""Claude Code's effort levels (`claude --effort`)."""
 
 Text = Annotated[str, msgspec.Meta(min_length=1, max_length=1_000_000)]
 Model = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9][A-Za-z0-9._:\[\]-]{0,99}$")]
@@ -45,6 +51,8 @@ class Spawn(_Bag, frozen=True):
     project's own directory."""
     model: Model | None = None
     permission_mode: PermissionMode = "default"
+    effort: Effort | None = None
+    """The effort the CLI starts with (None: its default)."""
 
 
 class Despawn(_Bag, frozen=True):
@@ -87,6 +95,43 @@ class SetModelCommand(_Bag, frozen=True):
 class SetPermissionModeCommand(_Bag, frozen=True):
     key: Seat
     mode: PermissionMode
+
+
+class SetEffortCommand(_Bag, frozen=True):
+    key: Seat
+    effort: Effort
+
+
+class ReadCallOutput(_Bag, frozen=True):
+    """`read_call_output{key, id, lines?}`: the newest `lines` of a background call's output."""
+
+    key: Seat
+    id: str
+    """The call's tool_use id (`toolu_...`), as the conversation shows it."""
+    lines: Annotated[int, msgspec.Meta(ge=1, le=2000)] = 200
+
+
+NoOutput = Literal["no_call", "not_background", "no_path", "unreadable"]
+"""Why `call_output` carries no lines: no such call of the seat, a call that did not run in
+the background, no file where the task's output goes, a file that may not be read (a link, not
+a regular file)."""
+
+
+class CallOutput(msgspec.Struct, frozen=True, kw_only=True):
+    """`call_output`, answered out of band (`seq: null`): the newest lines of the file a
+    background call streams its output to, or `reason` why there are none."""
+
+    key: Seat
+    id: str
+    task_id: str | None
+    lines: list[str]
+    truncated: bool
+    """Older lines were left out (more than asked for, or past the read's byte cap)."""
+    running: bool
+    """The task had not ended when the file was read."""
+    reason: NoOutput | None
+    why: str | None
+    """A sentence for `reason` (null when lines were read)."""
 
 
 class SpawnReply(msgspec.Struct, frozen=True, kw_only=True):
@@ -219,11 +264,35 @@ class QuestionCard(msgspec.Struct, frozen=True, kw_only=True, tag="question", ta
 AskCard = PermissionCard | QuestionCard
 
 
+class ContextCategory(msgspec.Struct, frozen=True, kw_only=True):
+    name: str
+    tokens: int
+
+
+class ContextUsage(msgspec.Struct, frozen=True, kw_only=True):
+    """What the session's context holds (the CLI's `/context`)."""
+
+    total_tokens: int
+    max_tokens: int
+    percentage: float
+    model: str
+    categories: list[ContextCategory]
+
+
 class AgentHeader(msgspec.Struct, frozen=True, kw_only=True):
     """The header fields an agent seat fills (the rest keep their session snapshot values)."""
 
     model: str | None
+    effort: str | None
+    """The effort the CLI runs with (null: its default)."""
     permission_mode: str | None
+    context_usage: ContextUsage | None
+    """The last `context_usage_snapshot` (null until a turn has ended on a shown seat)."""
     turn_in_flight: bool
     agent_session_id: str | None
     """The Claude Code session's id (the header's `session_id` stays the seat-run's epoch)."""
+
+
+CallPhase = Literal["requested", "asked", "running", "backgrounded", "ended"]
+"""A tool call's life (`command_lifecycle.phase`): the model asked for it, a permission ask
+holds it, it was allowed, it went on in the background, it ended."""

@@ -103,13 +103,23 @@ class Update(ServerMessage, frozen=True, kw_only=True, tag="update", omit_defaul
     key (S22, O-S7)."""
 
     update: UpdatePayload
-    seq: int | None = None
+    seq: int | msgspec.UnsetType | None = msgspec.UNSET
+    """The seat's number of the frame's oldest update; absent on a keyless update, null on a
+    seat's answer sent out of band (`read_call_output`'s), which stands nowhere in the
+    sequence."""
     span: int
 
     @classmethod
     def of(cls, variant: str, body: Any, *, seq: int | None, span: int = 1) -> Update:
-        """The update `variant` with `body` (None: a unit variant, sent as its bare name)."""
-        return cls(update=variant if body is None else {variant: body}, seq=seq, span=span)
+        """The update `variant` with `body` (None: a unit variant, sent as its bare name); `seq`
+        None leaves the key out (a keyless update)."""
+        number: int | msgspec.UnsetType = msgspec.UNSET if seq is None else seq
+        return cls(update=variant if body is None else {variant: body}, seq=number, span=span)
+
+    @classmethod
+    def out_of_band(cls, variant: str, body: Any) -> Update:
+        """A seat's update answered to one connection outside the seat's stream: `seq: null`."""
+        return cls(update={variant: body}, seq=None, span=1)
 
     @property
     def variant(self) -> str:

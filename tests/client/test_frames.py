@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 
+import msgspec
 import pytest
 
 from forge.client.frames import (
@@ -64,7 +65,10 @@ def test_updates_name_their_variant_and_body() -> None:
     )
     unit = decode_frame(text(server.Update.of("catalog_loaded", None, seq=None)))
     assert isinstance(unit, Update)
-    assert (unit.variant, unit.body, unit.seq) == ("catalog_loaded", {}, None)
+    assert (unit.variant, unit.body, unit.seq) == ("catalog_loaded", {}, msgspec.UNSET)
+    aside = decode_frame(text(server.Update.out_of_band("call_output", {"key": 1})))
+    assert isinstance(aside, Update)
+    assert (aside.variant, aside.seq, aside.span) == ("call_output", None, 1)
 
 
 def test_error_and_reply() -> None:

@@ -61,12 +61,12 @@ async def test_commands_that_are_not_the_four_still_refuse_as_errors(served: Sup
     assert (refused["kind"], refused["why"]) == ("error", "a command names exactly one variant")
 
 
-@pytest.mark.parametrize("name", ["read_call_output", "dictate_activate", "commit_diff"])
+@pytest.mark.parametrize("name", ["dictate_activate", "commit_diff"])
 async def test_commands_the_seed_names_are_known_and_not_served(
     served: Supervised, name: str
 ) -> None:
-    """Issue 13 item 8: read_call_output, dictate_activate and commit_diff are the seed's commands:
-    known and not served, never "unknown command"."""
+    """Issue 13 item 8: dictate_activate and commit_diff are the seed's commands: known and not
+    served, never "unknown command" (read_call_output is served: tests/supervisor/agent)."""
     client = await served.greeted()
     refused = await ask(client, {"kind": "command", "command": {name: {"key": SEAT}}})
     assert (refused["kind"], refused["what"]) == ("error", "command")
@@ -104,14 +104,15 @@ async def test_more_and_voice_mode_refuse_a_seat_that_is_not_there(
     assert answered["kind"] in ("page", "voice_mode_state")
 
 
-WINDOW = {"by_model": [], "by_project": [], "total": None}
+WINDOW = {"by_model": [], "by_project": [], "by_seat": [], "total": None}
+"""A usage window with nothing pooled: the seed's fields, and `by_seat` (ours: agent seats)."""
 
 
 async def test_usage_dictate_models_and_extensions_carry_the_seeds_fields(
     served: Supervised,
 ) -> None:
     """Issue 13 item 7: the three subjects carry the seed's own field names, empty, and no
-    names of ours (D1)."""
+    names of ours but usage's `by_seat` (D1)."""
     client = await served.greeted()
     usage = (await ask(client, {"kind": "subscribe", "what": "usage"}))["data"]
     assert usage == {

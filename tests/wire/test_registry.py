@@ -100,7 +100,8 @@ def test_the_generated_unions_hold_every_registered_kind_with_exact_optionality(
     # A client may leave out what has a default; the server leaves out only what it omits.
     assert "  reply_to?: number | string | null;" in text
     update = (
-        'export interface ServerUpdate {\n  kind: "update";\n  update: unknown;\n  seq?: number;'
+        'export interface ServerUpdate {\n  kind: "update";\n  update: unknown;\n'
+        "  seq?: number | null;"
     )
     assert update in text
     assert "  seat: Seat | null;\n  dispatch_id: null;" in text

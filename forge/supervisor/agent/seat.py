@@ -37,11 +37,37 @@ class _Prompt:
 
 
 @dataclass
+class _Call:
+    """A tool call the seat has seen: its tool, and its background task when it has one."""
+
+    name: str
+    task_id: str | None = None
+    session_id: str | None = None
+    """The session whose task folder holds the output."""
+    output_file: str | None = None
+    running: bool = False
+    task_ended: bool = False
+    """The task's end was seen (the CLI may report it twice, and before the call's result)."""
+
+
+KEPT_TASKS = 256
+"""Background calls a seat remembers for `read_call_output` (the oldest go first)."""
+
+_TASK_OUTCOMES = {"completed": "ok", "failed": "error"}
+
+
+@dataclass
 class AgentSeat:
     key: Seat
     cwd: str
     model: str | None = None
     permission_mode: str | None = None
+    effort: str | None = None
+    context_usage: wire.ContextUsage | None = None
+    slash_commands: list[str] = field(default_factory=list)
+    subagents: list[str] = field(default_factory=list)
+    calls: dict[str, _Call] = field(default_factory=dict)
+    """Tool calls by id, for `command_lifecycle` and `read_call_output`."""
     session_id: str | None = None
     """The Claude Code session (what a restarted worker resumes)."""
     lifecycle: Lifecycle = "starting"
@@ -95,7 +121,7 @@ class AgentSeat:
                 self.model = event.model or self.model
                 self.permission_mode = event.permission_mode or self.permission_mode
                 self.lifecycle = "working" if self.turn_in_flight else "idle"
-                return [self.header_update()]
+                return [self.header_update(), *self._catalogues(event)]
             case worker.PromptLifecycle():
                 return self._prompt_moved(event)
             case worker.Delta() if event.parent_tool_use_id is None:
@@ -107,14 +133,15 @@ class AgentSeat:
             case worker.AssistantMessage() if event.parent_tool_use_id is None:
                 self.model = event.model or self.model
                 blocks = [_block(block) for block in event.blocks]
-                return [
-                    self._chat(wire.AssistantMessage(message_id=event.message_id, blocks=blocks))
-                ]
+                chat = self._chat(wire.AssistantMessage(message_id=event.message_id, blocks=blocks))
+                return [chat, *self._calls_requested(event.blocks)]
             case worker.ToolResult():
                 message = wire.ToolResultMessage(
                     tool_use_id=event.tool_use_id, is_error=event.is_error, text=event.text
                 )
-                return [self._chat(message)]
+                return [self._chat(message), *self._call_result(event)]
+            case worker.TaskStarted() | worker.TaskEnded():
+                return self._task_moved(event)
             case worker.PermissionAsk():
                 card: wire.AskCard = wire.PermissionCard(
                     id=event.ask_id,
@@ -123,7 +150,7 @@ class AgentSeat:
                     title=event.title,
                     decision_reason=event.decision_reason,
                 )
-                return self._ask_raised(card)
+                return [*self._ask_raised(card), *self._call_moved(event.ask_id, "asked")]
             case worker.QuestionAsk():
                 questions = [
                     wire.Question(
@@ -137,7 +164,8 @@ class AgentSeat:
                     )
                     for q in event.questions
                 ]
-                return self._ask_raised(wire.QuestionCard(id=event.ask_id, questions=questions))
+                card = wire.QuestionCard(id=event.ask_id, questions=questions)
+                return [*self._ask_raised(card), *self._call_moved(event.ask_id, "asked")]
             case worker.AskEnded():
                 if event.ask_id not in self.asks:
                     return []
@@ -168,13 +196,19 @@ class AgentSeat:
     def header(self) -> wire.AgentHeader:
         return wire.AgentHeader(
             model=self.model,
+            effort=self.effort,
             permission_mode=self.permission_mode,
+            context_usage=self.context_usage,
             turn_in_flight=self.turn_in_flight,
             agent_session_id=self.session_id,
         )
 
     def header_update(self) -> Update:
         return ("agent_header", {"key": self.key, "header": self.header()})
+
+    def context_measured(self, usage: wire.ContextUsage) -> Update:
+        self.context_usage = usage
+        return ("context_usage_snapshot", {"key": self.key, "context_usage": usage})
 
     def pending_asks(self) -> list[wire.AskCard]:
         return list(self.asks.values())
@@ -193,6 +227,79 @@ class AgentSeat:
         return self.lifecycle
 
     # --- internals -------------------------------------------------------------------------
+
+    def _catalogues(self, event: worker.SessionStarted) -> list[Update]:
+        """What the CLI advertises, pushed when its init moves it."""
+        updates: list[Update] = []
+        if event.slash_commands != self.slash_commands:
+            self.slash_commands = list(event.slash_commands)
+            body = {"key": self.key, "slash_commands": self.slash_commands}
+            updates.append(("slash_commands_changed", body))
+        if event.agents != self.subagents:
+            self.subagents = list(event.agents)
+            updates.append(("subagents_changed", {"key": self.key, "subagents": self.subagents}))
+        return updates
+
+    def _calls_requested(self, blocks: list[worker.Block]) -> list[Update]:
+        updates: list[Update] = []
+        for block in blocks:
+            if isinstance(block, worker.ToolUseBlock) and block.id not in self.calls:
+                self.calls[block.id] = _Call(block.name)
+                updates.extend(self._call_moved(block.id, "requested"))
+        return updates
+
+    def _call_result(self, event: worker.ToolResult) -> list[Update]:
+        call = self.calls.get(event.tool_use_id)
+        if call is None:
+            return []
+        if event.background_task_id is not None and not event.is_error:
+            call.task_id, call.running = event.background_task_id, not call.task_ended
+            call.session_id, call.output_file = self.session_id, event.background_output
+            background = [c for c, kept in self.calls.items() if kept.task_id is not None]
+            for forgotten in background[:-KEPT_TASKS]:
+                del self.calls[forgotten]
+            return self._call_moved(event.tool_use_id, "backgrounded")
+        ended = self._call_moved(event.tool_use_id, "ended", "error" if event.is_error else "ok")
+        del self.calls[event.tool_use_id]  # only a background call is read again
+        return ended
+
+    def _task_moved(self, event: worker.TaskStarted | worker.TaskEnded) -> list[Update]:
+        found = next(
+            (
+                (call_id, call)
+                for call_id, call in self.calls.items()
+                if call_id == event.tool_use_id or call.task_id == event.task_id
+            ),
+            None,
+        )
+        if found is None:
+            return []
+        call_id, call = found
+        if isinstance(event, worker.TaskStarted):
+            call.task_id = event.task_id
+            return []
+        if call.task_ended:
+            return []
+        call.running, call.task_ended = False, True
+        call.task_id = call.task_id or event.task_id
+        call.output_file = event.output_file or call.output_file
+        return self._call_moved(call_id, "ended", _TASK_OUTCOMES.get(event.status, "stopped"))
+
+    def _call_moved(
+        self, call_id: str, phase: wire.CallPhase, outcome: str | None = None
+    ) -> list[Update]:
+        call = self.calls.get(call_id)
+        if call is None:
+            return []
+        body = {
+            "key": self.key,
+            "id": call_id,
+            "name": call.name,
+            "phase": phase,
+            "task_id": call.task_id,
+            "outcome": outcome,
+        }
+        return [("command_lifecycle", body)]
 
     def _chat(self, message: wire.ChatMessage) -> Update:
         return ("chat_appended", {"key": self.key, "msg": message})

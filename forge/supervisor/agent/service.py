@@ -1,12 +1,15 @@
 """Agent seats on the socket: one agent worker (Claude Code) per seat, its commands and its stream.
 
 `AgentService.install` registers the agent commands (`spawn`, `despawn`, `prompt`, `cancel`,
-`answer`, `set_model`, `set_permission_mode`), the `more` verb, and the agent layer of the
-session subject (header, conversation, pending asks, queue). Each worker event becomes seat
-updates (`seat.AgentSeat.apply`) numbered on the seat's counter, so every connection holding the
-seat reads the same frames under the same seq. The conversation is read from the CLI's own
-transcript (`conversation`), and the seats with an agent are recorded (`records`): a restarted
-supervisor brings each back, resuming its session by id.
+`answer`, `set_model`, `set_permission_mode`, `set_effort`, `read_call_output`), the `more`
+verb, the `usage` subject, and the agent layer of the session subject (header, conversation,
+pending asks, catalogues, queue). Each worker event becomes seat updates
+(`seat.AgentSeat.apply`) numbered on the seat's counter, so every connection holding the seat
+reads the same frames under the same seq; token appends cross folded (`fold`). The conversation
+is read from the CLI's own transcript (`conversation`), and the seats with an agent are recorded
+(`records`): a restarted supervisor brings each back, resuming its session by id. Only a
+connection that subscribed `answering` may answer an ask, and home's row says whether one holds
+the seat.
 
 A worker that ends unasked is restarted by the manager; its seat shows `crashed` (home's row
 and the session's `agent_problem`), its in-flight prompt ends `failed` and its asks are
@@ -23,14 +26,15 @@ from typing import Any, TypeVar
 import msgspec
 
 from forge import git
+from forge.clock import epoch_ms
 from forge.ipc.errors import RequestFailed, WorkerError
 from forge.ipc.manager import WorkerEvent as RawEvent
 from forge.ipc.manager import WorkerHandle, WorkerManager, WorkerRow
 from forge.ipc.protocol import WorkerRequest, call
 from forge.logs import get_logger
-from forge.supervisor.agent import conversation
+from forge.supervisor.agent import call_output, conversation, fold, usage
 from forge.supervisor.agent import voice as agent_voice
-from forge.supervisor.agent.records import AgentRecord, AgentRecords
+from forge.supervisor.agent.records import AgentRecord, AgentRecords, UsageLedger
 from forge.supervisor.agent.seat import AgentSeat, Update, decision_of
 from forge.supervisor.service import WorkerService
 from forge.supervisor.socket.connection import Connection
@@ -41,7 +45,7 @@ from forge.wire import server
 from forge.wire.client import More
 from forge.wire.commands import CommandCall
 from forge.wire.errors import ClientRefusal
-from forge.wire.seats import Seat
+from forge.wire.seats import Seat, Subject, session
 from forge.workers.agent import protocol as worker
 
 ReplyT = TypeVar("ReplyT")
@@ -64,10 +68,16 @@ class AgentService(WorkerService):
         manager: WorkerManager,
         records: AgentRecords | None = None,
         speech: agent_voice.Speech | None = None,
+        ledger: UsageLedger | None = None,
     ) -> None:
         super().__init__(supervisor, manager)
         self._records = records or AgentRecords()
         self._speech = speech
+        self._ledger = ledger or UsageLedger()
+        self._spends: list[usage.Spend] = []
+        self._deltas: dict[Seat, list[Update]] = {}
+        """Token appends held until the worker's queued events are read, then folded."""
+        self._answerable: dict[Seat, bool] = {}
         self._seats: dict[Seat, AgentSeat] = {}
         self._handles: dict[Seat, WorkerHandle] = {}
         self._by_worker: dict[str, Seat] = {}
@@ -82,8 +92,13 @@ class AgentService(WorkerService):
         supervisor.register_command("answer", self._answer)
         supervisor.register_command("set_model", self._set_model)
         supervisor.register_command("set_permission_mode", self._set_mode)
+        supervisor.register_command("set_effort", self._set_effort)
+        supervisor.register_command("read_call_output", self._read_call_output)
         supervisor.register_verb(More, self._more)
         supervisor.register_session_layer(self._session_layer)
+        supervisor.register_subject("usage", self._usage)
+        supervisor.on_holders(self._holders_moved)
+        self._spends = self._ledger.load()
         super().install()
         for record in self._records.load():
             self.tasks.spawn(self._restore(record))
@@ -107,6 +122,7 @@ class AgentService(WorkerService):
             model=bag.model,
             permission_mode=bag.permission_mode,
             session_id=None,
+            effort=bag.effort,
         )
         seat = await self._launch(record)
         assert command.reply_to is not None
@@ -157,6 +173,13 @@ class AgentService(WorkerService):
     async def _answer(self, connection: Connection, command: CommandCall) -> None:
         bag = _bag(command, wire.AnswerCommand)
         seat, handle = self._require(bag.key)
+        if not connection.answering:
+            raise ClientRefusal(
+                "command",
+                "this connection did not subscribe with answering: true, so it may not answer "
+                f"ask {bag.id}",
+                bag.key,
+            )
         card = seat.asks.get(bag.id)
         if card is None:
             raise ClientRefusal(
@@ -219,6 +242,20 @@ class AgentService(WorkerService):
         await self.tell(handle, request, "agent_listeners_unsent", seat=str(key))
         return request.speech
 
+    async def _set_effort(self, connection: Connection, command: CommandCall) -> None:
+        bag = _bag(command, wire.SetEffortCommand)
+        seat, handle = self._require(bag.key)
+        await self._command(handle, bag.key, worker.SetEffort(effort=bag.effort))
+        seat.effort = bag.effort
+        self._save()
+        self._publish(bag.key, [seat.header_update()])
+
+    async def _read_call_output(self, connection: Connection, command: CommandCall) -> None:
+        bag = _bag(command, wire.ReadCallOutput)
+        seat, _ = self._require(bag.key)
+        answer = await asyncio.to_thread(call_output.answer, seat, bag, os.environ)
+        connection.send(server.Update.out_of_band("call_output", answer))
+
     # --- the session subject and `more` ------------------------------------------------------
 
     async def _session_layer(self, state: SeatState) -> dict[str, Any]:
@@ -226,14 +263,21 @@ class AgentService(WorkerService):
         if seat is None:
             return {}
         turns, cursor = await self._page(seat, None, conversation.PAGE_TURNS)
+        if seat.context_usage is None and seat.session_id is not None:
+            await self._measure_context(seat)
         asks = seat.pending_asks()
         return {
             "header": msgspec.to_builtins(seat.header()),
             "conversation": {"turns": turns, "cursor": cursor, "compactions": 0},
             "pending_asks": asks,
             "pending_ask": asks[0] if asks else None,
+            "slash_commands": list(seat.slash_commands),
+            "subagents": list(seat.subagents),
             "state": {"queue": list(seat.queue)},
         }
+
+    async def _usage(self) -> dict[str, Any]:
+        return usage.snapshot(self._spends, epoch_ms(self.supervisor.clock))
 
     async def _more(self, connection: Connection, message: More) -> None:
         key = message.conversation
@@ -279,11 +323,13 @@ class AgentService(WorkerService):
             session_id=record.session_id,
         )  # fmt: skip
         self._seats[key] = seat
+        seat.effort = record.effort
         config = worker.SeatConfig(
             cwd=record.cwd,
             cli_path=_cli_path(self.supervisor),
             model=record.model,
             permission_mode=msgspec.convert(record.permission_mode, worker.PermissionMode),
+            effort=msgspec.convert(record.effort, worker.Effort | None),
         )
         name = f"agent:{key}"
         handle = self.manager.start(worker.AGENT.spec(name, config=msgspec.to_builtins(config)))
@@ -335,8 +381,47 @@ class AgentService(WorkerService):
         self._publish(key, seat.apply(event))
         if seat.session_id != recorded:
             self._save()
+        if isinstance(event, worker.Result):
+            self._spent(key, event)
+        if isinstance(event, worker.PromptLifecycle) and event.phase == "ended":
+            self.tasks.spawn(self._turn_ended(seat))
         if (seat.home_lifecycle(), seat.waiting(), seat.problem) != before:
             self.tasks.spawn(self._publish_row(seat))
+
+    def _spent(self, key: Seat, result: worker.Result) -> None:
+        spends = usage.spends_of(result, key, epoch_ms(self.supervisor.clock))
+        self._spends.extend(spends)
+        try:
+            self._ledger.append(spends)
+        except OSError as error:
+            log.warning("agent_usage_unwritable", path=str(self._ledger.path), reason=str(error))
+
+    async def _turn_ended(self, seat: AgentSeat) -> None:
+        """A turn ended: measure the context when a page shows the seat (the spec's rule)."""
+        if any(c.showing == seat.key for c in self.supervisor.connections):
+            await self._measure_context(seat)
+
+    async def _measure_context(self, seat: AgentSeat) -> None:
+        handle = self._handles.get(seat.key)
+        if handle is None:
+            return
+        try:
+            measured = await call(handle, worker.GetContextUsage(), within=REQUEST_WITHIN_S)
+        except (RequestFailed, WorkerError) as error:
+            log.info("agent_context_unmeasured", seat=str(seat.key), reason=str(error))
+            return
+        if self._seats.get(seat.key) is seat:
+            usage_now = msgspec.convert(msgspec.to_builtins(measured), wire.ContextUsage)
+            self._publish(seat.key, [seat.context_measured(usage_now)])
+
+    def _holders_moved(self, subject: Subject) -> None:
+        """Who can answer moved: each seat with asks says again whether anyone can."""
+        for seat in self._seats.values():
+            if seat.asks and self._can_answer(seat.key) != self._answerable.get(seat.key):
+                self.tasks.spawn(self._publish_row(seat))
+
+    def _can_answer(self, key: Seat) -> bool:
+        return any(c.answering for c in self.supervisor.subscribers(session(key)))
 
     def owns(self, row: WorkerRow) -> bool:
         key = self._by_worker.get(row.name)
@@ -371,7 +456,9 @@ class AgentService(WorkerService):
         if handle is None:
             return
         try:
-            await call(handle, worker.Start(session_id=seat.session_id), within=START_WITHIN_S)
+            effort = msgspec.convert(seat.effort, worker.Effort | None)
+            start = worker.Start(session_id=seat.session_id, effort=effort)
+            await call(handle, start, within=START_WITHIN_S)
         except (RequestFailed, WorkerError) as error:
             seat.set_lifecycle("failed", _start_failure(handle, error))
         else:
@@ -396,15 +483,35 @@ class AgentService(WorkerService):
         return seat, handle
 
     def _publish(self, key: Seat, updates: list[Update]) -> None:
-        for variant, body in updates:
+        """Publish on the seat's counter; token appends wait for the loop's next turn (every
+        event the worker's read already queued) and cross folded (`fold`)."""
+        for update in updates:
+            if fold.delta_of(update) is not None:
+                held = self._deltas.setdefault(key, [])
+                if not held:
+                    asyncio.get_running_loop().call_soon(self._flush, key)
+                held.append(update)
+                continue
+            self._flush(key)
+            variant, body = update
             self.supervisor.publish_seat_update(key, variant, body)
+
+    def _flush(self, key: Seat) -> None:
+        held = self._deltas.pop(key, [])
+        if self.supervisor.seats.get(key) is None:
+            return
+        for (variant, body), span in fold.fold(held):
+            self.supervisor.publish_seat_update(key, variant, body, span=span)
 
     async def _publish_row(self, seat: AgentSeat) -> None:
         state = self.supervisor.seats.get(seat.key)
         if state is None:
             return
         state.lifecycle = seat.home_lifecycle()
-        state.waiting = seat.waiting()
+        answerable = self._can_answer(seat.key)
+        self._answerable[seat.key] = answerable
+        waiting = seat.waiting()
+        state.waiting = None if waiting is None else {**waiting, "answerable": answerable}
         state.failed = seat.problem if seat.lifecycle in ("crashed", "failed") else None
         await self.supervisor.publish_agents_row(state)
 
@@ -416,6 +523,7 @@ class AgentService(WorkerService):
                 model=seat.model,
                 permission_mode=seat.permission_mode or "default",
                 session_id=seat.session_id,
+                effort=seat.effort,
             )
             for seat in self._seats.values()
         ]

@@ -80,6 +80,7 @@ class Supervisor:
         self._binary_now: dict[type, BinaryNowHandler[Any]] = {}
         self._disconnect_hooks: list[Callable[[Connection], None]] = []
         self._held_hooks: list[HeldHook] = []
+        self._holders_hooks: list[Callable[[Subject], None]] = []
         self._shutdown_hooks: list[ShutdownHook] = []
         self._subject_readers: dict[str, SubjectReader] = {}
         self._session_layers: list[SessionLayer] = []
@@ -158,6 +159,11 @@ class Supervisor:
         """Run `hook(subject, True)` when a subject gains its first holder and `hook(subject,
         False)` when it loses its last: work done only for held subjects starts and stops here."""
         self._held_hooks.append(hook)
+
+    def on_holders(self, hook: Callable[[Subject], None]) -> None:
+        """Run `hook(subject)` whenever a connection starts or stops holding `subject` (an
+        agent seat's asks are answerable only while an answering connection holds it)."""
+        self._holders_hooks.append(hook)
 
     def on_shutdown(self, hook: ShutdownHook) -> None:
         """Await `hook()` when the supervisor stops (the worker manager's stop goes here)."""
@@ -292,16 +298,19 @@ class Supervisor:
         )
 
     def publish_seat_update(
-        self, seat: Seat, variant: str, body: dict[str, Any], *, home: bool = False
+        self, seat: Seat, variant: str, body: dict[str, Any], *, home: bool = False, span: int = 1
     ) -> int:
         """Number one update on the seat's counter and send it once to each subscriber (S20,
-        O-S13): holders of the seat's session, and of home when `home` (O-S12). Returns its seq."""
+        O-S13): holders of the seat's session, and of home when `home` (O-S12). Returns its seq.
+        A frame that folds a run of `span` updates (token appends) takes `span` numbers."""
         state = self.seats.get(seat)
         if state is None:
             raise InternalError(f"update {variant} for seat {seat}, which has not been started")
         payload = server.encoded({variant: body})
-        frame = JsonFrame.encode(server.Update(update=payload, seq=state.window.next_seq, span=1))
-        seq = state.window.append(payload, len(frame.text))
+        frame = JsonFrame.encode(
+            server.Update(update=payload, seq=state.window.next_seq, span=span)
+        )
+        seq = state.window.append(payload, len(frame.text), span)
         subjects_: list[Subject] = [session(seat), HOME] if home else [session(seat)]
         for connection in self._holders(subjects_):
             connection.send_frame(frame)
@@ -398,6 +407,14 @@ class Supervisor:
             if not holders:
                 del self._subscribers[subject]
                 self._tell_held(subject, False)
+            self._tell_holders(subject)
+
+    def _tell_holders(self, subject: Subject) -> None:
+        for hook in self._holders_hooks:
+            try:
+                hook(subject)
+            except Exception:
+                log.exception("socket_holders_hook_failed", subject=str(subject))
 
     def _tell_held(self, subject: Subject, held: bool) -> None:
         for hook in self._held_hooks:
@@ -466,6 +483,7 @@ class Supervisor:
         self._spend_marks()
         if first:
             self._tell_held(message.what, True)
+        self._tell_holders(message.what)
 
     async def _unsubscribe(self, connection: Connection, message: Unsubscribe) -> None:
         count = connection.subscriptions[message.what]

@@ -16,6 +16,9 @@ from claude_agent_sdk import (
     ResultMessage,
     StreamEvent,
     SystemMessage,
+    TaskNotificationMessage,
+    TaskStartedMessage,
+    TaskUpdatedMessage,
     UserMessage,
 )
 from claude_agent_sdk import (
@@ -40,6 +43,8 @@ from forge.workers.agent.protocol import (
     Problem,
     Result,
     SessionStarted,
+    TaskEnded,
+    TaskStarted,
     TextBlock,
     ThinkingBlock,
     ToolResult,
@@ -53,6 +58,7 @@ LOGIN_HINT = (
 )
 
 _REFUSED_STATUSES = frozenset({401, 403})
+_TASK_ENDINGS = frozenset({"completed", "failed", "stopped", "killed"})
 
 
 def events_of(message: Any) -> list[WorkerEvent]:
@@ -170,11 +176,16 @@ def _problem(error: str, said: str) -> Problem:
 def _tool_results(message: UserMessage) -> list[WorkerEvent]:
     if isinstance(message.content, str):
         return []
+    # The CLI's own record of the call: a dict, or a string for a refused or failed call.
+    record = message.tool_use_result if isinstance(message.tool_use_result, dict) else {}
+    task_id, output = record.get("backgroundTaskId"), record.get("backgroundOutputPath")
     return [
         ToolResult(
             tool_use_id=block.tool_use_id,
             is_error=bool(block.is_error),
             text=_text(block.content),
+            background_task_id=task_id if isinstance(task_id, str) else None,
+            background_output=output if isinstance(output, str) else None,
         )
         for block in message.content
         if isinstance(block, SdkToolResultBlock)
@@ -189,8 +200,36 @@ def _text(content: str | list[dict[str, Any]] | None) -> str:
     return "\n".join(str(part.get("text", "")) for part in content if part.get("type") == "text")
 
 
+def _task(message: SystemMessage) -> list[WorkerEvent]:
+    """A background task's start or end (a terminal `task_updated` ends one too: the CLI
+    sometimes sends no notification for a killed task)."""
+    if isinstance(message, TaskStartedMessage):
+        return [
+            TaskStarted(
+                task_id=message.task_id,
+                tool_use_id=message.tool_use_id,
+                description=message.description,
+                task_type=message.task_type,
+            )
+        ]
+    if isinstance(message, TaskNotificationMessage):
+        return [
+            TaskEnded(
+                task_id=message.task_id,
+                tool_use_id=message.tool_use_id,
+                status=str(message.status),
+                output_file=message.output_file or None,
+            )
+        ]
+    if isinstance(message, TaskUpdatedMessage) and message.status in _TASK_ENDINGS:
+        return [TaskEnded(task_id=message.task_id, tool_use_id=None, status=str(message.status))]
+    return []
+
+
 def _system(message: SystemMessage) -> list[WorkerEvent]:
     data = message.data
+    if isinstance(message, TaskStartedMessage | TaskNotificationMessage | TaskUpdatedMessage):
+        return _task(message)
     if message.subtype == "init":
         return [
             SessionStarted(
@@ -200,6 +239,7 @@ def _system(message: SystemMessage) -> list[WorkerEvent]:
                 cwd=data.get("cwd"),
                 tools=[str(tool) for tool in data.get("tools", [])],
                 slash_commands=[str(command) for command in data.get("slash_commands", [])],
+                agents=[str(agent) for agent in data.get("agents", [])],
             )
         ]
     if message.subtype == "api_retry" and (

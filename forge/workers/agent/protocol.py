@@ -8,14 +8,15 @@ of the agent SDK either, so a supervisor without `forge[agent]` still reads it.
   hello: without them the worker exits with a sentence naming the install command (a
   `failed` row, never restarted).
 - Requests: `Start` (a fresh session, or one resumed by id), `Prompt` (queued while a turn runs),
-  `Interrupt`, `Answer` (an ask's decision), `SetPermissionMode`, `SetModel`,
+  `Interrupt`, `Answer` (an ask's decision), `SetPermissionMode`, `SetModel`, `SetEffort`,
   `GetContextUsage`, `Listeners` (who hears the seat: what `voice__say` answers the model),
   `Stop` (the CLI and every process it started end before the answer).
 - Events, in the order the CLI produced them: `SessionStarted`, `PromptLifecycle`
   (queued / started / ended), `Delta` (text or thinking as it streams), `AssistantMessage` (whole
-  blocks: text, thinking, tool calls), `ToolResult`, `PermissionAsk` and `QuestionAsk` (held
-  until an `Answer`), `AskEnded`, `Result` (usage and cost), `Problem` (a sentence), `Say` (the
-  model called forge's `mcp__forge__voice__say`: a cleaned line for the seat's listeners).
+  blocks: text, thinking, tool calls), `ToolResult`, `TaskStarted` and `TaskEnded` (background
+  work), `PermissionAsk` and `QuestionAsk` (held until an `Answer`), `AskEnded`, `Result` (usage
+  and cost), `Problem` (a sentence), `Say` (the model called forge's `mcp__forge__voice__say`: a
+  cleaned line for the seat's listeners).
 
 An ask's id is the tool call's id (`toolu_...`): the one the conversation shows.
 """
@@ -35,6 +36,9 @@ INSTALL_COMMAND = "pip install 'forge-supervisor[agent]'"
 PermissionMode = Literal["default", "acceptEdits", "plan", "bypassPermissions", "dontAsk", "auto"]
 """Claude Code's permission modes (`claude --permission-mode`)."""
 
+Effort = Literal["low", "medium", "high", "xhigh", "max"]
+"""Claude Code's effort levels (`claude --effort`): how hard the model thinks."""
+
 PromptText = Annotated[str, msgspec.Meta(min_length=1, max_length=1_000_000)]
 
 SAY_MAX_CHARS = 1000
@@ -52,6 +56,8 @@ class SeatConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     model: str | None = None
     """The model to start with; None is the CLI's default."""
     permission_mode: PermissionMode = "default"
+    effort: Effort | None = None
+    """The effort to start with; None is the CLI's default."""
 
 
 # --- requests and their answers ---------------------------------------------------------
@@ -70,6 +76,9 @@ class Start(WorkerRequest[Started], tag="start", frozen=True):
 
     session_id: str | None = None
     """Resume this session (its transcript in the CLI's config dir); None starts a new one."""
+    effort: Effort | None = None
+    """The effort to run with, when it moved since the worker's config was written (a
+    `SetEffort` before the worker was restarted); None keeps the config's."""
 
 
 class PromptAccepted(msgspec.Struct, frozen=True, kw_only=True):
@@ -166,6 +175,14 @@ class SetModel(WorkerRequest[None], tag="set_model", frozen=True):
     """None: the CLI's default model."""
 
 
+class SetEffort(WorkerRequest[None], tag="set_effort", frozen=True):
+    """Change the effort. The CLI takes it only as it starts, so the worker restarts it on the
+    same session (resumed by id) between turns: refused as `turn_running` while a turn runs and
+    as `tasks_running` while a background task would end with the CLI."""
+
+    effort: Effort
+
+
 class ContextCategory(msgspec.Struct, frozen=True, kw_only=True):
     name: str
     tokens: int
@@ -216,6 +233,8 @@ class SessionStarted(WorkerEvent, tag="session_started", frozen=True):
     cwd: str | None
     tools: list[str]
     slash_commands: list[str]
+    agents: list[str] = msgspec.field(default_factory=list)
+    """The subagent types the `Task` tool offers."""
 
 
 PromptPhase = Literal["queued", "started", "ended"]
@@ -272,6 +291,28 @@ class ToolResult(WorkerEvent, tag="tool_result", frozen=True):
     is_error: bool
     text: str
     """The result's text blocks joined (an image block is left out)."""
+    background_task_id: str | None = None
+    """Set when the call went on in the background (`run_in_background`): its task's id."""
+    background_output: str | None = None
+    """The file the background task's output streams to, as the CLI names it."""
+
+
+class TaskStarted(WorkerEvent, tag="task_started", frozen=True):
+    """A task the CLI runs beside the turn (a background command, a subagent) started."""
+
+    task_id: str
+    tool_use_id: str | None
+    description: str
+    task_type: str | None = None
+
+
+class TaskEnded(WorkerEvent, tag="task_ended", frozen=True):
+    """A task ended: `status` is the CLI's (completed, failed, stopped, killed)."""
+
+    task_id: str
+    tool_use_id: str | None
+    status: str
+    output_file: str | None = None
 
 
 class PermissionAsk(WorkerEvent, tag="permission_ask", frozen=True):
@@ -383,6 +424,7 @@ AGENT = WorkerProtocol(
         Answer,
         SetPermissionMode,
         SetModel,
+        SetEffort,
         GetContextUsage,
         Listeners,
         Stop,
@@ -393,6 +435,8 @@ AGENT = WorkerProtocol(
         Delta,
         AssistantMessage,
         ToolResult,
+        TaskStarted,
+        TaskEnded,
         PermissionAsk,
         QuestionAsk,
         AskEnded,

@@ -42,6 +42,7 @@ from forge.workers.agent.protocol import (
     ContextUsage,
     Decision,
     Deny,
+    Effort,
     PermissionAsk,
     PermissionMode,
     PermissionRule,
@@ -52,6 +53,10 @@ from forge.workers.agent.protocol import (
     PromptOutcome,
     Question,
     QuestionAsk,
+    Result,
+    SessionStarted,
+    TaskEnded,
+    TaskStarted,
 )
 from forge.workers.agent.turns import QueuedPrompt, TurnQueue
 from forge.workers.agent.voice import SERVER_NAME, Room
@@ -87,11 +92,18 @@ class AgentSession:
         cli_path: Path,
         model: str | None,
         permission_mode: PermissionMode,
+        effort: Effort | None,
         emit: Emit,
         lost: Callable[[], None],
     ) -> None:
         self.cwd, self.cli_path = cwd, cli_path
         self._model, self._mode = model, permission_mode
+        self.effort = effort
+        """What the CLI is started with (`--effort`)."""
+        self._session_id: str | None = None
+        """The session the CLI runs, once it is on record (resumable): resumed, or a turn ended."""
+        self._tasks: set[str] = set()
+        """Background tasks running beside the turns (they end with the CLI)."""
         self._emit = emit
         self._lost = lost
         """Called when the CLI ends without being asked (the worker then exits, to be restarted
@@ -117,6 +129,7 @@ class AgentSession:
             cli_path=str(self.cli_path),
             model=self._model,
             permission_mode=self._mode,
+            effort=self.effort,
             resume=session_id,
             can_use_tool=self._can_use_tool,
             include_partial_messages=True,
@@ -126,6 +139,7 @@ class AgentSession:
         )
         client = ClaudeSDKClient(options)
         self._closing = False
+        self._session_id = session_id
         await client.connect()
         self._client = client
         self._reader = asyncio.ensure_future(self._read(client))
@@ -174,6 +188,32 @@ class AgentSession:
         """Who hears the seat: what `voice__say` answers the model from now on."""
         self._voice.room = Room(listeners=listeners, speech=speech)
 
+    async def set_effort(self, effort: Effort) -> None:
+        """The CLI takes its effort only as it starts (`--effort`; the SDK has no live
+        setter), so an idle CLI is restarted on the same session, resumed by id."""
+        self._require()
+        if self._turns.running is not None:
+            raise RequestFailed(
+                "turn_running",
+                "the effort applies when Claude Code starts, between turns: "
+                "send it again once the turn in flight ends",
+            )
+        if self._tasks:
+            raise RequestFailed(
+                "tasks_running",
+                f"background task {sorted(self._tasks)[0]} would end with the restart that "
+                "applies the effort: send it again once the task ends",
+            )
+        resume = self._session_id
+        await self.close()
+        self.effort = effort
+        try:
+            await self.start(resume)
+        except Exception as error:
+            # The worker ends so the manager restarts it and the supervisor resumes the seat.
+            self._lost()
+            raise RequestFailed("cli_failed", f"Claude Code did not restart: {error}") from None
+
     async def context_usage(self) -> ContextUsage:
         client = self._require()
         with _cli_refusal():
@@ -202,6 +242,7 @@ class AgentSession:
                 )
             )
         client, self._client = self._client, None
+        self._tasks.clear()
         started = descendants(os.getpid())
         if client is not None:
             if busy:
@@ -235,6 +276,7 @@ class AgentSession:
         try:
             async for message in client.receive_messages():
                 for event in events_of(message):
+                    self._note(event)
                     await self._emit(event)
                     if credentials_refused(event) and self._turns.running is not None:
                         # The CLI retries a refused key for minutes; the person acts instead.
@@ -254,6 +296,17 @@ class AgentSession:
                 Problem(code="cli_exited", message="the Claude Code CLI exited unasked")
             )
             self._lost()
+
+    def _note(self, event: WorkerEvent) -> None:
+        """What the session keeps of its own stream: the session on record, the tasks running."""
+        if isinstance(event, Result) or (
+            isinstance(event, SessionStarted) and self._session_id is not None
+        ):
+            self._session_id = event.session_id
+        elif isinstance(event, TaskStarted):
+            self._tasks.add(event.task_id)
+        elif isinstance(event, TaskEnded):
+            self._tasks.discard(event.task_id)
 
     async def _turn_ended(self, client: ClaudeSDKClient, result: ResultMessage) -> None:
         ended, following = self._turns.finish()

@@ -26,6 +26,7 @@ from forge.workers.agent.protocol import (
     Prompt,
     PromptAccepted,
     SeatConfig,
+    SetEffort,
     SetModel,
     SetPermissionMode,
     Start,
@@ -55,6 +56,7 @@ class AgentHost(Worker):
             cli_path=cli_path,
             model=config.model,
             permission_mode=config.permission_mode,
+            effort=config.effort,
             emit=self.emit,
             lost=self.request_stop,
         )
@@ -64,6 +66,8 @@ class AgentHost(Worker):
         if self.session.started:
             raise RequestFailed("already_started", "the agent's session is running (stop it first)")
         resumed = request.session_id
+        if request.effort is not None:
+            self.session.effort = request.effort
         try:
             try:
                 await self.session.start(resumed)
@@ -107,6 +111,10 @@ class AgentHost(Worker):
     @handles(SetModel)
     async def set_model(self, request: SetModel) -> None:
         await self.session.set_model(request.model)
+
+    @handles(SetEffort)
+    async def set_effort(self, request: SetEffort) -> None:
+        await self.session.set_effort(request.effort)
 
     @handles(GetContextUsage)
     async def get_context_usage(self, request: GetContextUsage) -> ContextUsage:

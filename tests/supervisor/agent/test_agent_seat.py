@@ -5,6 +5,7 @@ mid-stream, and the conversation paged from the CLI's transcript across a superv
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 import signal
 from pathlib import Path
@@ -51,8 +52,10 @@ async def test_a_turn_streams_to_two_connections_as_the_same_frames(
     deltas = [
         m["msg"]["text"] for m in updates(phone, "chat_appended") if m["msg"]["type"] == "delta"
     ]
-    assert len(deltas) > 1
-    assert "".join(deltas) == text
+    assert "".join(deltas) == text, "token appends cross whole, folded or not"
+    numbered = [f for f in phone.frames if f["kind"] == "update" and "seq" in f]
+    for earlier, later in itertools.pairwise(numbered):
+        assert later["seq"] == earlier["seq"] + earlier["span"], "a folded run keeps its numbers"
     [user] = [m["msg"] for m in updates(phone, "chat_appended") if m["msg"]["type"] == "user"]
     assert user["text"] == "Say hello."
     phone_frames = seat_updates_raw(phone)
@@ -90,6 +93,7 @@ async def test_a_bash_ask_waits_until_the_other_connection_allows_it(
         "kind": "permission",
         "id": raised["id"],
         "behind": 0,
+        "answerable": True,
     }
     assert not (project / "f.txt").exists(), "the call is held until answered"
     held = await hold_session(phone)
@@ -105,7 +109,7 @@ async def test_a_bash_ask_waits_until_the_other_connection_allows_it(
     ]
     assert (result["tool_use_id"], result["is_error"]) == (raised["id"], False)
     assert "made it" in result["text"]
-    again = await phone.ask(
+    again = await desk.ask(
         {
             "kind": "command",
             "command": {"answer": {"key": SEAT, "id": raised["id"], "answer": "allow_once"}},

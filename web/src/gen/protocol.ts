@@ -44,7 +44,7 @@ export interface ServerSnapshot {
 export interface ServerUpdate {
   kind: "update";
   update: unknown;
-  seq?: number;
+  seq?: number | null;
   span: number;
 }
 
