@@ -2,7 +2,7 @@
 // session snapshot, `page` answers and the seat's numbered updates (docs/protocol.md, "Agent
 // seats"). Pure: no I/O, so the fold is the same for a live update and one a `seat_range` repaid.
 
-import type { AgentHeader, PermissionCard, QuestionCard, QueuedPrompt, Turn } from "./gen/protocol";
+import type { AgentHeader, ContextUsage, PermissionCard, QuestionCard, QueuedPrompt, Turn } from "./gen/protocol";
 
 export type { AgentHeader, PermissionCard, QuestionCard, QueuedPrompt, Turn } from "./gen/protocol";
 
@@ -11,32 +11,10 @@ export type ChatMessage = Turn["messages"][number];
 export type Block = Extract<ChatMessage, { type: "assistant" }>["blocks"][number];
 export type Delta = Extract<ChatMessage, { type: "delta" }>;
 
-/** The header fields the page shows; the optional ones show only when the server sends them. */
-export interface AgentHeaderView extends AgentHeader {
-  effort?: string | null;
-  context_usage?: unknown;
-}
-
-function numberIn(record: Record<string, unknown>, names: string[]): number | null {
-  for (const name of names) {
-    const value = record[name];
-    if (typeof value === "number" && Number.isFinite(value)) return value;
-  }
-  return null;
-}
-
-/** How full the context is (0 to 1) from the header's `context_usage`, whichever of the usual
- * names it spells its numbers with (a percentage, or tokens used of a window); null when it says
- * neither, so the meter simply does not show. */
-export function contextFraction(usage: unknown): number | null {
-  if (!usage || typeof usage !== "object") return null;
-  const record = usage as Record<string, unknown>;
-  const percent = numberIn(record, ["percentage", "percent"]);
-  if (percent !== null) return Math.min(1, Math.max(0, percent / 100));
-  const used = numberIn(record, ["used", "total_tokens", "tokens", "input_tokens"]);
-  const limit = numberIn(record, ["limit", "max_tokens", "context_window", "raw_max_tokens"]);
-  if (used === null || !limit) return null;
-  return Math.min(1, Math.max(0, used / limit));
+/** How full the context is (0 to 1), from the header's `context_usage` (null: not known yet). */
+export function contextFraction(usage: ContextUsage | null): number | null {
+  if (!usage || !Number.isFinite(usage.percentage)) return null;
+  return Math.min(1, Math.max(0, usage.percentage / 100));
 }
 
 export interface Problem {
@@ -45,7 +23,7 @@ export interface Problem {
 }
 
 export interface AgentState {
-  header: AgentHeaderView;
+  header: AgentHeader;
   /** Oldest first: the pages read with `more`, the snapshot's turns, then what was appended. */
   turns: Turn[];
   /** Where `more` reads on (null: the first turn is held). */
@@ -84,7 +62,7 @@ export function agentFromSnapshot(data: Record<string, unknown>): AgentState {
   const conversation = (data.conversation ?? { turns: [], cursor: null }) as { turns: Turn[]; cursor: number | null };
   const state = (data.state ?? {}) as { queue?: QueuedPrompt[] };
   return {
-    header: data.header as AgentHeaderView,
+    header: data.header as AgentHeader,
     turns: conversation.turns,
     cursor: conversation.cursor,
     streaming: [],
@@ -144,7 +122,7 @@ export function foldAgent(state: AgentState, variant: string, body: Record<strin
     case "ask_resolved":
       return { ...state, asks: state.asks.filter((ask) => ask.id !== body.id) };
     case "agent_header":
-      return { ...state, header: { ...state.header, ...(body.header as AgentHeaderView) } };
+      return { ...state, header: { ...state.header, ...(body.header as AgentHeader) } };
     case "agent_problem":
       return { ...state, problems: [...state.problems.slice(-4), { code: String(body.code), message: String(body.message) }] };
     case "slash_commands_changed":

@@ -112,7 +112,9 @@ export class App {
   private agentEpoch: string | null = null;
   private agentNext: number | null = null;
   /** Live updates held back while a `seat_range` repair is out (applied after its frames). */
-  private agentHeld: { seq: number; update: ServerUpdate["update"] }[] | null = null;
+  private agentHeld: { seq: number; span: number; update: ServerUpdate["update"] }[] | null = null;
+  /** The last number the `seat_range` repair out asked for (its frames end there). */
+  private agentRepairTo = 0;
   private bootId: string | null = null;
   private replaying = false;
   private droppedAt: number | null = null;
@@ -267,8 +269,10 @@ export class App {
     this.send({ kind: "showing", seat });
   }
 
+  /** A seat is held as an answering client: this page puts an agent's asks in front of a person
+   * who answers them (a connection that did not say so has its answers refused). */
   private subscribe_(what: Subject): void {
-    this.send({ kind: "subscribe", what });
+    this.send(typeof what === "object" ? { kind: "subscribe", what, answering: true } : { kind: "subscribe", what });
   }
 
   private message(message: ServerMessage): void {
@@ -335,8 +339,10 @@ export class App {
         this.refreshSession();
         return;
       }
-      this.nextSeq = message.seq + 1;
-      this.agentUpdate(message.seq, message.update);
+      // A frame of folded token appends stands for `span` numbers.
+      const span = Math.max(1, message.span);
+      this.nextSeq = message.seq + span;
+      this.agentUpdate(message.seq, span, message.update);
     }
     const home = this.home;
     switch (variant) {
@@ -409,6 +415,7 @@ export class App {
     if (held && this.agentNext === header.seq) return; // nothing was missed: keep what streamed
     if (held && this.agentNext !== null && this.agentNext < header.seq && this.heldSeat) {
       this.agentHeld = [];
+      this.agentRepairTo = header.seq - 1;
       this.send({
         kind: "seat_range",
         slot: this.heldSeat,
@@ -423,34 +430,42 @@ export class App {
     this.agentNext = header.seq;
   }
 
-  private agentUpdate(seq: number, update: ServerUpdate["update"]): void {
+  private agentUpdate(seq: number, span: number, update: ServerUpdate["update"]): void {
     if (!this.seatAgent && updateParts(update)[0] === "agent_header") {
       this.refreshSession(); // an agent was started on the seat held: read it as an agent seat
       return;
     }
     if (!this.seatAgent || this.agentNext === null) return;
     if (this.agentHeld) {
-      this.agentHeld.push({ seq, update });
+      this.agentHeld.push({ seq, span, update });
       return;
     }
-    this.agentApply(seq, update);
+    this.agentApply(seq, span, update);
   }
 
   /** The next numbered frame folded in: an older seq was folded already, and a newer one waits
    * for the repair its gap started (the frames between come from `seat_range`). */
-  private agentApply(seq: number, update: ServerUpdate["update"]): void {
+  private agentApply(seq: number, span: number, update: ServerUpdate["update"]): void {
     if (!this.seatAgent || this.agentNext === null || seq !== this.agentNext) return;
     const [variant, body] = updateParts(update);
     this.seatAgent = foldAgent(this.seatAgent, variant, body);
-    this.agentNext = seq + 1;
+    this.agentNext = seq + span;
   }
 
   private seatFrames(message: ServerSeatFrames): void {
     if (!this.agentHeld || !sameSeat(message.slot, this.heldSeat) || message.epoch !== this.agentEpoch) return;
     const held = this.agentHeld;
     this.agentHeld = null;
-    for (const frame of message.frames) this.agentApply(frame.seq, frame.update);
-    for (const frame of held) this.agentApply(frame.seq, frame.update);
+    // A repaired frame carries no span (S23), so the range's own frames are taken in order and
+    // the next number is the one after the range asked for; the held live frames follow.
+    for (const frame of message.frames) {
+      if (this.agentNext !== null && frame.seq >= this.agentNext) {
+        this.agentNext = frame.seq;
+        this.agentApply(frame.seq, 1, frame.update);
+      }
+    }
+    this.agentNext = this.agentRepairTo + 1;
+    for (const frame of held) this.agentApply(frame.seq, frame.span, frame.update);
   }
 
   /** The window no longer holds the frames missed: start over from a fresh snapshot. */

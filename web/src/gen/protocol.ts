@@ -818,10 +818,26 @@ export interface Turn {
   messages: (UserMessage | AssistantMessage | ToolResultMessage | DeltaMessage | ResultMessage)[];
 }
 
+export interface ContextCategory {
+  name: string;
+  tokens: number;
+}
+
+/** What the session's context holds (the CLI's `/context`). */
+export interface ContextUsage {
+  total_tokens: number;
+  max_tokens: number;
+  percentage: number;
+  model: string;
+  categories: ContextCategory[];
+}
+
 /** The header fields an agent seat fills (the rest keep their session snapshot values). */
 export interface AgentHeader {
   model: string | null;
+  effort: string | null;
   permission_mode: string | null;
+  context_usage: ContextUsage | null;
   turn_in_flight: boolean;
   agent_session_id: string | null;
 }
