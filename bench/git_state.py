@@ -44,7 +44,7 @@ async def serve(config: Path) -> None:
     from forge.ipc.manager import WorkerManager
     from forge.logs import configure
     from forge.supervisor import settings
-    from forge.supervisor.seatfiles import documents, gitwatch
+    from forge.supervisor.seatfiles import service as seatfiles
     from forge.supervisor.socket.core import Supervisor
     from forge.supervisor.socket.server import SocketServer
     from forge.wire.seats import Seat
@@ -55,8 +55,7 @@ async def serve(config: Path) -> None:
         supervisor = Supervisor(loaded)
         watcher = ConfigWatcher(config, loaded, supervisor.apply_config)
         settings.install(supervisor, watcher.check)
-        documents.install(supervisor)
-        gitwatch.install(supervisor, manager)
+        seatfiles.install(supervisor, manager)
         socket = SocketServer(supervisor)
         await socket.start()
         await supervisor.start_seat(Seat(**SEAT))
@@ -174,7 +173,7 @@ async def snapshots(
 
 async def reads(tree: Path, rounds: int, phase_s: float) -> tuple[list[float], list[float]]:
     """`scan` and `read_diff` run here, as `snapshots` paces them: each one's milliseconds."""
-    from forge.supervisor.seatfiles.gitstate import read_diff, scan
+    from forge.workers.trees.gitstate import read_diff, scan
 
     scans: list[float] = []
     diffs: list[float] = []

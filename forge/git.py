@@ -40,6 +40,9 @@ from forge.errors import InternalError
 TIMEOUT_S = 30.0
 """One git command's default bound; past it the process is killed and `GitError` says so."""
 
+BINARY_PROBE = 8000
+"""As git decides: a NUL in a file's first 8000 bytes makes it binary."""
+
 Config = tuple[tuple[str, str], ...]
 """Configuration pairs given to git through `GIT_CONFIG_COUNT`: the last word on each key."""
 

@@ -32,11 +32,11 @@ from forge.clock import PinnedClock
 from forge.config import load_config
 from forge.ipc.manager import WorkerManager
 from forge.lab import replay_git
-from forge.supervisor.seatfiles.gitstate import LocalTrees, Seen
 from forge.supervisor.seatfiles.trees import TreeWorker
 from forge.supervisor.socket.core import Supervisor
 from forge.wire.git import Diff, Populated
-from forge.workers.trees.protocol import WatchHeard
+from forge.workers.trees.gitstate import LocalTrees
+from forge.workers.trees.protocol import Seen, WatchHeard
 from forge.workers.trees.watch import git_folders
 
 WHERE = ("config", "include", "worktree")

@@ -43,6 +43,12 @@ no seq; `set_fatal_error(message)` and `mark_unseen(seat)` are the O-H5 and O-H4
 `supervisor.is_held(seat)` says whether any connection subscribes the seat's session (the
 process walker walks only held seats).
 
+Subjects. `register_subject(unit, reader)` answers a unit subject's snapshot (`board`, `usage`,
+...); `register_session_layer(layer)` lays `await layer(state)` over each session snapshot (the
+seat files' `work`/`git`/`diff`, an agent seat's conversation); `register_work_reader(reader)`
+reads the `work` row of home's projects and agents (the seat files' tree worker; without one the
+row says git does not run there).
+
 Sending to one connection (`forge.supervisor.socket.connection.Connection`). Every frame goes
 through the connection's backlog and its one writer, whose writes are bounded by
 `write_timeout_s`:

@@ -28,7 +28,7 @@ from forge.logs import get_logger
 from forge.supervisor import lab, processes, settings
 from forge.supervisor.agent import service as agent
 from forge.supervisor.browser import service as browser
-from forge.supervisor.seatfiles import documents, gitwatch
+from forge.supervisor.seatfiles import service as seatfiles
 from forge.supervisor.socket import client_perf
 from forge.supervisor.socket.core import Supervisor
 from forge.supervisor.socket.loopwatch import LoopWatch
@@ -69,8 +69,7 @@ async def running_supervisor(
         views = processes.install(supervisor, manager, shells.shell_pids)
         browser.install(supervisor, manager)
         settings.install(supervisor, watcher.check)
-        documents.install(supervisor)
-        gitwatch.install(supervisor, manager)
+        seatfiles.install(supervisor, manager)
         client_perf.install(supervisor)
         speech = voice.install(supervisor, manager)
         lab.install(supervisor, manager, views.walker_handle)

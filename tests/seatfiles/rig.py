@@ -25,7 +25,8 @@ from forge.config import ConfigWatcher, load_config
 from forge.ipc.manager import WorkerManager
 from forge.supervisor import settings
 from forge.supervisor.app import publish_workers
-from forge.supervisor.seatfiles import documents, gitwatch
+from forge.supervisor.seatfiles import gitwatch
+from forge.supervisor.seatfiles import service as seatfiles
 from forge.supervisor.socket.core import Supervisor
 from forge.supervisor.socket.server import SocketServer
 from forge.wire.seats import Seat
@@ -122,8 +123,7 @@ async def tree_rig(
         publish_workers(supervisor, manager)
         watcher = ConfigWatcher(config, loaded, supervisor.apply_config)
         settings.install(supervisor, watcher.check)
-        documents.install(supervisor)
-        watch = gitwatch.install(supervisor, manager, linger_s=linger_s)
+        watch = seatfiles.install(supervisor, manager, linger_s=linger_s)
         socket = SocketServer(supervisor)
         await socket.start()
         await supervisor.start_seat(SEAT)

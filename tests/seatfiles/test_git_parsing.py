@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import msgspec
 
-from forge.supervisor.seatfiles.gitdiff import DiffReader, header_paths, unquote, untracked_file
-from forge.supervisor.seatfiles.gitparse import ahead, parse_changes, parse_status, pick_base
 from forge.wire.git import (
     DIFF_BYTES_MAX,
     DIFF_FILES_MAX,
@@ -16,6 +14,8 @@ from forge.wire.git import (
     Populated,
     Work,
 )
+from forge.workers.trees.gitdiff import DiffReader, header_paths, unquote, untracked_file
+from forge.workers.trees.gitparse import ahead, parse_changes, parse_status, pick_base
 from forge.workers.trees.watch import relevant
 
 

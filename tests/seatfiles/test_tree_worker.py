@@ -15,9 +15,8 @@ import msgspec
 from websockets.asyncio.client import ClientConnection
 
 from forge.ipc.manager import WorkerManager
-from forge.supervisor.seatfiles.gitstate import Seen
 from forge.testing.supervised import Start as Supervise
-from forge.workers.trees.protocol import TREES, ReadScan
+from forge.workers.trees.protocol import TREES, ReadScan, Seen
 
 from .rig import FRAME_S, WIRE_SEAT, Rig, Start, make_repo, next_kind, run, send
 

@@ -25,10 +25,10 @@ from typing import Any
 import msgspec
 
 from forge.errors import PeerError
-from forge.git import GitError
+from forge.git import BINARY_PROBE, GitError
 from forge.supervisor.seatfiles.confined import Found, ReadRefused, read_confined
 from forge.supervisor.seatfiles.doclist import list_documents
-from forge.supervisor.seatfiles.gitdiff import BINARY_PROBE
+from forge.supervisor.seatfiles.trees import TreeReads
 from forge.supervisor.socket.connection import Connection
 from forge.supervisor.socket.core import Supervisor
 from forge.wire import client
@@ -71,16 +71,18 @@ def content_hash(data: bytes) -> str:
     return str(int.from_bytes(hashlib.sha256(data).digest()[:8], "big"))
 
 
-def install(supervisor: Supervisor) -> None:
-    documents = _Documents(supervisor)
+def install(supervisor: Supervisor, trees: TreeReads) -> None:
+    """Serve the document verbs; `file_content` reads a file at a commit through `trees`."""
+    documents = _Documents(supervisor, trees)
     supervisor.register_verb(client.DocumentRead, documents.document_read)
     supervisor.register_verb(client.DocumentList, documents.document_list)
     supervisor.register_verb(client.FileContent, documents.file_content)
 
 
 class _Documents:
-    def __init__(self, supervisor: Supervisor) -> None:
+    def __init__(self, supervisor: Supervisor, trees: TreeReads) -> None:
         self._supervisor = supervisor
+        self._trees = trees
 
     def _ceiling(self) -> int:
         return self._supervisor.loaded.config.documents.max_size_mib * MIB
@@ -177,7 +179,7 @@ class _Documents:
             raise DocumentRefused(f"seat {seat} has not been started")
         path = _tree_path(message.path, state.directory)
         revision = _revision(message.sha)
-        trees = self._supervisor.trees
+        trees = self._trees
         commit = await trees.commit(state.directory, revision)
         if commit is None:
             raise DocumentRefused(f"{revision} is not a revision of {seat}'s tree")

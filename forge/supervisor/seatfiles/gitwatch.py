@@ -2,9 +2,9 @@
 
 A tree is watched while a connection holds the session of a seat working in it (several seats of
 one project share one watch), and for `LINGER_S` after its last holder leaves. The watch and the
-scans run in the tree worker (`forge.workers.trees`, through `trees.TreeWorker`, started with
-this service, which also makes it the supervisor's git reader): here a watch is only its
-`ready`/`changed` events, and bursts that arrive while a scan runs fold into one next scan.
+scans run in the tree worker (`forge.workers.trees`, through `trees.TreeWorker`): here a watch
+is only its `ready`/`changed` events, and bursts that arrive while a scan runs fold into one
+next scan.
 
 A scan is pushed to a seat, on its counter and to home, unless it is the one thing every holder of
 the seat was told (`SeatState.told`: the snapshots taken since the last push, or that push). The
@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from forge.git import GitError
-from forge.ipc.manager import WorkerManager
 from forge.logs import get_logger
 from forge.supervisor.seatfiles.trees import TreeWorker
 from forge.supervisor.service import TaskSet
@@ -37,13 +36,8 @@ LINGER_S = 30.0
 does not pay for setting the watch up again (half a second of the tree worker for 20,000 files)."""
 
 
-def install(
-    supervisor: Supervisor, manager: WorkerManager, *, linger_s: float = LINGER_S
-) -> GitWatch:
-    """Start the tree worker, make it the supervisor's git reader, and watch held seats."""
-    trees = TreeWorker(supervisor, manager)
-    trees.install()
-    supervisor.trees = trees
+def install(supervisor: Supervisor, trees: TreeWorker, *, linger_s: float = LINGER_S) -> GitWatch:
+    """Watch held seats' trees with the tree worker."""
     watch = GitWatch(supervisor, trees, linger_s)
     supervisor.on_held(watch.held)
     supervisor.on_shutdown(watch.stop)

@@ -1,7 +1,7 @@
 """The supervisor's side of the tree worker (`forge.workers.trees`): git reads and tree watches
 by asking.
 
-`TreeWorker` is a `gitstate.TreeReads` whose every read runs in the tree worker, so the
+`TreeWorker` is a `TreeReads` whose every read runs in the tree worker, so the
 supervisor's event loop never forks a git or parses its output; and it hands out tree watches.
 The worker manager starts the worker with this service and restarts it when it dies (its row in
 `workers` says so); an ask open at its death fails, and so does every watch (its listener hears
@@ -15,18 +15,18 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from forge.git import GitError
 from forge.ipc.errors import RequestFailed, WorkerError
 from forge.ipc.manager import WorkerEvent, WorkerHandle, WorkerManager, WorkerRow
 from forge.ipc.protocol import WorkerRequest, call
 from forge.logs import get_logger
-from forge.supervisor.seatfiles.gitstate import NO_SCAN, Seen
 from forge.supervisor.service import WorkerService, worker_words
 from forge.supervisor.socket.core import Supervisor
 from forge.wire.git import NO_GIT, Diff, Work
 from forge.workers.trees.protocol import (
+    NOTHING_SEEN,
     TREES,
     ReadBlob,
     ReadRecord,
@@ -34,6 +34,7 @@ from forge.workers.trees.protocol import (
     ReadWork,
     Recorded,
     ResolveCommit,
+    Seen,
     Unwatch,
     Watch,
     WatchHeard,
@@ -51,8 +52,24 @@ READ_S = 120.0
 record runs several; the manager's hang check covers a stuck worker)."""
 
 
-NOTHING_RECORDED = Recorded(NO_SCAN.seen, None)
+NOTHING_RECORDED = Recorded(NOTHING_SEEN, None)
 """What a record reads where git does not run."""
+
+
+class TreeReads(Protocol):
+    """Every git read the supervisor makes of a seat's tree, wherever the git runs."""
+
+    async def work(self, directory: Path) -> Work: ...
+
+    async def scan(self, directory: Path) -> Seen: ...
+
+    async def record(self, directory: Path) -> tuple[Seen, Diff | None]: ...
+
+    async def commit(self, directory: Path, revision: str) -> str | None: ...
+
+    async def blob(self, directory: Path, commit: str, path: str, limit: int) -> tuple[int, bytes]:
+        """The file's size and its first `limit` bytes, or `GitError` in words."""
+        ...
 
 
 class TreeWorker(WorkerService):
@@ -91,7 +108,7 @@ class TreeWorker(WorkerService):
         return await self._read(ReadWork(directory=str(directory)), NO_GIT)
 
     async def scan(self, directory: Path) -> Seen:
-        return await self._read(ReadScan(directory=str(directory)), NO_SCAN.seen)
+        return await self._read(ReadScan(directory=str(directory)), NOTHING_SEEN)
 
     async def record(self, directory: Path) -> tuple[Seen, Diff | None]:
         recorded = await self._read(ReadRecord(directory=str(directory)), NOTHING_RECORDED)

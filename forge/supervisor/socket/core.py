@@ -3,7 +3,8 @@
 Connections come and go through `attach`/`detach`; each client frame is decoded by `accept` on
 the connection's read path (which answers `ping` itself), and `dispatch` hands the typed message
 or binary frame to the handler registered for its type. Areas plug in with `register_verb`,
-`register_command`, `register_binary`, `on_disconnect`, `on_held` and `on_shutdown`, start
+`register_command`, `register_binary`, `register_subject`, `register_session_layer`,
+`register_work_reader`, `on_disconnect`, `on_held` and `on_shutdown`, start
 seats with `start_seat` and publish with `publish_seat_update`/`publish_keyless`; see the
 package docstring for the contract.
 """
@@ -20,7 +21,6 @@ from forge.clock import SYSTEM_CLOCK, Clock, epoch_ms
 from forge.config import LoadedConfig, build_stamp, greeting_settings
 from forge.errors import InternalError
 from forge.logs import get_logger
-from forge.supervisor.seatfiles.gitstate import LocalTrees, TreeReads
 from forge.supervisor.socket import subjects
 from forge.supervisor.socket.connection import Connection
 from forge.supervisor.socket.seats import SeatRegistry, SeatState
@@ -70,8 +70,7 @@ class Supervisor:
         self.fatal_error: dict[str, Any] | None = None
         self.workers: Callable[[], list[dict[str, Any]]] = list
         """The home `workers` rows (D4); the worker manager replaces this with its own reader."""
-        self.trees: TreeReads = LocalTrees()
-        """Git reads of seats' trees; the seat files replace this with the tree worker."""
+        self._read_work: subjects.WorkReader = subjects.no_work
         self._subscribers: defaultdict[Subject, set[Connection]] = defaultdict(set)
         self._unseen: dict[Seat, None] = {}
         self._verbs: dict[type[ClientMessage], VerbHandler[Any]] = {}
@@ -150,6 +149,11 @@ class Supervisor:
         """Lay `await layer(state)` over each session snapshot: its keys replace the snapshot's,
         a dict value updating the snapshot's dict of that key (an agent seat's header)."""
         self._session_layers.append(layer)
+
+    def register_work_reader(self, reader: subjects.WorkReader) -> None:
+        """Read the `work` row of a project's or seat's tree with `await reader(directory)` (the
+        seat files' git reads); until then every row says git does not run there."""
+        self._read_work = reader
 
     def on_disconnect(self, hook: Callable[[Connection], None]) -> None:
         """Run `hook(connection)` in every connection's one teardown (T16)."""
@@ -292,7 +296,7 @@ class Supervisor:
 
     async def publish_agents_row(self, state: SeatState) -> int:
         """Announce the seat's agents row (`seat_changed{key,row}`) to the seat and home."""
-        row = subjects.agents_row(state, await self.trees.work(state.directory))
+        row = subjects.agents_row(state, await self._read_work(state.directory))
         return self.publish_seat_update(
             state.seat, "seat_changed", {"key": state.seat, "row": row}, home=True
         )
@@ -345,7 +349,7 @@ class Supervisor:
         one no area serves answers the document's "nothing" values, never an error: D1)."""
         if isinstance(subject, SessionSubject):
             state = self.require_seat("subscribe", subject.session)
-            data = await subjects.session(state, self.trees)
+            data = subjects.session(state)
             for layer in self._session_layers:
                 for key, value in (await layer(state)).items():
                     if isinstance(value, dict) and isinstance(data.get(key), dict):
@@ -359,7 +363,7 @@ class Supervisor:
                 self.seats,
                 unseen=list(self._unseen),
                 facts=self._home_facts(),
-                trees=self.trees,
+                read_work=self._read_work,
             )
         reader = self._subject_readers.get(subject, self._nothing_yet)
         return await reader()

@@ -1,23 +1,32 @@
 """What each subject's snapshot carries (H01-H13, D1), built from the supervisor's state.
 
 Keys this server has nothing for yet are present with the document's "nothing" values (O-H1),
-so a client that reads them finds what it expects. The `work` rows, a seat's `git` layer and its
-`diff` are read with real git (`forge.supervisor.seatfiles.gitstate`).
+so a client that reads them finds what it expects. The `work` rows are read by the `WorkReader`
+the seat files register (else every row is `NO_GIT`); a seat's `git` layer and `diff` are laid
+over its session by them too.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 from forge.config import ForgeConfig, ProjectConfig
-from forge.supervisor.seatfiles.gitstate import TreeReads
 from forge.supervisor.socket.seats import SeatState
-from forge.wire.git import Work
+from forge.wire.git import NO_GIT, Work
 from forge.wire.seats import Seat
 
 Data = dict[str, Any]
+WorkReader = Callable[[Path], Awaitable[Work]]
+"""The `work` row of the tree at a path."""
+
+
+async def no_work(directory: Path) -> Work:
+    """The row of a tree nobody reads: git does not run there, as far as the core knows."""
+    del directory
+    return NO_GIT
 
 
 def agents_row(state: SeatState, work: Work) -> Data:
@@ -55,13 +64,13 @@ async def home(
     *,
     unseen: Iterable[Seat],
     facts: Data,
-    trees: TreeReads,
+    read_work: WorkReader,
 ) -> Data:
     """The fleet: projects and agents with their git work, plus the run's own facts."""
     started = list(seats)
     works = await asyncio.gather(
-        *(trees.work(project.path) for project in config.projects),
-        *(trees.work(state.directory) for state in started),
+        *(read_work(project.path) for project in config.projects),
+        *(read_work(state.directory) for state in started),
     )
     project_works, seat_works = works[: len(config.projects)], works[len(config.projects) :]
     return {
@@ -93,10 +102,9 @@ async def home(
     }
 
 
-async def session(state: SeatState, trees: TreeReads) -> Data:
-    """One seat (H09-H13): slot, header with the next seq and the epoch, state, terminal..."""
-    found, diff = await trees.record(state.directory)
-    state.told.add(found.told)
+def session(state: SeatState) -> Data:
+    """One seat (H09-H13): slot, header with the next seq and the epoch, state, terminal...
+    (`work`, `git` and `diff` say git does not run there until the seat files lay theirs over)."""
     return {
         "slot": state.seat,
         "header": {
@@ -117,12 +125,12 @@ async def session(state: SeatState, trees: TreeReads) -> Data:
         "terminal": state.terminal,
         "processes": state.processes,
         "background_tasks": state.background_tasks,
-        "work": found.work,
+        "work": NO_GIT,
         "conversation": {"turns": [], "cursor": None, "compactions": 0},
-        "git": found.git,
+        "git": None,
         "pr": None,
         "closes": [],
-        "diff": diff,
+        "diff": None,
         "mcp": None,
         "file_index": None,
         "composer": None,

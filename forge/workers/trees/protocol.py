@@ -14,11 +14,27 @@ from typing import Literal
 import msgspec
 
 from forge.ipc.protocol import WorkerEvent, WorkerProtocol, WorkerRequest
-from forge.supervisor.seatfiles.gitstate import Seen
-from forge.wire.git import Diff, Work
+from forge.wire.git import NO_GIT, Diff, GitLayer, Work
 
 GIT_FAILED = "git"
 """The refusal code of a read git could not answer; its message is git's failure in words."""
+
+
+class Seen(msgspec.Struct, frozen=True):
+    """What the supervisor keeps of a scan: the rows a client draws. Not the status entries a
+    diff is read from: thousands of them in a busy tree, decoded for nothing on its loop."""
+
+    work: Work
+    git: GitLayer | None
+
+    @property
+    def told(self) -> bytes:
+        """What a holder of the seat learns from this scan: the work row and the git layer."""
+        return msgspec.json.encode((self.work, self.git))
+
+
+NOTHING_SEEN = Seen(NO_GIT, None)
+"""What a scan reads where git does not run."""
 
 
 class Recorded(msgspec.Struct, frozen=True):

@@ -17,7 +17,7 @@ from pathlib import Path
 from watchfiles._rust_notify import RustNotify
 
 from forge.git import GitError
-from forge.supervisor.seatfiles.gitstate import git
+from forge.workers.trees.gitstate import git
 from forge.workers.trees.protocol import WatchHeard
 
 STEP_MS = 50

@@ -18,8 +18,8 @@ from typing import TypeVar
 from forge.git import GitError
 from forge.ipc.errors import RequestFailed
 from forge.ipc.worker import Worker, handles
-from forge.supervisor.seatfiles.gitstate import LocalTrees, Seen
 from forge.wire.git import Work
+from forge.workers.trees.gitstate import LocalTrees
 from forge.workers.trees.protocol import (
     GIT_FAILED,
     TREES,
@@ -30,6 +30,7 @@ from forge.workers.trees.protocol import (
     ReadWork,
     Recorded,
     ResolveCommit,
+    Seen,
     Unwatch,
     Watch,
     WatchHeard,

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
+from forge.git import BINARY_PROBE
 from forge.wire.git import (
     DIFF_BYTES_MAX,
     DIFF_FILES_MAX,
@@ -36,8 +37,6 @@ _KINDS: dict[bytes, Literal["context", "added", "removed"]] = {
     b"+": "added",
 }
 SUBMODULE_MODE = b"160000"
-BINARY_PROBE = 8000
-"""As git decides: a NUL in a file's first 8000 bytes makes it binary."""
 
 
 def unquote(text: str) -> str:

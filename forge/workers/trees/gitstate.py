@@ -21,24 +21,10 @@ import os
 import stat
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import Protocol
 
 import msgspec
 
 from forge.git import Config, GitError, driver_overrides, failure, process, run
-from forge.supervisor.seatfiles.gitdiff import DiffReader, untracked_file
-from forge.supervisor.seatfiles.gitparse import (
-    LOG_FORMAT,
-    REFS_FORMAT,
-    Counted,
-    Entry,
-    StatusRead,
-    ahead,
-    parse_numstat,
-    parse_status,
-    pick_base,
-    worktree,
-)
 from forge.wire.git import (
     COMMITS_MAX,
     DIFF_FILES_MAX,
@@ -53,6 +39,20 @@ from forge.wire.git import (
     ScanFailed,
     Work,
 )
+from forge.workers.trees.gitdiff import DiffReader, untracked_file
+from forge.workers.trees.gitparse import (
+    LOG_FORMAT,
+    REFS_FORMAT,
+    Counted,
+    Entry,
+    StatusRead,
+    ahead,
+    parse_numstat,
+    parse_status,
+    pick_base,
+    worktree,
+)
+from forge.workers.trees.protocol import Seen
 
 STREAM_BUDGET = 16 * 1024 * 1024
 """The most patch text read for one diff layer; past it the layer is capped."""
@@ -140,19 +140,6 @@ class Scan(msgspec.Struct, frozen=True):
     @property
     def seen(self) -> Seen:
         return Seen(self.work, self.git)
-
-
-class Seen(msgspec.Struct, frozen=True):
-    """What the supervisor keeps of a scan: the rows a client draws. Not the status entries a
-    diff is read from: thousands of them in a busy tree, decoded for nothing on its loop."""
-
-    work: Work
-    git: GitLayer | None
-
-    @property
-    def told(self) -> bytes:
-        """What a holder of the seat learns from this scan: the work row and the git layer."""
-        return msgspec.json.encode((self.work, self.git))
 
 
 NO_SCAN = Scan(NO_GIT, None, [], "HEAD", None)
@@ -326,24 +313,8 @@ async def read_blob(directory: Path, commit: str, path: str, limit: int) -> tupl
     return int(size), b"".join(chunks)
 
 
-class TreeReads(Protocol):
-    """Every git read the supervisor makes of a seat's tree, wherever the git runs."""
-
-    async def work(self, directory: Path) -> Work: ...
-
-    async def scan(self, directory: Path) -> Seen: ...
-
-    async def record(self, directory: Path) -> tuple[Seen, Diff | None]: ...
-
-    async def commit(self, directory: Path, revision: str) -> str | None: ...
-
-    async def blob(self, directory: Path, commit: str, path: str, limit: int) -> tuple[int, bytes]:
-        """The file's size and its first `limit` bytes, or `GitError` in words."""
-        ...
-
-
 class LocalTrees:
-    """The reads run by this process (the tree worker runs these; so may a test)."""
+    """Every git read of a seat's tree, run by this process (the tree worker's host; a test)."""
 
     async def work(self, directory: Path) -> Work:
         return await read_work(directory)
