@@ -60,8 +60,8 @@ CONSUMERS: dict[tuple[str, str], ReloadClass] = {
     # started in, so a moved path reaches a seat when it next starts.
     ("supervisor/socket/core.py", "projects[].org"): "live",
     ("supervisor/socket/core.py", "projects[].name"): "live",
-    ("supervisor/browser/service.py", "projects[].org"): "live",
-    ("supervisor/browser/service.py", "projects[].name"): "live",
+    ("supervisor/browser/hosts.py", "projects[].org"): "live",
+    ("supervisor/browser/hosts.py", "projects[].name"): "live",
     ("supervisor/terminal/service.py", "projects[].org"): "live",
     ("supervisor/terminal/service.py", "projects[].name"): "live",
     # An agent seat finds its project and directory, and the CLI it runs, at each spawn.
@@ -86,11 +86,11 @@ CONSUMERS: dict[tuple[str, str], ReloadClass] = {
     ("supervisor/terminal/service.py", "terminal.shell"): "next_session",
     # The browser: the profile is resolved at every verb; a host takes its binary, home page
     # and idle clock when it starts.
-    ("supervisor/browser/service.py", "projects[].browser_profile"): "live",
-    ("supervisor/browser/service.py", "orgs[].browser_profile"): "live",
-    ("supervisor/browser/service.py", "browser.chromium_path"): "next_session",
-    ("supervisor/browser/service.py", "browser.home_url"): "next_session",
-    ("supervisor/browser/service.py", "browser.idle_close_s"): "next_session",
+    ("supervisor/browser/hosts.py", "projects[].browser_profile"): "live",
+    ("supervisor/browser/hosts.py", "orgs[].browser_profile"): "live",
+    ("supervisor/browser/hosts.py", "browser.chromium_path"): "next_session",
+    ("supervisor/browser/hosts.py", "browser.home_url"): "next_session",
+    ("supervisor/browser/hosts.py", "browser.idle_close_s"): "next_session",
     # `forge supervise` applies the level at start and on every reload.
     ("supervisor/cli.py", "log.level"): "live",
     # forge.log's rotation is set as the supervisor starts and handed to each worker it starts.
