@@ -4,8 +4,8 @@ sink per profile, and the one line a profile's row shows while its sound cannot 
 The server is the `audio` worker (`forge.workers.audio`), which owns the PulseAudio daemon. A
 profile's sink is made before its host starts, so Chromium finds it from its first sound; after
 the server restarts (a new daemon, with no sinks), `tabsound.TabSound` asks for every live
-profile's sink again and tells its host to reconnect. A machine without PulseAudio, or `[browser] audio =
-false`, never starts it: hosts run without sound and their rows say why.
+profile's sink again and tells its host to reconnect. A machine without PulseAudio, or
+`[browser] audio = false`, never starts it: hosts run without sound and their rows say why.
 """
 
 from __future__ import annotations
