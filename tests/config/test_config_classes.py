@@ -62,8 +62,8 @@ CONSUMERS: dict[tuple[str, str], ReloadClass] = {
     ("supervisor/socket/core.py", "projects[].name"): "live",
     ("supervisor/browser/hosts.py", "projects[].org"): "live",
     ("supervisor/browser/hosts.py", "projects[].name"): "live",
-    ("supervisor/terminal/service.py", "projects[].org"): "live",
-    ("supervisor/terminal/service.py", "projects[].name"): "live",
+    ("supervisor/terminal/hosts.py", "projects[].org"): "live",
+    ("supervisor/terminal/hosts.py", "projects[].name"): "live",
     # An agent seat finds its project and directory, and the CLI it runs, at each spawn.
     ("supervisor/agent/service.py", "projects[].org"): "live",
     ("supervisor/agent/service.py", "projects[].name"): "live",
@@ -82,8 +82,8 @@ CONSUMERS: dict[tuple[str, str], ReloadClass] = {
     ("supervisor/seatfiles/documents.py", "projects[].document_roots"): "live",
     ("supervisor/seatfiles/documents.py", "documents.max_size_mib"): "live",
     # A terminal takes its shell when it opens.
-    ("supervisor/terminal/service.py", "projects[].shell"): "next_session",
-    ("supervisor/terminal/service.py", "terminal.shell"): "next_session",
+    ("supervisor/terminal/hosts.py", "projects[].shell"): "next_session",
+    ("supervisor/terminal/hosts.py", "terminal.shell"): "next_session",
     # The browser: the profile is resolved at every verb; a host takes its binary, home page
     # and idle clock when it starts.
     ("supervisor/browser/hosts.py", "projects[].browser_profile"): "live",

@@ -74,3 +74,8 @@ class TerminalRoom(Generic[C]):
             self.controller, self.viewers.values(), sized=lambda viewer: viewer.size is not None
         )
         return owner.size if owner is not None else None
+
+
+def number_of(viewer: Viewer[C] | None) -> int | None:
+    """The viewer's number as clients are told it (`controller`), None for nobody."""
+    return viewer.number if viewer is not None else None
