@@ -2,7 +2,8 @@
 
 Connections come and go through `attach`/`detach`; each client frame is decoded by `accept` on
 the connection's read path (which answers `ping` itself), and `dispatch` hands the typed message
-or binary frame to the handler registered for its type. Areas plug in with `register_verb`,
+or binary frame to the handler registered for its type (both `dispatch.Dispatcher`'s); who holds
+which subject is `holders.Holders`'. Areas plug in with `register_verb`,
 `register_command`, `register_binary`, `register_subject`, `register_session_layer`,
 `register_work_reader`, `on_disconnect`, `on_held` and `on_shutdown`, start
 seats with `start_seat` and publish with `publish_seat_update`/`publish_keyless`; see the
@@ -13,9 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections import defaultdict
-from collections.abc import Awaitable, Callable, Iterable
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from forge.clock import SYSTEM_CLOCK, Clock, epoch_ms
 from forge.config import LoadedConfig, build_stamp, greeting_settings
@@ -23,36 +23,28 @@ from forge.errors import InternalError
 from forge.logs import get_logger
 from forge.supervisor.socket import subjects
 from forge.supervisor.socket.connection import Connection
+from forge.supervisor.socket.dispatch import (
+    B,
+    BinaryHandler,
+    BinaryNowHandler,
+    CommandHandler,
+    Dispatcher,
+    M,
+    VerbHandler,
+)
+from forge.supervisor.socket.holders import HeldHook, Holders
 from forge.supervisor.socket.seats import SeatRegistry, SeatState
 from forge.wire import server
-from forge.wire.binary import ClientBinary, Dropped, decode_client_binary
-from forge.wire.client import (
-    ClientDecoder,
-    ClientMessage,
-    Command,
-    Ping,
-    SeatRange,
-    Showing,
-    Subscribe,
-    Unsubscribe,
-)
-from forge.wire.commands import CommandCall, decode_command, reply_channel
+from forge.wire.client import ClientMessage, Command, SeatRange, Showing, Subscribe, Unsubscribe
 from forge.wire.errors import ClientRefusal
 from forge.wire.origin import OriginPolicy
 from forge.wire.seats import HOME, Seat, SessionSubject, Subject, UnitSubject, session
 from forge.wire.server import JsonFrame
-from forge.wire.unserved import UNSERVED, answer_unserved, seat_of, unserved_command
+from forge.wire.unserved import UNSERVED, answer_unserved, seat_of
 
 log = get_logger(__name__)
 
-M = TypeVar("M", bound=ClientMessage)
-B = TypeVar("B", bound=ClientBinary)
-VerbHandler = Callable[[Connection, M], Awaitable[None]]
-CommandHandler = Callable[[Connection, CommandCall], Awaitable[None]]
-BinaryHandler = Callable[[Connection, B], Awaitable[None]]
-BinaryNowHandler = Callable[[Connection, B], None]
 ShutdownHook = Callable[[], Awaitable[None]]
-HeldHook = Callable[[Subject, bool], None]
 SubjectReader = Callable[[], Awaitable[dict[str, Any]]]
 SessionLayer = Callable[[SeatState], Awaitable[dict[str, Any]]]
 
@@ -71,21 +63,14 @@ class Supervisor:
         self.workers: Callable[[], list[dict[str, Any]]] = list
         """The home `workers` rows (D4); the worker manager replaces this with its own reader."""
         self._read_work: subjects.WorkReader = subjects.no_work
-        self._subscribers: defaultdict[Subject, set[Connection]] = defaultdict(set)
-        self._unseen: dict[Seat, None] = {}
-        self._verbs: dict[type[ClientMessage], VerbHandler[Any]] = {}
-        self._commands: dict[str, CommandHandler] = {}
-        self._binary: dict[type, BinaryHandler[Any]] = {}
-        self._binary_now: dict[type, BinaryNowHandler[Any]] = {}
+        self._holders = Holders()
+        self._dispatcher = Dispatcher()
         self._disconnect_hooks: list[Callable[[Connection], None]] = []
-        self._held_hooks: list[HeldHook] = []
-        self._holders_hooks: list[Callable[[Subject], None]] = []
         self._shutdown_hooks: list[ShutdownHook] = []
         self._subject_readers: dict[str, SubjectReader] = {}
         self._session_layers: list[SessionLayer] = []
         self.home_fields: dict[str, Callable[[], Any]] = {}
         """Home fields an area owns (`dictate`, `voice`), read at each home snapshot."""
-        self._decoder = ClientDecoder()
         self._background: set[asyncio.Task[None]] = set()
         server = loaded.config.server
         scheme = "http" if server.tls_cert is None else "https"
@@ -121,25 +106,21 @@ class Supervisor:
 
     def register_verb(self, message_type: type[M], handler: VerbHandler[M]) -> None:
         """Serve `message_type` with `handler(connection, message)`; new types join the decoder."""
-        self._verbs[message_type] = handler
-        tag = str(message_type.__struct_config__.tag)
-        if tag not in self._decoder.kinds:
-            extra = [t for t in self._verbs if str(t.__struct_config__.tag) not in _BASE_KINDS]
-            self._decoder = ClientDecoder(extra)
+        self._dispatcher.register_verb(message_type, handler)
 
     def register_command(self, name: str, handler: CommandHandler) -> None:
         """Serve the `command` variant `name` (its reply_to rule is already checked)."""
-        self._commands[name] = handler
+        self._dispatcher.register_command(name, handler)
 
     def register_binary(self, frame_type: type[B], handler: BinaryHandler[B]) -> None:
         """Serve client binary frames of `frame_type` (`Dictation`, `TerminalInput`)."""
-        self._binary[frame_type] = handler
+        self._dispatcher.register_binary(frame_type, handler)
 
     def register_binary_now(self, frame_type: type[B], handler: BinaryNowHandler[B]) -> None:
         """Serve client binary frames of `frame_type` with a handler that never waits, on the
         read path itself while nothing of the connection waits for the dispatcher (a
         keystroke skips the inbox's task switch); behind what waits otherwise, in order."""
-        self._binary_now[frame_type] = handler
+        self._dispatcher.register_binary_now(frame_type, handler)
 
     def register_subject(self, subject: UnitSubject, reader: SubjectReader) -> None:
         """Answer a unit subject's snapshot with `await reader()` (the area that owns its facts)."""
@@ -162,12 +143,12 @@ class Supervisor:
     def on_held(self, hook: HeldHook) -> None:
         """Run `hook(subject, True)` when a subject gains its first holder and `hook(subject,
         False)` when it loses its last: work done only for held subjects starts and stops here."""
-        self._held_hooks.append(hook)
+        self._holders.on_held(hook)
 
     def on_holders(self, hook: Callable[[Subject], None]) -> None:
         """Run `hook(subject)` whenever a connection starts or stops holding `subject` (an
         agent seat's asks are answerable only while an answering connection holds it)."""
-        self._holders_hooks.append(hook)
+        self._holders.on_holders(hook)
 
     def on_shutdown(self, hook: ShutdownHook) -> None:
         """Await `hook()` when the supervisor stops (the worker manager's stop goes here)."""
@@ -191,9 +172,7 @@ class Supervisor:
     def detach(self, connection: Connection) -> None:
         """The one teardown every close path runs: nothing of the connection stays (T16, T17)."""
         self.connections.discard(connection)
-        for subject in connection.subscriptions:
-            self._unindex(subject, connection)
-        connection.subscriptions.clear()
+        self._holders.drop(connection)
         connection.showing = None
         for hook in self._disconnect_hooks:
             try:
@@ -202,76 +181,12 @@ class Supervisor:
                 log.exception("socket_teardown_hook_failed", peer=connection.peer)
 
     def accept(self, connection: Connection, data: str | bytes) -> object | None:
-        """Decode one client frame on the read path: a `ping` is answered here and now (T12), a
-        bad message is answered with an error, a refused binary frame is dropped with a debug
-        record (B03, B04); anything else is returned for `dispatch`, in arrival order."""
-        if isinstance(data, bytes):
-            return self._accept_binary(connection, data)
-        try:
-            message = self._decoder.decode(data)
-        except ClientRefusal as refusal:
-            self._refuse(connection, refusal)
-            return None
-        if isinstance(message, Ping):
-            connection.send_pong()
-            return None
-        return message
+        """Decode one client frame on the read path (`dispatch.Dispatcher.accept`)."""
+        return self._dispatcher.accept(connection, data)
 
     async def dispatch(self, connection: Connection, item: object) -> None:
         """Run the handler registered for a decoded message or binary frame."""
-        if not isinstance(item, ClientMessage):
-            now = self._binary_now.get(type(item))
-            if now is not None:
-                self._serve_binary_now(now, connection, item)
-                return
-            try:
-                await self._binary[type(item)](connection, item)
-            except Exception:  # a binary frame has no reply channel: the record is the answer
-                log.exception(
-                    "socket_handler_failed", peer=connection.peer, what=type(item).__name__
-                )
-            return
-        kind = str(item.__struct_config__.tag)
-        try:
-            handler = self._verbs.get(type(item))
-            if handler is None:
-                raise _not_served(item)
-            await handler(connection, item)
-        except ClientRefusal as refusal:
-            self._refuse(connection, refusal)
-        except Exception as failure:
-            # A bug in one handler must not take the client's other work down with it.
-            connection.send(server.Error(what=kind, why=_handler_failed(connection, kind, failure)))
-
-    def _refuse(self, connection: Connection, refusal: ClientRefusal) -> None:
-        log.debug("socket_refused", peer=connection.peer, what=refusal.what, why=refusal.why)
-        connection.send(server.Error(what=refusal.what, why=refusal.why, seat=refusal.seat))
-
-    @staticmethod
-    def _serve_binary_now(
-        handler: BinaryNowHandler[Any], connection: Connection, frame: object
-    ) -> None:
-        try:
-            handler(connection, frame)
-        except Exception:  # a binary frame has no reply channel: the record is the answer
-            log.exception("socket_handler_failed", peer=connection.peer, what=type(frame).__name__)
-
-    def _accept_binary(self, connection: Connection, data: bytes) -> object | None:
-        frame = decode_client_binary(data)
-        now = self._binary_now.get(type(frame))
-        if now is not None:
-            if not connection.dispatch_idle:
-                return frame  # behind what waits: in order
-            self._serve_binary_now(now, connection, frame)
-            return None
-        if not isinstance(frame, Dropped) and type(frame) in self._binary:
-            return frame
-        if isinstance(frame, Dropped):
-            reason, kind = frame.reason, frame.kind
-        else:
-            reason, kind = "nothing on this server serves it", data[0]
-        log.debug("socket_binary_dropped", peer=connection.peer, kind=kind, reason=reason)
-        return None
+        await self._dispatcher.dispatch(connection, item)
 
     # Seats and publishing.
 
@@ -316,18 +231,18 @@ class Supervisor:
         )
         seq = state.window.append(payload, len(frame.text), span)
         subjects_: list[Subject] = [session(seat), HOME] if home else [session(seat)]
-        for connection in self._holders(subjects_):
+        for connection in self._holders.of(subjects_):
             connection.send_frame(frame)
         return seq
 
     def is_held(self, seat: Seat) -> bool:
         """A seat is held while a connection subscribes its session (O-H7: walk only held seats)."""
-        return bool(self._subscribers.get(session(seat)))
+        return self._holders.is_held(seat)
 
     def publish_keyless(self, variant: str, body: dict[str, Any] | None) -> None:
         """An update that belongs to no seat: no `seq`, to every home holder (S22, H07)."""
         frame = JsonFrame.encode(server.Update.of(variant, body, seq=None))
-        for connection in self._holders([HOME]):
+        for connection in self._holders.of([HOME]):
             connection.send_frame(frame)
 
     def set_fatal_error(self, message: str) -> None:
@@ -338,7 +253,7 @@ class Supervisor:
     def mark_unseen(self, seat: Seat) -> None:
         """A seat's turn finished while nobody showed it (H04, O-H4): mark it, unless the mark
         is spent at once by a connection showing and holding the seat."""
-        self._unseen[seat] = None
+        self._holders.mark(seat)
         if not self._spend_marks():
             self._push_home()
 
@@ -361,7 +276,7 @@ class Supervisor:
             return await subjects.home(
                 self.loaded.config,
                 self.seats,
-                unseen=list(self._unseen),
+                unseen=self._holders.unseen,
                 facts=self._home_facts(),
                 read_work=self._read_work,
             )
@@ -396,57 +311,18 @@ class Supervisor:
 
     def subscribers(self, subject: Subject) -> set[Connection]:
         """The connections holding `subject` now (a copy)."""
-        return set(self._subscribers.get(subject, ()))
-
-    def _holders(self, subjects_: Iterable[Subject]) -> set[Connection]:
-        holders: set[Connection] = set()
-        for subject in subjects_:
-            holders |= self._subscribers.get(subject, set())
-        return holders
-
-    def _unindex(self, subject: Subject, connection: Connection) -> None:
-        holders = self._subscribers.get(subject)
-        if holders is not None:
-            holders.discard(connection)
-            if not holders:
-                del self._subscribers[subject]
-                self._tell_held(subject, False)
-            self._tell_holders(subject)
-
-    def _tell_holders(self, subject: Subject) -> None:
-        for hook in self._holders_hooks:
-            try:
-                hook(subject)
-            except Exception:
-                log.exception("socket_holders_hook_failed", subject=str(subject))
-
-    def _tell_held(self, subject: Subject, held: bool) -> None:
-        for hook in self._held_hooks:
-            try:
-                hook(subject, held)
-            except Exception:
-                log.exception("socket_held_hook_failed", subject=str(subject), held=held)
+        return self._holders.subscribers(subject)
 
     def _spend_marks(self) -> bool:
-        """S11: a mark is spent by a connection that shows the seat and holds its session."""
-        spent = [
-            seat
-            for seat in self._unseen
-            if any(
-                c.showing == seat and c.subscriptions[session(seat)] > 0
-                for c in self._holders([session(seat)])
-            )
-        ]
-        for seat in spent:
-            del self._unseen[seat]
-            log.info("seat_mark_spent", seat=str(seat))
+        """S11: spend the marks of seats shown and held; home hears when one was."""
+        spent = self._holders.spend_marks()
         if spent:
             self._push_home()
-        return bool(spent)
+        return spent
 
     def _push_home(self) -> None:
         """An unsolicited home snapshot to every home holder (S11, O-S15)."""
-        if not self._holders([HOME]):
+        if not self._holders.of([HOME]):
             return
         task = asyncio.get_running_loop().create_task(self._send_home())
         self._background.add(task)
@@ -455,7 +331,7 @@ class Supervisor:
     async def _send_home(self) -> None:
         data = await self.snapshot_of(HOME)
         frame = JsonFrame.encode(server.Snapshot(subject=HOME, data=data))
-        for connection in self._holders([HOME]):
+        for connection in self._holders.of([HOME]):
             connection.send_frame(frame)
 
     # The verbs this module serves itself.
@@ -470,7 +346,7 @@ class Supervisor:
         self.register_verb(Unsubscribe, self._unsubscribe)
         self.register_verb(Showing, self._showing)
         self.register_verb(SeatRange, self._seat_range)
-        self.register_verb(Command, self._command)
+        self.register_verb(Command, self._dispatcher.command)
         for shape in UNSERVED:
             self.register_verb(shape, self._unserved)
 
@@ -480,22 +356,15 @@ class Supervisor:
             connection.answering = True
         if message.review and isinstance(message.what, SessionSubject):
             connection.reviews.add(message.what.session)
-        first = message.what not in self._subscribers
-        connection.subscriptions[message.what] += 1
-        self._subscribers[message.what].add(connection)
+        first = self._holders.hold(connection, message.what)
         connection.send(server.Snapshot(subject=message.what, data=data))
         self._spend_marks()
         if first:
-            self._tell_held(message.what, True)
-        self._tell_holders(message.what)
+            self._holders.tell_held(message.what, True)
+        self._holders.tell_holders(message.what)
 
     async def _unsubscribe(self, connection: Connection, message: Unsubscribe) -> None:
-        count = connection.subscriptions[message.what]
-        if count <= 1:
-            connection.subscriptions.pop(message.what, None)
-            self._unindex(message.what, connection)
-        else:
-            connection.subscriptions[message.what] = count - 1
+        self._holders.release(connection, message.what)
 
     async def _showing(self, connection: Connection, message: Showing) -> None:
         if connection.showing != message.seat:
@@ -510,25 +379,6 @@ class Supervisor:
         seat_frames = [server.SeatFrame(seq=seq, update=update) for seq, update in frames]
         connection.send(server.SeatFrames(slot=message.slot, epoch=state.epoch, frames=seat_frames))
 
-    async def _command(self, connection: Connection, message: Command) -> None:
-        """Run the command; a reply command's refusal is its reply's body, not an error (S16)."""
-        try:
-            call = decode_command(message)
-            handler = self._commands.get(call.name)
-            if handler is None:
-                raise unserved_command(call)
-            await handler(connection, call)
-        except Exception as failure:
-            reply_to = reply_channel(message)
-            if reply_to is None:
-                raise
-            if isinstance(failure, ClientRefusal):
-                why = failure.why
-                log.debug("socket_refused", peer=connection.peer, what="command", why=why)
-            else:
-                why = _handler_failed(connection, "command", failure)
-            connection.send(server.Reply(reply_to=reply_to, body=server.Refused(why=why)))
-
     async def _unserved(self, connection: Connection, message: ClientMessage) -> None:
         seat = seat_of(message)
         if seat is not None:
@@ -536,21 +386,3 @@ class Supervisor:
         answer = answer_unserved(message)
         if answer is not None:
             connection.send(answer)
-
-
-_BASE_KINDS = ClientDecoder().kinds
-
-
-def _handler_failed(connection: Connection, what: str, failure: Exception) -> str:
-    """Record a handler's bug and say it in the words a client is answered with."""
-    log.exception("socket_handler_failed", peer=connection.peer, what=what)
-    return f"the server failed to handle it ({type(failure).__name__})"
-
-
-def _not_served(message: ClientMessage) -> ClientRefusal:
-    """A verb this server knows and no area serves yet (O-S11): refused by name."""
-    kind = str(message.__struct_config__.tag)
-    seat = getattr(message, "seat", None)
-    return ClientRefusal(
-        kind, f"{kind} is not served by this server yet", seat if isinstance(seat, Seat) else None
-    )

@@ -177,7 +177,7 @@ async def test_resize_pause_and_resume(served: Served) -> None:
     await client.send({**resize, "cols": 501, "rows": 30})
     assert (await client.next_of_kind("error"))["what"] == "terminal_resize"
 
-    host = served.service._terminals[terminal].handle
+    host = served.service.hosts.terminals[terminal].handle
     await client.send({"kind": "terminal_pause", "paused": True})
     await client.send({"kind": "ping"})
     await client.next_of_kind("pong")
@@ -221,7 +221,7 @@ async def test_a_killed_host_is_reported_and_other_terminals_live_on(served: Ser
     await victim.send({"kind": "subscribe", "what": {"session": SEAT}})
     await victim.next_of_kind("snapshot")
     await victim.wait_screen("$ ")
-    host = served.service._terminals[terminal].handle.pid
+    host = served.service.hosts.terminals[terminal].handle.pid
     assert host is not None
     os.kill(host, signal.SIGKILL)
     error = await victim.next_of_kind("error")
@@ -250,7 +250,7 @@ async def test_two_viewers_reopening_together_after_a_crash_share_one_shell(
     second = await Client.open(served.url)
     await second.send({"kind": "terminal_view", "seat": SEAT, "id": terminal, "reply_to": 1})
     assert (await second.next_of_kind("reply"))["body"]["ok"] is True
-    host = served.service._terminals[terminal].handle.pid
+    host = served.service.hosts.terminals[terminal].handle.pid
     assert host is not None
     os.kill(host, signal.SIGKILL)
     await first.next_of_kind("error")
@@ -337,7 +337,7 @@ async def test_a_stalled_controller_holds_the_shell_back_and_loses_nothing(
     await controller.send({"kind": "terminal_control", "seat": SEAT, "id": terminal, "take": True})
     await controller.next_of_kind("terminal_control")
     await controller.wait_screen("$ ")
-    host = served.service._terminals[terminal].handle
+    host = served.service.hosts.terminals[terminal].handle
     controller.reading.clear()
     await controller.type(terminal, b"head -c 12000000 /dev/zero | tr '\\0' '\\132'; echo E''ND\r")
 
@@ -386,7 +386,7 @@ async def test_the_seats_live_shells_are_its_process_roots(served: Served) -> No
 async def test_a_terminal_that_cannot_start_leaves_no_host_behind(served: Served) -> None:
     """Refused, and its host is gone from the manager and the workers table: a failed start
     kept a stopped worker and its three sockets for the supervisor's life."""
-    served.service._host_config["argv"] = ["/nonexistent/shell"]
+    served.service.host_config["argv"] = ["/nonexistent/shell"]
     client = await Client.open(served.url)
     await client.send({"kind": "terminal_view", "seat": SEAT, "reply_to": 1})
     reply = await client.next_of_kind("reply")
@@ -406,7 +406,7 @@ async def test_a_controller_that_acks_paces_the_shell_by_what_it_has_not_parsed(
     controller, terminal = await attach_at_prompt(served)
     await controller.send({"kind": "terminal_control", "seat": SEAT, "id": terminal, "take": True})
     await controller.next_of_kind("terminal_control")
-    host = served.service._terminals[terminal].handle
+    host = served.service.hosts.terminals[terminal].handle
     await controller.send({"kind": "terminal_ack", "seq": 0})
     await controller.type(terminal, b"head -c 3000000 /dev/zero | tr '\\0' '\\132'; echo E''ND\r")
     acked, holds = 0, 0
