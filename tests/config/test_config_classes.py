@@ -126,6 +126,9 @@ CONSUMERS: dict[tuple[str, str], ReloadClass] = {
     ("supervisor/voice/service.py", "tts.engine"): "restart",
     ("supervisor/voice/service.py", "tts.voice"): "restart",
     ("supervisor/voice/service.py", "tts.piper_model"): "restart",
+    # An agent seat's voice notes and its tool's answer read [tts] at each listener change.
+    ("supervisor/agent/service.py", "tts.enabled"): "live",
+    ("supervisor/agent/voice.py", "tts.enabled"): "live",
     # The models page describes the configuration as loaded, at every request.
     ("supervisor/voice/models.py", "dictate.enabled"): "live",
     ("supervisor/voice/models.py", "dictate.models_dir"): "live",
