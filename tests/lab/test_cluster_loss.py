@@ -165,6 +165,14 @@ def test_a_killed_workers_attempts_die_with_it_and_the_run_ends_then_resumes(
     report = kit.report()
     assert report["status"] == "complete"
     assert [a["variant"] for a in report["attempts"]] == ["a", "b"]
+    # The report says what happened to the run: the lost worker, what it took, the resume.
+    said = [event["text"] for event in report["history"]["events"]]
+    assert report["history"]["resumes"] == 1, said
+    assert report["history"]["interruptions"] == 1, said
+    assert any("run ended aborted" in text and "executor lost" in text for text in said), said
+    assert sum("rep-1 discarded" in text for text in said) == 2, said
+    history_md = (kit.out / "report.md").read_text().split("## History", 1)[1]
+    assert "executor lost" in history_md
 
 
 def test_a_scheduler_without_workers_is_refused_after_the_bound(
