@@ -12,7 +12,9 @@ frames at real-time pace, one take at a time, then two takes at once, and report
 - streamed WER beside the floor's on the clips forge was never tuned on (`unseen`: 24 sentences
   in eight voice and noise conditions; `paused`: six sentences paused 1-5 s mid-way), per
   condition; end of take (dictate_stop sent -> dictate_ended read) p50/p95 and its ratio to the
-  floor's decode of the same clip (the take's last read is of the clip's voiced audio);
+  floor's decode of the same clip (a short clip's voice starts at its start, so the take's last
+  read is of the whole clip, to its end, as the floor's; `forge dictate bench` times the floor on
+  the last read's own span);
 - the long takes (`long-a`, `long-b`, 3.3 minutes each) streamed in real time beside
   faster-whisper's own long-form mode on the same audio (`Engine.long_form`);
 - first partial (first frame sent -> first dictate_partial);

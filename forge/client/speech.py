@@ -82,6 +82,7 @@ def render_bench(answer: dict[str, Any]) -> str:
         lines.append(
             f"  long takes: WER {run['long_wer']:.1%} streamed, "
             f"{run['long_form_wer']:.1%} faster-whisper long-form on the same audio"
+            f"{_long_ratios(run)}"
         )
     for row in run["rows"]:
         lines.append(f"  {row['name']:<12} {row['streamed']!r}")
@@ -102,9 +103,17 @@ def _load(run: dict[str, Any]) -> str:
 
 
 def _ratio(run: dict[str, Any]) -> str:
-    """` (1.06x the floor's decode)` where the bench measured the floor's decode."""
+    """` (1.06x the floor's decode of the last read)` where the bench measured it."""
     ratio = run.get("end_ratio_p50")
-    return "" if ratio is None else f" ({ratio}x the floor's decode)"
+    return "" if ratio is None else f" ({ratio}x the floor's decode of the last read)"
+
+
+def _long_ratios(run: dict[str, Any]) -> str:
+    """`; end of take 1.1x, 1.3x the floor's decode of the last read` where measured."""
+    ratios = run.get("long_end_ratios") or []
+    if not ratios:
+        return ""
+    return f"; end of take {', '.join(f'{r}x' for r in ratios)} the floor's decode of the last read"
 
 
 def _first_partial(seconds: float | None) -> str:

@@ -224,13 +224,16 @@ async def test_a_takes_words_are_its_own_whatever_another_seat_dictates_before_b
     await two.close()
 
 
-@pytest.mark.parametrize("name", ["p1", "p4"])
+@pytest.mark.parametrize("name", ["p1", "p3", "p4", "p5", "p6"])
 async def test_a_sentence_paused_mid_way_lands_the_floors_words_with_no_added_dots(
     served: Served, clips: dict[str, Clip], floor: Engine, name: str
 ) -> None:
-    """The attack: a 2-3 s pause mid-sentence closed a segment and each half was decoded alone
-    ("...editor and... Change the front to enlarge your size"), words the whole clip did not
-    have. The half before the pause is read again with the half after it."""
+    """The attack: a 1-5 s pause mid-sentence (p3 1 s in white noise, p5 5 s in pink noise, p6
+    in brown noise) closed a segment and each half was decoded alone ("...editor and... Change
+    the front to enlarge your size"), words the whole clip did not have; and with the halves read
+    as one, the read that stopped at the last voice's margin, 51 ms short of p5's end, landed
+    "Then good file" where the whole clip has "The input file". The half before the pause is read
+    again with the half after it, to the end of the take's audio."""
     client = await Client.open(served.url)
     clip = clips[name]
     ended = await client.take(clip.samples(), pace=2.0)

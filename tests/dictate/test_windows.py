@@ -52,10 +52,28 @@ def test_the_end_reads_what_a_pause_had_not() -> None:
     windows.heard(4_000)
     windows.end()
     last = windows.next()
-    assert last == read(Kind.FINAL, 0, 3_900)
+    assert last == read(Kind.FINAL, 0, 4_000)  # to the end of the audio, as the floor reads it
     windows.done(last, Heard("Run the tests."))
     assert windows.done_reading
     assert windows.text() == "Run the tests."
+
+
+def test_the_final_read_reaches_the_end_of_the_take_but_not_past_a_window() -> None:
+    """The attack: the final read stopped at the endpointer's margin, 51 ms short of the clip's
+    end, and tiny.en read the noisy voice before it differently ("Then good file" where the whole
+    clip has "The input file")."""
+    windows = Windows()
+    windows.opened(0)
+    windows.closed(0, 9_060)
+    windows.heard(9_111)
+    windows.end()
+    assert windows.next() == read(Kind.FINAL, 0, 9_111)
+    late = Windows()
+    late.opened(1_000)
+    late.closed(1_000, 4_000)
+    late.heard(45_000)  # stopped long after the last word
+    late.end()
+    assert late.next() == read(Kind.FINAL, 1_000, 1_000 + WINDOW_MS)
 
 
 def test_long_speech_commits_30_s_windows_from_where_the_finished_segments_end() -> None:

@@ -3,8 +3,10 @@ time, beside the floor on each whole clip, on the worker's own lane.
 
 Each clip is pushed into a take 20 ms at a time at the pace it was spoken (partials, reads ahead
 and windows run as they would for a phone), then the take is finished: the end of the take is
-from its last frame to its words. The floor is the same engine on the whole clip in one call; a
-long take's floor is faster-whisper's own long-form mode. The default set (`DEFAULT`) is the
+from its last frame to its words, and it is measured against the floor's decode of the audio the
+take's last read covered (the same call on the same span, timed on the same lane right after).
+The floor's words are the same engine on the whole clip in one call; a long take's are
+faster-whisper's own long-form mode. The default set (`DEFAULT`) is the
 clips forge was never tuned on (`unseen`, `paused`), silence and noise (nothing may land) and
 one long take; `--clip` names others (`long-b`, the `local` clips).
 """
@@ -23,13 +25,21 @@ from typing import Any
 import psutil
 
 from forge.workers.dictate import corpus, wer
-from forge.workers.dictate.audio import FRAME_BYTES, FRAME_MS, resample_to_rate, seconds
+from forge.workers.dictate.audio import (
+    FRAME_BYTES,
+    FRAME_MS,
+    resample_to_rate,
+    seconds,
+)
 from forge.workers.dictate.engine import Engine
 from forge.workers.dictate.lane import Lane
 from forge.workers.dictate.protocol import BenchRun, ClipResult, SpeakingRun
 from forge.workers.dictate.shaping import Axes
 from forge.workers.dictate.take import Take
 from forge.workers.dictate.tts import Speaker
+from forge.workers.dictate.windows import Kind, Read
+
+BYTES_PER_MS = FRAME_BYTES // FRAME_MS
 
 DEFAULT_GROUPS = ("unseen", "paused")
 DEFAULT_NAMES = ("silence", "noise", "long-a")
@@ -61,6 +71,7 @@ async def dictation(engine: Engine, lane: Lane, clips: list[corpus.Clip]) -> Ben
         end_s = time.perf_counter() - ending
         if take.first_partial_s is not None:
             first_partials.append(take.first_partial_s)
+        last_floor_s = await _last_read_floor(engine, lane, take.last_read, pcm)
         rows.append(
             ClipResult(
                 name=clip.name,
@@ -71,6 +82,7 @@ async def dictation(engine: Engine, lane: Lane, clips: list[corpus.Clip]) -> Ben
                 audio_s=seconds(pcm),
                 floor_s=round(floor_s, 3),
                 end_of_take_s=round(end_s, 3),
+                last_read_floor_s=None if last_floor_s is None else round(last_floor_s, 3),
                 condition=clip.condition,
                 group=clip.group,
             )
@@ -79,7 +91,7 @@ async def dictation(engine: Engine, lane: Lane, clips: list[corpus.Clip]) -> Ben
     long = [row for row in rows if row.group == "long"]
     ends = sorted(row.end_of_take_s for row in short)
     audio_s = sum(row.audio_s for row in short)
-    ratios = [row.end_of_take_s / row.floor_s for row in short if row.said and row.floor_s]
+    ratios = [_end_ratio(row) for row in short if row.said and row.last_read_floor_s]
     return BenchRun(
         model=engine.choice.name,
         clips=len(rows),
@@ -95,6 +107,7 @@ async def dictation(engine: Engine, lane: Lane, clips: list[corpus.Clip]) -> Ben
         rows=rows,
         end_ratio_p50=round(statistics.median(ratios), 3) if ratios else None,
         long_wer=round(_wer(long, streamed=True), 4) if long else None,
+        long_end_ratios=[_end_ratio(row) for row in long if row.last_read_floor_s],
         long_form_wer=round(_wer(long, streamed=False), 4) if long else None,
         load_before=round(load_before, 2),
         load_after=round(os.getloadavg()[0], 2),
@@ -134,6 +147,22 @@ async def _stream(take: Take, pcm: bytes) -> None:
         await take.push(number, pcm[at : at + FRAME_BYTES])
         due = started + number * FRAME_MS / 1000
         await asyncio.sleep(max(due - time.perf_counter(), 0.0))
+
+
+async def _last_read_floor(
+    engine: Engine, lane: Lane, read: Read | None, pcm: bytes
+) -> float | None:
+    """The decode seconds of the take's last read run again on the same audio, with its prompt
+    and options (None when the take read nothing)."""
+    if read is None:
+        return None
+    span = pcm[read.start_ms * BYTES_PER_MS : read.end_ms * BYTES_PER_MS]
+    _, decode_s = await lane.final(engine, span, read.prompt, window=read.kind is Kind.COMMIT)
+    return decode_s
+
+
+def _end_ratio(row: ClipResult) -> float:
+    return round(row.end_of_take_s / (row.last_read_floor_s or 1.0), 3)
 
 
 def _whole(engine: Engine, pcm: bytes) -> str:

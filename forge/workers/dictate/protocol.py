@@ -122,6 +122,9 @@ class ClipResult(msgspec.Struct, frozen=True, kw_only=True):
     audio_s: float
     floor_s: float
     end_of_take_s: float
+    last_read_floor_s: float | None = None
+    """The floor's decode of the audio the take's last read covered (the end of the take waited
+    on that read); None when the take read nothing."""
     condition: str = "clean"
     group: str = "local"
 
@@ -145,11 +148,14 @@ class BenchRun(msgspec.Struct, frozen=True, kw_only=True):
     peak_rss_bytes: int
     rows: list[ClipResult]
     end_ratio_p50: float | None = None
-    """The end of a take over the floor's decode of the same clip, the median."""
+    """The end of a take over the floor's decode of the audio its last read covered, the
+    median."""
     long_wer: float | None = None
     """The long takes' WER, streamed (None when none ran)..."""
     long_form_wer: float | None = None
     """...and faster-whisper's long-form mode on the same audio."""
+    long_end_ratios: list[float] = msgspec.field(default_factory=list)
+    """Each long take's end over the floor's decode of the audio its last read covered."""
     load_before: float | None = None
     load_after: float | None = None
     """The machine's one-minute load average as the run began and ended."""

@@ -29,7 +29,7 @@ from forge.workers.dictate.protocol import Finished, TakeLevel, TakePartial, Tak
 from forge.workers.dictate.segmenter import Segment, Segmenter, SegmenterAction
 from forge.workers.dictate.shaping import Axes, shape
 from forge.workers.dictate.vad import Classifier, VoiceGate
-from forge.workers.dictate.windows import WINDOW_MS, Kind, Windows
+from forge.workers.dictate.windows import WINDOW_MS, Kind, Read, Windows
 
 STALL_S = 30.0
 """`finish` stops waiting for frames after this long with none arriving. The supervisor re-offers
@@ -59,6 +59,9 @@ class Take:
         self._more = asyncio.Event()
         self._reader: asyncio.Task[None] | None = None
         self._last_read_s = 0.0
+        self.last_read: Read | None = None
+        """The take's last read, run: what the end of the take waited on (the bench times the
+        floor on the same audio)."""
         self._partial: asyncio.Task[None] | None = None
         self._last_partial = ""
         self.received = 0
@@ -74,7 +77,9 @@ class Take:
     async def push(self, seq: int, data: bytes) -> None:
         self.received = max(self.received, seq)
         self._arrived.set()
-        await self._act(self._segmenter.push(data))
+        actions = self._segmenter.push(data)
+        self._spoke(actions)
+        await self._tell(actions)
         self._heard()
         if self._segmenter.partial_due() and self._lane.idle and self._partial is None:
             self._partial = asyncio.ensure_future(self._read_partial())
@@ -86,9 +91,11 @@ class Take:
         takes one call at a time anyway); what it hears is no longer told."""
         await self._wait_for(frames)
         self._finishing = True
-        await self._act(self._segmenter.finish())
+        actions = self._segmenter.finish()
+        self._spoke(actions)
         self._windows.end()
         self._heard()
+        await self._tell(actions)
         self._more.set()
         if self._reader is not None:
             await self._reader
@@ -115,21 +122,25 @@ class Take:
             except TimeoutError:
                 return
 
-    async def _act(self, actions: list[SegmenterAction]) -> None:
+    async def _tell(self, actions: list[SegmenterAction]) -> None:
         for action in actions:
             if isinstance(action, Level):
                 await self._emit(TakeLevel(take=self.id, rms=action.rms))
             elif isinstance(action, PhaseChanged):
                 await self._emit(TakePhase(take=self.id, phase=action.phase.value))
-            elif isinstance(action, Segment):
-                self._spoke(action)
 
-    def _spoke(self, segment: Segment) -> None:
-        if segment.end_ms is None:
-            self._windows.opened(segment.start_ms)
-        else:
-            self._segments += 1
-            self._windows.closed(segment.start_ms, segment.end_ms)
+    def _spoke(self, actions: list[SegmenterAction]) -> None:
+        """Tell the windows where a voice spoke, before any await: at the end of a take, the
+        reader must not see the last segment closed before it sees the take ended (it would read
+        the window ahead, then read it again to the end of the audio)."""
+        for segment in actions:
+            if not isinstance(segment, Segment):
+                continue
+            if segment.end_ms is None:
+                self._windows.opened(segment.start_ms)
+            else:
+                self._segments += 1
+                self._windows.closed(segment.start_ms, segment.end_ms)
 
     def _heard(self) -> None:
         """Tell the windows how far the audio has come, let go of what no read reaches, and wake
@@ -158,6 +169,7 @@ class Take:
                 self._engine, pcm, read.prompt, window=window
             )
             self._windows.done(read, heard)
+            self.last_read = read
 
     async def _read_partial(self) -> None:
         try:

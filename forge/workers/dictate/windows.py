@@ -14,8 +14,11 @@ spoke (audio no voice spoke in is not read), and is at most 30 s long:
   it, from its start to that segment's end. The words are shown, not final: a pause is not a
   sentence's end, and "open the editor and ... change the font size" is read as one sentence once
   its second half is heard, not as two fragments.
-- `final`: when the take has ended, what is left (from the window's start to the end of the last
-  voice) is read once; not at all when the last `ahead` read was of the same audio.
+- `final`: when the take has ended, what is left is read once, from the window's start to the end
+  of the take's audio (at most a window): the floor reads the whole clip, and tiny.en reads the
+  same voice differently for 50 ms less of the noise after it ("Then good file" where the whole
+  clip has "The input file"). Not at all when the last `ahead` read already reached the last
+  voice: a person who pauses before stopping waits on nothing.
 
 A read a take's other reads supersede before it starts is skipped: only `next()` as it stands
 is read. The take's words depend only on its audio: `ahead` reads never feed a prompt.
@@ -108,10 +111,12 @@ class Windows:
             return Read(Kind.COMMIT, start, start + WINDOW_MS, prompt)
         if last is None or last <= start:
             return None
-        read = Read(Kind.FINAL if self._ended else Kind.AHEAD, start, last, prompt)
-        if self._latest is not None and _same_audio(self._latest[0], read):
+        if self._latest is not None and _reached(self._latest[0], start, last, prompt):
             return None
-        return read
+        if self._ended:
+            end = max(last, min(self._heard_ms, start + WINDOW_MS))
+            return Read(Kind.FINAL, start, end, prompt)
+        return Read(Kind.AHEAD, start, last, prompt)
 
     def done(self, read: Read, heard: Heard) -> None:
         """`read` (the last `next()`) heard `heard`."""
@@ -165,5 +170,7 @@ class Windows:
         return max(ends) if ends else None
 
 
-def _same_audio(one: Read, other: Read) -> bool:
-    return (one.start_ms, one.end_ms, one.prompt) == (other.start_ms, other.end_ms, other.prompt)
+def _reached(latest: Read, start_ms: int, last_ms: int, prompt: tuple[int, ...]) -> bool:
+    """`latest` read the window as it stands: from its start, with its prompt, past its last
+    voice."""
+    return (latest.start_ms, latest.prompt) == (start_ms, prompt) and latest.end_ms >= last_ms
