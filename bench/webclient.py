@@ -49,6 +49,7 @@ import argparse
 import asyncio
 import contextlib
 import itertools
+import json
 import os
 import platform
 import shutil
@@ -56,6 +57,7 @@ import statistics
 import subprocess
 import tempfile
 import time
+import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from http import HTTPStatus
@@ -72,6 +74,10 @@ from websockets.datastructures import Headers
 from websockets.http11 import Request, Response
 
 from forge import eventloop
+from forge.testing.agent_cli import cli_env, unsteered
+from forge.testing.model_replies import Event
+from forge.testing.model_script import parse_script
+from forge.testing.model_server import ModelServer, RecordedRequest
 from forge.testing.person import SupervisorProcess, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -519,9 +525,327 @@ async def browser_tab(browser: Browser, forge: Forge, url: str, seconds: float) 
     return stats
 
 
-async def run(args: argparse.Namespace) -> None:
-    load_before = os.getloadavg()
-    home = Path(tempfile.mkdtemp(prefix="forge-bench-web-"))
+# --- the agent stream: a model text delta -> painted, forge's Agent pane beside a floor page ---
+
+AGENT_LABEL = "stream"
+AGENT_SEAT = {"org": "bench", "project": "agent", "label": AGENT_LABEL}
+AGENT_CHROMIUM_ARGS = ["--disable-features=LocalNetworkAccessChecks"]
+"""The agent floor page is served by Playwright's router at forge's origin; Chromium would
+count it a public page and refuse its socket to loopback."""
+JITTER_MS = 1.0
+"""A frame on time at 60 Hz reads 16.6-16.8 ms between animation frames (the clock is coarse):
+a frame counts as over 16.7 ms past this much more."""
+AGENT_WITHIN_MS = 180_000
+"""How long the CLI may take to start or answer on a loaded machine."""
+
+FLOOR_AGENT_HTML = """<!doctype html><html><head><meta charset=utf-8></head><body>
+<div id=text style="white-space:pre-wrap;font:14px sans-serif"></div><script>
+// The agent stream's floor: forge's socket, the seat's chat_appended text deltas into a div.
+const seat = SEAT, out = document.getElementById("text");
+const floor = window.floor = {ends: 0, ready: false};
+const url = new URL("/socket", location.href);
+url.protocol = "ws:";
+const ws = new WebSocket(url, ["forge.v1", "forge.token." + TOKEN]);
+ws.onmessage = (event) => {
+  if (typeof event.data !== "string") return;
+  const frame = JSON.parse(event.data);
+  const subscribe = {kind: "subscribe", what: {session: seat}};
+  if (frame.kind === "greeting") ws.send(JSON.stringify(subscribe));
+  else if (frame.kind === "snapshot" && frame.subject.session) floor.ready = true;
+  else if (frame.kind === "update" && typeof frame.update === "object") {
+    const msg = frame.update.chat_appended?.msg;
+    if (msg?.type === "delta" && msg.kind === "text") out.append(msg.text);
+    else if (frame.update.prompt_lifecycle?.phase === "ended") floor.ends += 1;
+  }
+};
+floor.prompt = (text) =>
+  ws.send(JSON.stringify({kind: "command", command: {prompt: {key: seat, text}}}));
+</script></body></html>"""
+
+PAINT_JS = """() => {
+    // When the awaited text is in the DOM, the next animation frame paints it: stamp that frame
+    // on the wall clock (the model server stamps the delta's leaving on the same clock).
+    const paint = window.paint = {wanted: null, at: {}};
+    new MutationObserver(() => {
+        const marker = paint.wanted;
+        if (marker === null || !document.body.textContent.includes(marker)) return;
+        paint.wanted = null;
+        const stamp = () => { paint.at[marker] = performance.timeOrigin + performance.now(); };
+        requestAnimationFrame(stamp);
+    }).observe(document.body, {subtree: true, childList: true, characterData: true});
+}"""
+
+SCROLL_JS = """async ([frames, step]) => {
+    // Scroll the conversation `step` pixels a frame for `frames` frames (turning at either end),
+    // each frame's time from the one before it as the page's animation frames see it.
+    const box = document.querySelector(".convo");
+    box.scrollTop = 0;
+    await new Promise((ready) => requestAnimationFrame(() => requestAnimationFrame(ready)));
+    const deltas = [];
+    let last = null, direction = 1;
+    return await new Promise((done) => {
+        const frame = (now) => {
+            if (last !== null) deltas.push(now - last);
+            last = now;
+            if (deltas.length >= frames) {
+                const turns = box.querySelectorAll(".turn").length;
+                done({deltas, height: box.scrollHeight, turns});
+                return;
+            }
+            const end = box.scrollHeight - box.clientHeight;
+            if ((direction > 0 && box.scrollTop >= end) || (direction < 0 && box.scrollTop <= 0))
+                direction = -direction;
+            box.scrollTop += direction * step;
+            requestAnimationFrame(frame);
+        };
+        requestAnimationFrame(frame);
+    });
+}"""
+
+
+class AgentForge(SupervisorProcess):
+    """The supervisor whose agent seat streams: one git project, its CLI pointed at the model
+    server."""
+
+    def __init__(self, home: Path, model_url: str) -> None:
+        project = home / "agent"
+        project.mkdir(parents=True)
+        subprocess.run(["git", "init", "-q", "-b", "main", str(project)], check=True)
+        super().__init__(home, f'[[projects]]\norg = "bench"\nname = "agent"\npath = "{project}"\n')
+        self.env = unsteered(self.env) | cli_env(model_url, home)
+
+
+@dataclass
+class Stamps:
+    """When each request's first text delta left the model server, wall clock in ms."""
+
+    sent: dict[int, float]
+
+    def on_sent(self, request: RecordedRequest, event: Event) -> None:
+        if event.delta and request.number not in self.sent:
+            self.sent[request.number] = time.time() * 1000
+
+
+def reply(n: int) -> tuple[str, str]:
+    """Turn `n`'s answer, and its first delta (the script's 16 characters), unique to it."""
+    text = (
+        f"Answer {n:05d}: here is what changed, with a list:\n\n- the **parser** keeps its "
+        f"state\n- the tests cover turn {n}\n\n```python\nprint({n})\n```\nEnd {n:05d}."
+    )
+    return text, text[:16]
+
+
+def agent_script(turns: int) -> dict[str, Any]:
+    """Each turn held before its first delta until the bench releases it."""
+    return {
+        "turns": [
+            {"when": {"user_text": f"Turn {n}."}, "say": reply(n)[0], "stall": {"after": 0}}
+            for n in range(turns)
+        ]
+    }
+
+
+async def clock_offset(page: Page) -> float:
+    """The page's wall clock minus this process's, in ms, from the quickest of 15 round trips
+    (off by at most half of it)."""
+    best = (float("inf"), 0.0)
+    for _ in range(15):
+        before = time.time() * 1000
+        seen: float = await page.evaluate("() => performance.timeOrigin + performance.now()")
+        after = time.time() * 1000
+        best = min(best, (after - before, seen - (before + after) / 2))
+    return best[1]
+
+
+async def wait_in_page(page: Page, condition: str, what: str) -> None:
+    try:
+        await page.wait_for_function(condition, timeout=AGENT_WITHIN_MS)
+    except Exception as error:
+        raise SystemExit(f"{what} never came on {page.url}: {error}") from error
+
+
+async def open_agent_pane(browser: Browser, forge: AgentForge) -> Page:
+    context = await browser.new_context(viewport=VIEWPORT)
+    await context.add_init_script(f"localStorage.setItem('forge.token', {forge.token!r})")
+    page = await context.new_page()
+    await page.goto(f"{forge.url}#/seat/bench/agent/{AGENT_LABEL}")
+    await page.locator("[data-agent-pane]").wait_for(timeout=AGENT_WITHIN_MS)
+    await page.evaluate(PAINT_JS)
+    return page
+
+
+async def open_agent_floor(browser: Browser, forge: AgentForge) -> Page:
+    """The floor page, served at forge's own origin (so its socket is same-origin as forge's
+    page's) by Playwright's router: nothing of forge's page is loaded."""
+    context = await browser.new_context(viewport=VIEWPORT)
+    page = await context.new_page()
+    html = FLOOR_AGENT_HTML.replace("SEAT", json.dumps(AGENT_SEAT)).replace(
+        "TOKEN", json.dumps(forge.token)
+    )
+    await page.route(f"{forge.url}floor-agent.html", lambda route: route.fulfill(
+        status=200, content_type="text/html", body=html
+    ))  # fmt: skip
+    await page.goto(f"{forge.url}floor-agent.html")
+    await wait_in_page(page, "() => window.floor.ready", "the floor's session snapshot")
+    await page.evaluate(PAINT_JS)
+    return page
+
+
+async def agent_turn(
+    page: Page, floor: bool, server: ModelServer, stamps: Stamps, n: int, settle: float,
+    offset: float,
+) -> float:  # fmt: skip
+    """Prompt turn `n` from the page, hold its reply before the first delta, release it after
+    `settle` s of quiet; ms from the delta leaving the model server to the frame painting it."""
+    text, marker = reply(n)
+    ends = await page.evaluate("() => window.floor.ends") if floor else 0
+    if floor:
+        await page.evaluate(f"() => window.floor.prompt({f'Turn {n}.'!r})")
+    else:
+        await page.get_by_label("prompt", exact=True).fill(f"Turn {n}.")
+        await page.get_by_role("button", name="Send").click()
+    async with asyncio.timeout(AGENT_WITHIN_MS / 1000):
+        held = await server.wait_stalled()
+    await page.evaluate(f"() => {{ window.paint.wanted = {marker!r}; }}")
+    await asyncio.sleep(settle)
+    server.release()
+    await wait_in_page(page, f"() => window.paint.at[{marker!r}] !== undefined", "the paint")
+    painted: float = await page.evaluate(f"() => window.paint.at[{marker!r}]")
+    end = text.rsplit("\n", 1)[1]
+    if floor:
+        await wait_in_page(page, f"() => window.floor.ends > {ends}", "the turn's end")
+    else:
+        await wait_in_page(
+            page,
+            "() => !document.querySelector('[data-streaming]') && document.querySelector("
+            f"'[data-turn-state]').textContent === 'idle' && document.body.textContent"
+            f".includes({end!r})",
+            "the turn's end",
+        )
+    return painted - offset - stamps.sent[held.number]
+
+
+async def agent_stream(browser: Browser, args: argparse.Namespace, home: Path) -> dict[str, Any]:
+    """Turns alternate between the two pages in blocks (only one page is open at a time, so
+    neither pays for the other's work); each page's first turn is a warm-up, not counted."""
+    stamps = Stamps({})
+    blocks = -(-args.agent_turns // args.agent_block)
+    script = parse_script(agent_script(2 * blocks * (args.agent_block + 1)))
+    results: dict[str, Any] = {"stream_forge": [], "stream_floor": []}
+    async with ModelServer(script, on_sent=stamps.on_sent) as server:
+        forge = AgentForge(home / "agent-forge", server.url)
+        forge.start()
+        try:
+            progress("starting the agent seat from Home")
+            page = await browser.new_page(viewport=VIEWPORT)
+            await page.goto(forge.url + f"#token={forge.token}")
+            card = page.locator('[data-project="bench/agent"]')
+            await card.get_by_label("seat label for bench/agent").fill(AGENT_LABEL)
+            await card.get_by_role("button", name="Start agent").click()
+            await page.locator("[data-agent-pane]").wait_for(timeout=AGENT_WITHIN_MS)
+            await page.context.close()
+            turn = itertools.count()
+            for block in range(2 * blocks):
+                floor = block % 2 == 1
+                name = "floor" if floor else "forge"
+                progress(f"agent stream: {name}, block {block // 2 + 1} of {blocks}")
+                opened = await (open_agent_floor if floor else open_agent_pane)(browser, forge)
+                offset = await clock_offset(opened)
+                for k in range(args.agent_block + 1):
+                    took = await agent_turn(
+                        opened, floor, server, stamps, next(turn), args.settle, offset
+                    )
+                    if k:
+                        results[f"stream_{name}"].append(took)
+                await opened.context.close()
+            results["unscripted"] = sum(r.outcome == "unscripted" for r in server.requests)
+            results["scroll"] = await long_conversation(browser, forge, args)
+        finally:
+            forge.stop()
+    return results
+
+
+# --- a long conversation scrolled ---------------------------------------------------------------
+
+
+def long_turn_rows(user: dict[str, Any], assistant: dict[str, Any], n: int) -> list[dict[str, Any]]:
+    """Turn `n` as the CLI writes it, built on a prompt row and an answer row it wrote: the
+    prompt, then (every fifth turn) a Bash call and its result, then a markdown answer."""
+    rows: list[dict[str, Any]] = []
+
+    def row(template: dict[str, Any], content: Any) -> None:
+        copy = json.loads(json.dumps(template))
+        copy["uuid"] = str(uuid.uuid4())
+        copy["parentUuid"] = rows[-1]["uuid"] if rows else template.get("parentUuid")
+        copy["message"]["content"] = content
+        if copy["type"] == "assistant":
+            copy["message"]["id"] = f"msg_bench_{n}_{len(rows)}"
+        rows.append(copy)
+
+    row(user, f"Turn {n} of the long conversation: tidy the parser and run its tests.")
+    if n % 5 == 0:
+        call = f"toolu_bench_{n}"
+        command = {"command": f"pytest -q tests/test_parser.py -k case_{n}"}
+        row(assistant, [{"type": "tool_use", "id": call, "name": "Bash", "input": command}])
+        output = f"....\n4 passed in 0.{n % 10}2s"
+        row(user, [{"type": "tool_result", "tool_use_id": call, "content": output}])
+    row(assistant, [{"type": "text", "text": reply(n)[0]}])
+    return rows
+
+
+def lengthen_transcript(home: Path, turns: int) -> Path:
+    """Append `turns` turns to the seat's transcript (the CLI's own file, the CLI idle), each
+    built on the rows the CLI wrote for the stream's turns."""
+    path = max((home / "claude-config" / "projects").glob("*/*.jsonl"), key=os.path.getmtime)
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+    user = next(
+        r for r in reversed(rows)
+        if r.get("type") == "user" and isinstance(r["message"].get("content"), str)
+    )  # fmt: skip
+    assistant = next(
+        r for r in reversed(rows)
+        if r.get("type") == "assistant"
+        and any(b.get("type") == "text" for b in r["message"].get("content", []))
+    )  # fmt: skip
+    with path.open("a", encoding="utf-8") as out:
+        for n in range(turns):
+            for row in long_turn_rows(user, assistant, n):
+                out.write(json.dumps(row) + "\n")
+    return path
+
+
+async def long_conversation(
+    browser: Browser, forge: AgentForge, args: argparse.Namespace
+) -> dict[str, Any]:
+    """The seat's conversation at `--long-turns` more turns, read into a fresh Agent pane by
+    scrolling to its top until no older page is left (`more`), then scrolled frame by frame."""
+    progress(f"a conversation of {args.long_turns} more turns")
+    lengthen_transcript(forge.root, args.long_turns)
+    page = await open_agent_pane(browser, forge)
+    started = time.monotonic()
+    pages = 0
+    while await page.locator("button.older").count():
+        held = await page.locator(".turn").count()
+        await page.evaluate(
+            "() => { const box = document.querySelector('.convo');"
+            " if (box.scrollTop > 0) box.scrollTop = 0;"
+            " else document.querySelector('button.older').click(); }"
+        )
+        await wait_in_page(
+            page, f"() => document.querySelectorAll('.turn').length > {held}", "an older page"
+        )
+        pages += 1
+    loaded = time.monotonic() - started
+    progress(f"scrolling {args.scroll_frames} frames")
+    scrolled: dict[str, Any] = await page.evaluate(
+        SCROLL_JS, [args.scroll_frames, args.scroll_step]
+    )
+    await page.context.close()
+    return {**scrolled, "pages": pages, "load_s": loaded}
+
+
+async def terminal(browser: Browser, args: argparse.Namespace, home: Path) -> dict[str, Any]:
+    """Keystrokes, floods and the browser tab: forge's terminal page beside the floors."""
     forge = Forge(home / "forge")
     files = home / "floor"
     progress("building the floor page")
@@ -533,12 +857,7 @@ async def run(args: argparse.Namespace) -> None:
     forge.start()
     results: dict[str, Any] = {}
     try:
-        async with (
-            floor.serving() as floor_url,
-            relay.serving() as relay_url,
-            async_playwright() as playwright,
-        ):
-            browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        async with floor.serving() as floor_url, relay.serving() as relay_url:
             browser_cdp = await browser.new_browser_cdp_session()
             progress("opening forge's page")
             forge_side = await open_forge_terminal(browser, forge)
@@ -575,11 +894,36 @@ async def run(args: argparse.Namespace) -> None:
             results["tab"] = await browser_tab(
                 browser, forge, f"{floor_url}/animated.html", args.seconds
             )
-            await browser.close()
+            for side in [*sides, relay_side]:
+                await side.page.context.close()
     finally:
         forge.stop()
+    return results
+
+
+async def run(args: argparse.Namespace) -> None:
+    load_before = os.getloadavg()
+    home = Path(tempfile.mkdtemp(prefix="forge-bench-web-"))
+    results: dict[str, Any] = {}
+    try:
+        async with async_playwright() as playwright:
+            for part, measure, flags in (
+                ("terminal", terminal, []),
+                ("agent", agent_stream, AGENT_CHROMIUM_ARGS),
+            ):
+                if part in args.only:
+                    browser = await playwright.chromium.launch(
+                        executable_path=CHROMIUM, args=[*CHROMIUM_ARGS, *flags]
+                    )
+                    results.update(await measure(browser, args, home))
+                    await browser.close()
+    finally:
         shutil.rmtree(home, ignore_errors=True)
-    report(args, results, load_before, os.getloadavg())
+    header(load_before, os.getloadavg())
+    if "terminal" in args.only:
+        report(args, results)
+    if "agent" in args.only:
+        report_agent(args, results)
 
 
 def cpu_model() -> str:
@@ -589,19 +933,18 @@ def cpu_model() -> str:
     return platform.processor() or "unknown CPU"
 
 
-def report(
-    args: argparse.Namespace,
-    results: dict[str, Any],
-    load_before: tuple[float, float, float],
-    load_after: tuple[float, float, float],
-) -> None:
+def header(load_before: tuple[float, float, float], load_after: tuple[float, float, float]) -> None:
     def loads(load: tuple[float, float, float]) -> str:
         return " ".join(f"{value:.2f}" for value in load)
 
     print(f"# bench/webclient.py  {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
     print(f"# {platform.node()}  {os.cpu_count()} CPUs ({cpu_model()})  {platform.platform()}")
     print(f"# load average before: {loads(load_before)}   after: {loads(load_after)}")
-    print(f"# Chromium {CHROMIUM} {' '.join(CHROMIUM_ARGS)}; grids {results['grids']}")
+    print(f"# Chromium {CHROMIUM} {' '.join(CHROMIUM_ARGS)}")
+
+
+def report(args: argparse.Namespace, results: dict[str, Any]) -> None:
+    print(f"# terminal grids {results['grids']}")
     keys = {name: results[f"keys_{name}"] for name in ("forge", "floor", "relay")}
     for name, values in keys.items():
         print(
@@ -658,6 +1001,36 @@ def report(
         print(f"#      draw latency mean {statistics.fmean(draws):.1f} ms over {len(draws)} frames")
 
 
+def report_agent(args: argparse.Namespace, results: dict[str, Any]) -> None:
+    print(
+        f"# agent stream: {args.agent_turns} turns a page in blocks of {args.agent_block} (each"
+        f" block after a warm-up turn), settle {args.settle} s; requests no turn answered:"
+        f" {results['unscripted']}"
+    )
+    stream = {name: results[f"stream_{name}"] for name in ("forge", "floor")}
+    for name, values in stream.items():
+        print(
+            f"{name:<6} model delta->paint  p50 {percentile(values, 0.5):6.1f} ms"
+            f"   p90 {percentile(values, 0.9):6.1f} ms   ({len(values)} turns)"
+        )
+    p50 = percentile(stream["forge"], 0.5) / percentile(stream["floor"], 0.5)
+    p90 = percentile(stream["forge"], 0.9) / percentile(stream["floor"], 0.9)
+    print(f"forge/floor model delta->paint: p50 {p50:.2f}x (goal <= 1.2)   p90 {p90:.2f}x")
+    scroll = results["scroll"]
+    frames = scroll["deltas"]
+    over = sum(f > 1000 / 60 + JITTER_MS for f in frames) / len(frames)
+    dropped = sum(f > 1.5 * 1000 / 60 for f in frames) / len(frames)
+    print(
+        f"forge  scrolling {scroll['turns']} turns ({scroll['height']} px, read in"
+        f" {scroll['pages']} pages in {scroll['load_s']:.1f} s), {args.scroll_step} px a frame:"
+        " frame time"
+        f" p50 {percentile(frames, 0.5):5.1f} ms   p95 {percentile(frames, 0.95):5.1f} ms"
+        f"   over 16.7 ms (+{JITTER_MS:g} ms) {over:.1%}"
+        f"   over 25 ms (a frame missed) {dropped:.1%}"
+        f"   ({len(frames)} frames)"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--keys", type=int, default=100, help="keystrokes timed per page")
@@ -670,6 +1043,21 @@ def main() -> None:
         default="asyncio",
         help="the floor server's event loop (forge's processes run on uvloop)",
     )
+    parser.add_argument(
+        "--only",
+        nargs="+",
+        choices=("terminal", "agent"),
+        default=["terminal", "agent"],
+        help="the parts to run",
+    )
+    parser.add_argument("--agent-turns", type=int, default=30, help="agent turns timed per page")
+    parser.add_argument("--agent-block", type=int, default=5, help="agent turns per page opening")
+    parser.add_argument("--settle", type=float, default=0.2, help="quiet seconds before a delta")
+    parser.add_argument(
+        "--long-turns", type=int, default=2000, help="turns of the scrolled conversation"
+    )
+    parser.add_argument("--scroll-frames", type=int, default=600, help="frames scrolled")
+    parser.add_argument("--scroll-step", type=int, default=48, help="pixels scrolled a frame")
     parser.add_argument("--pty-host", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.pty_host:
