@@ -4,7 +4,7 @@
 
 import "./agent.css";
 
-import { useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
+import { useEffect, useLayoutEffect, useMemo, useRef, useState } from "preact/hooks";
 
 import {
   contextFraction,
@@ -33,8 +33,11 @@ const scrollKept = new Map<string, number | "bottom">();
 
 type ToolResult = ReturnType<typeof resultsByCall> extends Map<string, infer R> ? R : never;
 
+/** Rendered again only when its text changes: every delta re-renders the conversation, and
+ * parsing and sanitizing each of its turns' markdown each time is what made a long one slow. */
 function Markdown({ text }: { text: string }) {
-  return <div class="md" dangerouslySetInnerHTML={{ __html: markdownHtml(text) }} />;
+  const html = useMemo(() => markdownHtml(text), [text]);
+  return <div class="md" dangerouslySetInnerHTML={{ __html: html }} />;
 }
 
 /** While the pane is up the shell is as tall as the visual viewport, so an on-screen keyboard
