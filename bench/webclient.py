@@ -565,7 +565,7 @@ floor.prompt = (text) =>
 PAINT_JS = """() => {
     // When the awaited text is in the DOM, the next animation frame paints it: stamp that frame
     // on the wall clock (the model server stamps the delta's leaving on the same clock).
-    const paint = window.paint = {wanted: null, at: {}};
+    const paint = window.paint = {wanted: null, at: {}, arrived: {}};
     new MutationObserver(() => {
         const marker = paint.wanted;
         if (marker === null || !document.body.textContent.includes(marker)) return;
@@ -574,6 +574,22 @@ PAINT_JS = """() => {
         requestAnimationFrame(stamp);
     }).observe(document.body, {subtree: true, childList: true, characterData: true});
 }"""
+
+ARRIVAL_JS = """
+// Before the page's own code: every socket's frame holding the awaited text is stamped as it
+// arrives, ahead of the page's handlers (the part of delta -> paint spent before the page).
+const NativeSocket = window.WebSocket;
+window.WebSocket = class extends NativeSocket {
+    constructor(...args) {
+        super(...args);
+        this.addEventListener("message", (event) => {
+            const paint = window.paint, marker = paint?.wanted;
+            if (marker && typeof event.data === "string" && event.data.includes(marker))
+                paint.arrived[marker] ??= performance.timeOrigin + performance.now();
+        });
+    }
+};
+"""
 
 SCROLL_JS = """async ([frames, step]) => {
     // Scroll the conversation `step` pixels a frame for `frames` frames (turning at either end),
@@ -667,6 +683,7 @@ async def wait_in_page(page: Page, condition: str, what: str) -> None:
 async def open_agent_pane(browser: Browser, forge: AgentForge) -> Page:
     context = await browser.new_context(viewport=VIEWPORT)
     await context.add_init_script(f"localStorage.setItem('forge.token', {forge.token!r})")
+    await context.add_init_script(ARRIVAL_JS)
     page = await context.new_page()
     await page.goto(f"{forge.url}#/seat/bench/agent/{AGENT_LABEL}")
     await page.locator("[data-agent-pane]").wait_for(timeout=AGENT_WITHIN_MS)
@@ -678,6 +695,7 @@ async def open_agent_floor(browser: Browser, forge: AgentForge) -> Page:
     """The floor page, served at forge's own origin (so its socket is same-origin as forge's
     page's) by Playwright's router: nothing of forge's page is loaded."""
     context = await browser.new_context(viewport=VIEWPORT)
+    await context.add_init_script(ARRIVAL_JS)
     page = await context.new_page()
     html = FLOOR_AGENT_HTML.replace("SEAT", json.dumps(AGENT_SEAT)).replace(
         "TOKEN", json.dumps(forge.token)
@@ -694,9 +712,10 @@ async def open_agent_floor(browser: Browser, forge: AgentForge) -> Page:
 async def agent_turn(
     page: Page, floor: bool, server: ModelServer, stamps: Stamps, n: int, settle: float,
     offset: float,
-) -> float:  # fmt: skip
+) -> tuple[float, float]:  # fmt: skip
     """Prompt turn `n` from the page, hold its reply before the first delta, release it after
-    `settle` s of quiet; ms from the delta leaving the model server to the frame painting it."""
+    `settle` s of quiet; ms from the delta leaving the model server to the frame painting it,
+    and to its frame arriving in the page."""
     text, marker = reply(n)
     ends = await page.evaluate("() => window.floor.ends") if floor else 0
     if floor:
@@ -710,7 +729,9 @@ async def agent_turn(
     await asyncio.sleep(settle)
     server.release()
     await wait_in_page(page, f"() => window.paint.at[{marker!r}] !== undefined", "the paint")
-    painted: float = await page.evaluate(f"() => window.paint.at[{marker!r}]")
+    painted, arrived = await page.evaluate(
+        f"() => [window.paint.at[{marker!r}], window.paint.arrived[{marker!r}]]"
+    )
     end = text.rsplit("\n", 1)[1]
     if floor:
         await wait_in_page(page, f"() => window.floor.ends > {ends}", "the turn's end")
@@ -722,7 +743,8 @@ async def agent_turn(
             f".includes({end!r})",
             "the turn's end",
         )
-    return painted - offset - stamps.sent[held.number]
+    sent = stamps.sent[held.number] + offset
+    return painted - sent, arrived - sent
 
 
 async def agent_stream(browser: Browser, args: argparse.Namespace, home: Path) -> dict[str, Any]:
@@ -731,7 +753,9 @@ async def agent_stream(browser: Browser, args: argparse.Namespace, home: Path) -
     stamps = Stamps({})
     blocks = -(-args.agent_turns // args.agent_block)
     script = parse_script(agent_script(2 * blocks * (args.agent_block + 1)))
-    results: dict[str, Any] = {"stream_forge": [], "stream_floor": []}
+    results: dict[str, Any] = {
+        f"{what}_{name}": [] for what in ("stream", "arrived") for name in ("forge", "floor")
+    }
     async with ModelServer(script, on_sent=stamps.on_sent) as server:
         forge = AgentForge(home / "agent-forge", server.url)
         forge.start()
@@ -752,11 +776,12 @@ async def agent_stream(browser: Browser, args: argparse.Namespace, home: Path) -
                 opened = await (open_agent_floor if floor else open_agent_pane)(browser, forge)
                 offset = await clock_offset(opened)
                 for k in range(args.agent_block + 1):
-                    took = await agent_turn(
+                    painted, arrived = await agent_turn(
                         opened, floor, server, stamps, next(turn), args.settle, offset
                     )
                     if k:
-                        results[f"stream_{name}"].append(took)
+                        results[f"stream_{name}"].append(painted)
+                        results[f"arrived_{name}"].append(arrived)
                 await opened.context.close()
             results["unscripted"] = sum(r.outcome == "unscripted" for r in server.requests)
             results["scroll"] = await long_conversation(browser, forge, args)
@@ -1012,6 +1037,12 @@ def report_agent(args: argparse.Namespace, results: dict[str, Any]) -> None:
         print(
             f"{name:<6} model delta->paint  p50 {percentile(values, 0.5):6.1f} ms"
             f"   p90 {percentile(values, 0.9):6.1f} ms   ({len(values)} turns)"
+        )
+    for name in stream:
+        arrived = results[f"arrived_{name}"]
+        print(
+            f"{name:<6}   of which delta->frame in the page  p50 {percentile(arrived, 0.5):6.1f} ms"
+            f"   p90 {percentile(arrived, 0.9):6.1f} ms   (the rest is the page's work and paint)"
         )
     p50 = percentile(stream["forge"], 0.5) / percentile(stream["floor"], 0.5)
     p90 = percentile(stream["forge"], 0.9) / percentile(stream["floor"], 0.9)
