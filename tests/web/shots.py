@@ -143,14 +143,27 @@ def shoot_agent(page: Page, supervised: Supervised, model: ModelServerThread, si
     above it), a command held on its ask, a question, a prompt queued behind a running turn
     with Interrupt offered, and the interrupted turn with the queued prompt's answer."""
     app_py = supervised.root / "web" / "app.py"
+    # One script for the whole session: the model server numbers its tool calls by turn, and a
+    # second script on the same session would repeat an id the CLI already holds.
     model.play(
         {
+            "when": {"user_text": "What does app.py do?"},
             "content": [
                 {"think": "Read app.py first."},
                 {"tool": {"name": "Read", "input": {"file_path": str(app_py)}}},
-            ]
+            ],
         },
-        {"when": {"tool_result": "Read"}, "say": AGENT_ANSWER, "stall": {"after": 12}},
+        {"when": {"tool_result": "Read"}, "say": AGENT_ANSWER, "stall": {"after": 4}},
+        {"when": {"user_text": "Run it"}, "bash": "python3 app.py"},
+        {"when": {"tool_result": "Bash"}, "say": "It printed `new`."},
+        {"when": {"user_text": "banner"}, "ask": COLOUR},
+        {"when": {"tool_result": "AskUserQuestion"}, "say": "Blue it is."},
+        {
+            "when": {"user_text": "Summarise"},
+            "say": "Reading every module in turn, this will take a while.",
+            "stall": {"after": 2},
+        },
+        {"when": {"user_text": "list the tests"}, "say": "There are two tests: `test_app.py`."},
     )
     page.goto(f"{supervised.url}#/")
     card = page.locator('[data-project="acme/web"]')
@@ -164,10 +177,6 @@ def shoot_agent(page: Page, supervised: Supervised, model: ModelServerThread, si
     model.release()
     agent_idle(page)
 
-    model.play(
-        {"when": {"user_text": "Run it"}, "bash": "python3 app.py"},
-        {"when": {"tool_result": "Bash"}, "say": "It printed `new`."},
-    )
     agent_turn(page, "Run it, please.")
     ask = page.locator('[data-ask-kind="permission"]')
     expect(ask).to_be_visible(timeout=AGENT_MS)
@@ -175,10 +184,6 @@ def shoot_agent(page: Page, supervised: Supervised, model: ModelServerThread, si
     ask.get_by_role("button", name="Allow once").click()
     agent_idle(page)
 
-    model.play(
-        {"ask": COLOUR},
-        {"when": {"tool_result": "AskUserQuestion"}, "say": "Blue it is."},
-    )
     agent_turn(page, "Make the banner stand out.")
     question = page.locator('[data-ask-kind="question"]')
     expect(question).to_be_visible(timeout=AGENT_MS)
@@ -186,10 +191,6 @@ def shoot_agent(page: Page, supervised: Supervised, model: ModelServerThread, si
     question.get_by_role("button", name="Blue").click()
     agent_idle(page)
 
-    model.play(
-        {"say": "Reading every module in turn, this will take a while.", "stall": {"after": 2}},
-        {"when": {"user_text": "list the tests"}, "say": "There are two tests: `test_app.py`."},
-    )
     agent_turn(page, "Summarise the whole repository.")
     model.wait_stalled(AGENT_MS / 1000)
     agent_turn(page, "Then list the tests.")
