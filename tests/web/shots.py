@@ -1,11 +1,12 @@
 """Screenshots of each view at phone and desktop size, for the README (docs/img/web-*.png).
 
-Run from the repository: `.venv/bin/python -m tests.web.shots [VIEW ...]` (`seat`: home, the seat's
-panes, settings; `agent`: an agent seat's conversation with a command waiting on its ask; `lab`:
-the Lab page; `report`: a finished run's report.html; all by default). It starts its own `forge
-supervise` and a small local page for the browser view, like the tests do; the agent is the real
-Claude Code CLI against forge's scripted model server; the Lab's run is the Lab kit's cohort
-handed over by `forge evaluate`, held at its gate while it is shot, then stopped.
+Run from the repository: `.venv/bin/python -m tests.web.shots [VIEW ...]` (`seat`: home, the
+seat's panes, settings; `agent`: an agent seat streaming an answer, a command held on its ask, a
+question, a prompt queued behind a running turn, and after the interrupt; `lab`: the Lab page;
+`report`: a finished run's report.html; all by default). It starts its own `forge supervise` and
+a small local page for the browser view, like the tests do; the agent is the real Claude Code CLI
+against forge's scripted model server; the Lab's run is the Lab kit's cohort handed over by
+`forge evaluate`, held at its gate while it is shot, then stopped.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from forge.testing.model_thread import ModelServerThread
 from tests.lab.kit import Kit
 from tests.lab.reportrun import finished_run
 
+from .agentkit import AGENT_MS
 from .conftest import CHROMIUM, CHROMIUM_ARGS, DESKTOP, Supervised, wait_for_screen
 from .labrun import held_cohort, start_run
 from .trees import seat_repository
@@ -123,36 +125,83 @@ print('new')
 The working tree changed that word from `'old'`; the change is not committed yet."""
 
 
+def agent_turn(page: Page, text: str) -> None:
+    page.get_by_label("prompt", exact=True).fill(text)
+    page.get_by_role("button", name="Send", exact=True).click()
+
+
+def agent_idle(page: Page) -> None:
+    expect(page.locator("[data-turn-state]")).to_have_text("idle", timeout=AGENT_MS)
+
+
+COLOUR = {"question": "Which colour should the banner be?", "header": "Colour",
+          "options": ["Red", "Blue", "Green"]}  # fmt: skip
+
+
 def shoot_agent(page: Page, supervised: Supervised, model: ModelServerThread, size: str) -> None:
-    """A turn that read a file and answered in markdown, then a command held on its ask."""
+    """An agent seat in each state a person meets: an answer streaming (a Read and thinking
+    above it), a command held on its ask, a question, a prompt queued behind a running turn
+    with Interrupt offered, and the interrupted turn with the queued prompt's answer."""
     app_py = supervised.root / "web" / "app.py"
+    # One script for the whole session: the model server numbers its tool calls by turn, and a
+    # second script on the same session would repeat an id the CLI already holds.
     model.play(
         {
+            "when": {"user_text": "What does app.py do?"},
             "content": [
                 {"think": "Read app.py first."},
                 {"tool": {"name": "Read", "input": {"file_path": str(app_py)}}},
-            ]
+            ],
         },
-        {"when": {"tool_result": "Read"}, "say": AGENT_ANSWER},
+        {"when": {"tool_result": "Read"}, "say": AGENT_ANSWER, "stall": {"after": 4}},
         {"when": {"user_text": "Run it"}, "bash": "python3 app.py"},
+        {"when": {"tool_result": "Bash"}, "say": "It printed `new`."},
+        {"when": {"user_text": "banner"}, "ask": COLOUR},
+        {"when": {"tool_result": "AskUserQuestion"}, "say": "Blue it is."},
+        {
+            "when": {"user_text": "Summarise"},
+            "say": "Reading every module in turn, this will take a while.",
+            "stall": {"after": 2},
+        },
+        {"when": {"user_text": "list the tests"}, "say": "There are two tests: `test_app.py`."},
     )
     page.goto(f"{supervised.url}#/")
     card = page.locator('[data-project="acme/web"]')
     card.get_by_label("seat label for acme/web").fill(size)
     card.get_by_role("button", name="Start agent").click()
-    expect(page.locator("[data-agent-pane]")).to_be_visible(timeout=180_000)
-    page.get_by_label("prompt", exact=True).fill("What does app.py do?")
-    page.get_by_role("button", name="Send").click()
-    expect(page.locator(".msg.assistant").filter(has_text="small script")).to_be_visible(
-        timeout=180_000
-    )
-    expect(page.locator("[data-turn-state]")).to_have_text("idle", timeout=180_000)
-    page.get_by_label("prompt", exact=True).fill("Run it, please.")
-    page.get_by_role("button", name="Send").click()
-    expect(page.locator('[data-ask-kind="permission"]')).to_be_visible(timeout=180_000)
+    expect(page.locator("[data-agent-pane]")).to_be_visible(timeout=AGENT_MS)
+    agent_turn(page, "What does app.py do?")
+    model.wait_stalled(AGENT_MS / 1000)
+    expect(page.locator("[data-streaming]")).to_contain_text("small script", timeout=AGENT_MS)
+    page.screenshot(path=OUT / f"web-agent-stream-{size}.png")
+    model.release()
+    agent_idle(page)
+
+    agent_turn(page, "Run it, please.")
+    ask = page.locator('[data-ask-kind="permission"]')
+    expect(ask).to_be_visible(timeout=AGENT_MS)
     page.screenshot(path=OUT / f"web-agent-{size}.png")
-    page.locator('[data-ask-kind="permission"]').get_by_role("button", name="Allow once").click()
-    expect(page.locator("[data-turn-state]")).to_have_text("idle", timeout=180_000)
+    ask.get_by_role("button", name="Allow once").click()
+    agent_idle(page)
+
+    agent_turn(page, "Make the banner stand out.")
+    question = page.locator('[data-ask-kind="question"]')
+    expect(question).to_be_visible(timeout=AGENT_MS)
+    page.screenshot(path=OUT / f"web-agent-question-{size}.png")
+    question.get_by_role("button", name="Blue").click()
+    agent_idle(page)
+
+    agent_turn(page, "Summarise the whole repository.")
+    model.wait_stalled(AGENT_MS / 1000)
+    agent_turn(page, "Then list the tests.")
+    expect(page.get_by_label("waiting prompts")).to_be_visible(timeout=AGENT_MS)
+    page.screenshot(path=OUT / f"web-agent-queue-{size}.png")
+    page.get_by_role("button", name="Interrupt").click()
+    expect(page.locator(".msg.assistant").filter(has_text="two tests")).to_be_visible(
+        timeout=AGENT_MS
+    )
+    agent_idle(page)
+    page.screenshot(path=OUT / f"web-agent-interrupt-{size}.png")
 
 
 def shoot_lab(page: Page, supervised: Supervised, size: str) -> None:

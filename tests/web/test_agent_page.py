@@ -8,25 +8,34 @@ on a seat of its own and gives the model server its turns (`ModelServerThread.pl
 from __future__ import annotations
 
 import re
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import BrowserContext, Locator, Page, expect
+from playwright.sync_api import BrowserContext, expect
 
-from forge.testing.agent_cli import cli_env, unsteered
+from forge.testing.model_conversation import tool_results
 from forge.testing.model_thread import ModelServerThread
 
+from .agentkit import (
+    AGENT_MS,
+    AGENT_S,
+    agent_project,
+    agent_supervised,
+    fits,
+    idle,
+    on_screen,
+    open_seat,
+    prompt,
+    said,
+    start_agent,
+)
 from .conftest import Supervised, poll
 from .routing import routed
 
 pytest.importorskip("claude_agent_sdk")
 pytestmark = pytest.mark.timeout(900)
 
-AGENT_MS = 180_000
-"""How long the CLI may take to start or answer on a loaded machine."""
-AGENT_S = AGENT_MS / 1000
 STREAMED = (
     "Hello from the scripted model. This answer arrives in many small deltas, "
     "and the page paints each one as it comes."
@@ -41,10 +50,7 @@ def model() -> Iterator[ModelServerThread]:
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("agentweb") / "web"
-    path.mkdir()
-    subprocess.run(["git", "init", "-q", "-b", "main", str(path)], check=True)
-    return path
+    return agent_project(tmp_path_factory.mktemp("agentweb"))
 
 
 @pytest.fixture(scope="module")
@@ -53,57 +59,10 @@ def supervised(
 ) -> Iterator[Supervised]:
     """This module's `forge supervise` (the one `phone` and `desktop` pair with), its agents
     pointed at the model server."""
-    root = tmp_path_factory.mktemp("agentsup")
-    server = Supervised(root, f'[[projects]]\norg = "acme"\nname = "web"\npath = "{project}"\n')
-    server.env = unsteered(server.env) | cli_env(model.url, root)
+    server = agent_supervised(tmp_path_factory.mktemp("agentsup"), model, project)
     server.start()
     yield server
     server.stop()
-
-
-def start_agent(page: Page, supervised: Supervised, label: str) -> None:
-    """From Home: the seat's label, Start agent, and the Agent pane once the CLI runs."""
-    page.goto(supervised.url)
-    card = page.locator('[data-project="acme/web"]')
-    card.get_by_label("seat label for acme/web").fill(label)
-    card.get_by_role("button", name="Start agent").click()
-    expect(page.locator("[data-agent-pane]")).to_be_visible(timeout=AGENT_MS)
-
-
-def open_seat(page: Page, supervised: Supervised, label: str) -> None:
-    """The seat's first view, which is its Agent pane."""
-    page.goto(f"{supervised.url}#/seat/acme/web/{label}")
-    expect(page.locator("[data-agent-pane]")).to_be_visible(timeout=AGENT_MS)
-
-
-def prompt(page: Page, text: str) -> None:
-    page.get_by_label("prompt", exact=True).fill(text)
-    page.get_by_role("button", name="Send").click()
-
-
-def idle(page: Page) -> None:
-    expect(page.locator("[data-turn-state]")).to_have_text("idle", timeout=AGENT_MS)
-
-
-def said(page: Page, text: str) -> Locator:
-    """The assistant's text blocks that hold `text`."""
-    return page.locator(".msg.assistant").filter(has_text=text)
-
-
-def fits(page: Page) -> bool:
-    return bool(page.evaluate("() => document.documentElement.scrollWidth <= window.innerWidth"))
-
-
-def on_screen(page: Page, selector: Locator) -> None:
-    """The element lies wholly inside the viewport: a thumb can reach it without scrolling."""
-    box = selector.bounding_box()
-    size = page.viewport_size
-    assert box is not None
-    assert size is not None
-    assert box["x"] >= 0, box
-    assert box["x"] + box["width"] <= size["width"], box
-    assert box["y"] >= 0, box
-    assert box["y"] + box["height"] <= size["height"], box
 
 
 def test_a_phone_sees_the_answer_stream_and_allows_a_bash_command_the_desktop_sees_go(
@@ -372,3 +331,127 @@ def test_a_hidden_page_that_asked_for_it_is_notified_once_when_an_agent_waits(
     assert away.evaluate("() => window.forgeNotified") == [
         {"title": "acme/web/notify waits", "body": "The agent waits on a permission."}
     ]
+
+
+def test_always_allow_lets_the_same_bash_command_run_again_without_an_ask(
+    desktop: BrowserContext, supervised: Supervised, model: ModelServerThread, project: Path
+) -> None:
+    # Not a redirect: the CLI's "always" for a command that writes a file in the project is the
+    # project's directory, not the command; for this one it is a rule for the command.
+    command = "python3 -c \"open('again.txt', 'a').write('again\\n')\""
+    model.play(
+        {"when": {"user_text": "Append once."}, "bash": command},
+        {"when": {"tool_result": "Bash"}, "say": "Appended once."},
+        {"when": {"user_text": "Append twice."}, "bash": command},
+        {"when": {"tool_result": "Bash"}, "say": "Appended twice."},
+    )
+    page = desktop.new_page()
+    start_agent(page, supervised, "always")
+    prompt(page, "Append once.")
+    ask = page.locator('[data-ask-kind="permission"]')
+    expect(ask).to_contain_text(command, timeout=AGENT_MS)
+    ask.get_by_role("button", name="Always allow").click()
+    expect(said(page, "Appended once.")).to_have_count(1, timeout=AGENT_MS)
+    idle(page)
+    prompt(page, "Append twice.")
+    # Nobody answers now: the turn ends only if the second call ran without an ask.
+    expect(said(page, "Appended twice.")).to_have_count(1, timeout=AGENT_MS)
+    expect(page.locator("[data-ask]")).to_have_count(0)
+    assert (project / "again.txt").read_text(encoding="utf-8") == "again\nagain\n"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="forge/workers/agent/protocol.py's Question reads `multi_select`, but the CLI's "
+    "AskUserQuestion input spells it `multiSelect`: every question reaches the page single-choice",
+)
+def test_a_multi_select_question_sends_every_option_tapped(
+    phone: BrowserContext, supervised: Supervised, model: ModelServerThread
+) -> None:
+    question = {
+        "question": "Which toppings?",
+        "header": "Toppings",
+        "options": ["Cheese", "Olives", "Basil"],
+        "multi_select": True,
+    }
+    model.play(
+        {"ask": question},
+        {"when": {"tool_result": "AskUserQuestion"}, "say": "Toppings noted."},
+    )
+    hand = phone.new_page()
+    start_agent(hand, supervised, "toppings")
+    prompt(hand, "Pick toppings.")
+    card = hand.locator('[data-ask-kind="question"]')
+    expect(card).to_contain_text("Which toppings?", timeout=AGENT_MS)
+    send = card.get_by_role("button", name="Send answers")
+    expect(send).to_be_disabled()
+    for name in ("Cheese", "Basil"):
+        card.get_by_role("button", name=name).tap()
+        expect(card.get_by_role("button", name=name)).to_have_attribute("aria-pressed", "true")
+    expect(card.get_by_role("button", name="Olives")).to_have_attribute("aria-pressed", "false")
+    on_screen(hand, send)
+    send.tap()
+    expect(said(hand, "Toppings noted.")).to_have_count(1, timeout=AGENT_MS)
+    answered = [
+        result.text
+        for request in model.server.message_requests()
+        for result in tool_results(request.body)
+        if result.tool_name == "AskUserQuestion"
+    ]
+    assert answered, "the model got no answer"
+    assert "Cheese" in answered[-1], answered
+    assert "Basil" in answered[-1], answered
+    assert "Olives" not in answered[-1], answered
+
+
+def test_a_refused_start_is_said_in_its_words(
+    desktop: BrowserContext, supervised: Supervised
+) -> None:
+    first = desktop.new_page()
+    start_agent(first, supervised, "twice")
+    again = desktop.new_page()
+    again.goto(supervised.url)
+    card = again.locator('[data-project="acme/web"]')
+    card.get_by_label("seat label for acme/web").fill("twice")
+    card.get_by_role("button", name="Start agent").click()
+    expect(card.locator("[data-refusal]")).to_have_text(
+        "seat acme/web/twice already has an agent (despawn it first)"
+    )
+
+
+KEYBOARD_UP = """(height) => {
+    Object.defineProperty(window.visualViewport, "height", {configurable: true, get: () => height});
+    window.visualViewport.dispatchEvent(new Event("resize"));
+}"""
+"""The phone's on-screen keyboard, as the page sees it: the visual viewport shrinks to `height`."""
+
+
+def test_the_on_screen_keyboard_does_not_hide_the_composer(
+    phone: BrowserContext, supervised: Supervised
+) -> None:
+    hand = phone.new_page()
+    start_agent(hand, supervised, "keyboard")
+    box = hand.get_by_label("prompt", exact=True)
+    box.tap()
+    height = 420  # what a 390x844 phone keeps above its keyboard
+    hand.evaluate(KEYBOARD_UP, height)
+    for part in (box, hand.get_by_role("button", name="Send", exact=True)):
+        bottom = hand.evaluate("(el) => el.getBoundingClientRect().bottom", part.element_handle())
+        assert bottom <= height, f"the keyboard covers the composer ({bottom} > {height})"
+    assert fits(hand)
+
+
+def test_a_slash_completes_from_the_commands_the_cli_advertises(
+    desktop: BrowserContext, supervised: Supervised, model: ModelServerThread
+) -> None:
+    model.play({"say": "Hello."})
+    page = desktop.new_page()
+    start_agent(page, supervised, "slash")
+    prompt(page, "Hi.")  # the CLI advertises its commands at its first turn
+    expect(said(page, "Hello.")).to_have_count(1, timeout=AGENT_MS)
+    box = page.get_by_label("prompt", exact=True)
+    box.fill("/comp")
+    choices = page.get_by_role("listbox", name="slash commands")
+    choices.get_by_role("option", name="/compact").click()
+    expect(box).to_have_value("/compact ")
+    expect(choices).to_have_count(0)

@@ -8,7 +8,6 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
-import wave
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,46 +15,22 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, WebSocketRoute, expect
 
-from forge.workers.dictate import corpus
 from forge.workers.dictate.wer import score
 
 from .conftest import DESKTOP, Supervised, chromium, open_terminal, poll, screen_text
-
-CLIP = "flite-1"
-LEAD_S = 1.5
-TAIL_S = 3.0
-"""The fake microphone loops its file: silence around the sentence keeps one take to one copy."""
-DICTATION = "[dictate]\nenabled = true\n[tts]\nenabled = true\n"
-DECODE_MS = 240_000
-"""How long a take's end may take on a loaded two-core machine (model load, queued decodes)."""
+from .fakemic import DECODE_MS, DICTATION, LEAD_S, fake_mic_args, padded_sentence
 
 
 @pytest.fixture(scope="module")
 def sentence(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, float]:
     """The corpus clip with silence before and after it: its path, its words, its seconds."""
-    clip = next(clip for clip in corpus.load() if clip.name == CLIP)
-    with wave.open(str(clip.path)) as source:
-        rate, pcm = source.getframerate(), source.readframes(source.getnframes())
-        assert (source.getnchannels(), source.getsampwidth()) == (1, 2)
-    path = tmp_path_factory.mktemp("mic") / f"{CLIP}-padded.wav"
-    with wave.open(str(path), "wb") as padded:
-        padded.setnchannels(1)
-        padded.setsampwidth(2)
-        padded.setframerate(rate)
-        padded.writeframes(bytes(int(rate * LEAD_S) * 2) + pcm + bytes(int(rate * TAIL_S) * 2))
-    return path, clip.text, len(pcm) / 2 / rate
+    return padded_sentence(tmp_path_factory.mktemp("mic"))
 
 
 @pytest.fixture(scope="module")
 def browser(sentence: tuple[Path, str, float]) -> Iterator[Browser]:
     """Chromium whose microphone is the padded sentence, granted without asking."""
-    args = [
-        "--use-fake-ui-for-media-stream",
-        "--use-fake-device-for-media-stream",
-        f"--use-file-for-fake-audio-capture={sentence[0]}",
-        "--autoplay-policy=no-user-gesture-required",
-    ]
-    with chromium(args) as launched:
+    with chromium(fake_mic_args(sentence[0])) as launched:
         yield launched
 
 

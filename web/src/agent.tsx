@@ -23,7 +23,7 @@ import {
 import { routeHash, type App } from "./app";
 import { FileDiff } from "./diff";
 import { markdownHtml } from "./markdown";
-import { MicButton } from "./soundviews";
+import { MicButton, SpeakerSwitch } from "./soundviews";
 import { seatKey, type Seat } from "./wire";
 
 export const PERMISSION_MODES = ["default", "acceptEdits", "plan", "bypassPermissions", "dontAsk", "auto"] as const;
@@ -522,7 +522,14 @@ function Composer({ app, seat, agent }: { app: App; seat: Seat; agent: AgentStat
             }
           }}
         />
-        <MicButton app={app} seat={seat} box="composer" land={(words) => setText((before) => (before ? `${before} ${words}` : words))} />
+        <MicButton
+          app={app}
+          seat={seat}
+          box="composer"
+          sendable
+          land={(words) => setText((before) => (before ? `${before} ${words}` : words))}
+        />
+        <SpeakerSwitch app={app} />
         {agent.header.turn_in_flight ? (
           <button type="button" class="danger" onClick={() => app.command("cancel", { key: seat })}>
             Interrupt

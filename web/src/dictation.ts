@@ -5,6 +5,8 @@
 // box that can take words (the terminal, the browser pane's text box) names itself as the take's
 // `surface` and hands over where its words go. A take is busy from the press until its
 // `dictate_ended` or `dictate_failed` (or a refusal), so the messages of two takes never mix.
+// The composer's take may be stopped with `send`: its words become the agent's next prompt
+// (`dictate_ended.prompt`) instead of landing in the box; a refused send lands them in the box.
 
 import type { App, Surface } from "./app";
 import { Microphone } from "./mic";
@@ -30,6 +32,8 @@ export interface DictationTestHook {
   sentMs: number;
   partial: string;
   landed: string | null;
+  /** The uuid of the prompt the last take's words became (a take stopped with `send`). */
+  prompt: string | null;
   why: string | null;
 }
 
@@ -50,6 +54,10 @@ export class Dictation implements Surface {
   /** Why the last take ended without words (a refusal, the microphone, the server's failure). */
   why: string | null = null;
   private land: Land | null = null;
+  /** Stopped with `send`, until the server answers it (a refusal falls back to a plain stop). */
+  private sending = false;
+  /** The plain stop sent after a refused `send`: the take's words are due whatever it answers. */
+  private fellBack = false;
   private mic: Microphone | null = null;
   /** The link (`ForgeSocket.links`) the live take was sent on. */
   private sentOn = 0;
@@ -64,6 +72,7 @@ export class Dictation implements Surface {
     sentMs: 0,
     partial: "",
     landed: null,
+    prompt: null,
     why: null,
   };
 
@@ -87,7 +96,9 @@ export class Dictation implements Surface {
     this.partial = "";
     this.phase = null;
     this.level = 0;
-    Object.assign(this.hook, { phases: [], sentMs: 0, maxLevel: 0, landed: null });
+    this.sending = false;
+    this.fellBack = false;
+    Object.assign(this.hook, { phases: [], sentMs: 0, maxLevel: 0, landed: null, prompt: null });
     this.set("opening");
     let mic: Microphone;
     try {
@@ -113,15 +124,17 @@ export class Dictation implements Surface {
     this.set("live");
   }
 
-  /** Capture ended: the open segment is decoded and the words land. */
-  stop(): void {
+  /** Capture ended: the open segment is decoded and the words land, or with `send` (a take
+   * begun on the composer) become the seat's agent's next prompt. */
+  stop(send = false): void {
     if (this.state === "opening") {
       this.end(null);
       return;
     }
     if (this.state !== "live" || !this.seat) return;
     this.closeMic();
-    this.app.send({ kind: "dictate_stop", key: this.seat });
+    this.sending = send;
+    this.app.send(send ? { kind: "dictate_stop", key: this.seat, send } : { kind: "dictate_stop", key: this.seat });
     this.set("ending");
   }
 
@@ -160,6 +173,10 @@ export class Dictation implements Surface {
   message(message: ServerMessage): boolean {
     if (message.kind === "error" && VERBS.has(message.what)) {
       if (this.state === "idle") return true;
+      if (message.what === "dictate_stop" && this.state === "ending" && (this.sending || this.fellBack)) {
+        this.refusedSend(message.why);
+        return true;
+      }
       this.end(message.why);
       return true;
     }
@@ -189,7 +206,11 @@ export class Dictation implements Surface {
         this.partial = message.text;
         break;
       case "dictate_ended":
-        this.landWords(message.text);
+        this.sending = false;
+        this.fellBack = false;
+        this.hook.prompt = message.prompt;
+        if (message.prompt === null) this.landWords(message.text);
+        else this.hook.landed = message.text;
         this.end(null);
         return true;
       case "dictate_failed":
@@ -214,6 +235,19 @@ export class Dictation implements Surface {
     if (this.sentOn === this.app.socket.links) return;
     this.closeMic();
     this.end("the link to the supervisor dropped mid-take; nothing landed");
+  }
+
+  /** A `send` refused: before the take stopped (it is still live: stop it plainly) or by the
+   * agent after (the words follow with no prompt). Either way the words land in the box, and
+   * an error for the plain stop means the take was already ending. */
+  private refusedSend(why: string): void {
+    if (this.sending && this.seat) {
+      this.sending = false;
+      this.fellBack = true;
+      this.why = why;
+      this.app.send({ kind: "dictate_stop", key: this.seat });
+    }
+    this.changed();
   }
 
   // --- state -----------------------------------------------------------------------------

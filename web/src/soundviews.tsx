@@ -29,8 +29,22 @@ const PHASE_WORDS: Record<string, string> = {
   done: "done",
 };
 
-/** A box's microphone: press to dictate into it, press again to end; its words land in `land`. */
-export function MicButton({ app, seat, box, land }: { app: App; seat: Seat; box: string; land: (text: string) => void }) {
+/** A box's microphone: press to dictate into it, press again to end; its words land in `land`.
+ * With `sendable` (the Agent pane's composer) a live take also offers "Send": stop, and the
+ * words go to the agent as the next prompt instead. */
+export function MicButton({
+  app,
+  seat,
+  box,
+  land,
+  sendable = false,
+}: {
+  app: App;
+  seat: Seat;
+  box: string;
+  land: (text: string) => void;
+  sendable?: boolean;
+}) {
   const dictation = dictationOf(app);
   const bump = useBump();
   useEffect(() => dictation.subscribe(bump), [dictation]);
@@ -64,6 +78,11 @@ export function MicButton({ app, seat, box, land }: { app: App; seat: Seat; box:
           <span class="phase" data-phase={dictation.phase ?? ""}>
             {PHASE_WORDS[dictation.phase ?? ""] ?? dictation.phase ?? "starting…"}
           </span>
+          {state === "live" && sendable ? (
+            <button type="button" class="primary" aria-label="stop and send as the prompt" onClick={() => dictation.stop(true)}>
+              Stop &amp; send
+            </button>
+          ) : null}
           {state === "live" ? (
             <button type="button" aria-label="cancel dictation" onClick={() => dictation.cancel()}>
               ×
@@ -81,15 +100,22 @@ export function MicButton({ app, seat, box, land }: { app: App; seat: Seat; box:
   );
 }
 
-/** The seat's speaker: hear what the seat says (`voice_mode`); it follows the seat on screen. */
-export function SpeakerSwitch({ app, seat }: { app: App; seat: Seat }) {
+/** The speaker follows the seat on screen (held by the seat view, whichever pane shows the
+ * switch, so moving between panes never pauses the voice). */
+export function useSpeakerFollow(app: App, seat: Seat): void {
   const speaker = speakerOf(app);
-  const bump = useBump();
-  useEffect(() => speaker.subscribe(bump), [speaker]);
   useEffect(() => {
     speaker.show(seat);
     return () => speaker.show(null);
   }, [speaker, seat.org, seat.project, seat.label]);
+}
+
+/** The seat's speaker switch: hear what the seat says (`voice_mode`): the seat bar's, or the
+ * Agent pane's composer's (the agent's `voice__say` plays here). */
+export function SpeakerSwitch({ app }: { app: App }) {
+  const speaker = speakerOf(app);
+  const bump = useBump();
+  useEffect(() => speaker.subscribe(bump), [speaker]);
   const on = speaker.on;
   return (
     <span class="speaker" data-voice={on ? "on" : "off"}>

@@ -12,7 +12,7 @@ import { LabPage } from "./lab";
 import { ProcessTable } from "./processtable";
 import { SettingsView } from "./settings";
 import { rememberToken } from "./socket";
-import { MicButton, SpeakerSwitch, TabSoundToggle } from "./soundviews";
+import { MicButton, SpeakerSwitch, TabSoundToggle, useSpeakerFollow } from "./soundviews";
 import { TerminalSurface } from "./terminal";
 import { sameSeat, seatKey, type AgentRow, type ProjectRow, type Seat, type Work } from "./wire";
 
@@ -332,6 +332,7 @@ function SeatRow({ app, agent }: { app: App; agent: AgentRow }) {
 // --- a seat ----------------------------------------------------------------------------------
 
 function SeatView({ app, seat, pane: asked }: { app: App; seat: Seat; pane: Pane | null }) {
+  useSpeakerFollow(app, seat);
   const held = app.session && sameSeat(app.session.slot, seat);
   // The seat's first view: its agent when it has one; the terminal until the seat is read.
   const pane: Pane = asked ?? (held && app.seatAgent ? "agent" : "terminal");
@@ -358,7 +359,7 @@ function SeatView({ app, seat, pane: asked }: { app: App; seat: Seat; pane: Pane
             </button>
           ))}
         </div>
-        <SpeakerSwitch app={app} seat={seat} />
+        {pane === "agent" ? null : <SpeakerSwitch app={app} />}
       </div>
       {pane === "agent" ? <AgentPane app={app} seat={seat} key={`a${seatKey(seat)}`} /> : null}
       {pane === "terminal" ? <TerminalPane app={app} seat={seat} key={`t${seatKey(seat)}`} /> : null}
