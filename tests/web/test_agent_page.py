@@ -360,11 +360,6 @@ def test_always_allow_lets_the_same_bash_command_run_again_without_an_ask(
     assert (project / "again.txt").read_text(encoding="utf-8") == "again\nagain\n"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="forge/workers/agent/protocol.py's Question reads `multi_select`, but the CLI's "
-    "AskUserQuestion input spells it `multiSelect`: every question reaches the page single-choice",
-)
 def test_a_multi_select_question_sends_every_option_tapped(
     phone: BrowserContext, supervised: Supervised, model: ModelServerThread
 ) -> None:

@@ -339,7 +339,8 @@ class Question(msgspec.Struct, frozen=True, kw_only=True):
     question: str
     header: str
     options: list[QuestionOption]
-    multi_select: bool = False
+    multi_select: bool = msgspec.field(default=False, name="multiSelect")
+    """AskUserQuestion's input spells it `multiSelect`."""
 
 
 class QuestionAsk(WorkerEvent, tag="question_ask", frozen=True):
