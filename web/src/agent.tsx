@@ -267,12 +267,21 @@ function MessageView({ msg, seat, results }: { msg: ChatMessage; seat: Seat; res
     case "result":
       return msg.is_error ? (
         <p class="agentproblem" role="alert" data-msg="result-error">
-          The turn failed ({msg.subtype}){msg.text ? `: ${msg.text}` : "."}
+          {resultWords(msg.subtype)}
+          {msg.text ? `: ${msg.text}` : "."}
         </p>
       ) : null;
     default:
       return null; // tool results show inside their call's row; deltas in the streaming block
   }
+}
+
+/** A failed turn's end in words (the CLI's `result` subtypes). */
+function resultWords(subtype: string): string {
+  if (subtype === "error_during_execution") return "The turn stopped before it finished (interrupted, or Claude Code met an error)";
+  if (subtype === "error_max_turns") return "The turn stopped at its limit of turns";
+  if (subtype === "error_max_budget_usd") return "The turn stopped at its cost budget";
+  return `The turn failed (${subtype})`;
 }
 
 function BlockView({ block, seat, result }: { block: Block; seat: Seat; result: ToolResult | undefined }) {
