@@ -70,9 +70,9 @@ async def serve(port: int, announce: Path) -> None:
 
     with tempfile.TemporaryDirectory() as root:
         async with serve_dictation(Path(root), Path(root), port) as served:
-            while served.service.model.state not in ("ready", "failed"):  # noqa: ASYNC110
+            while served.service.page.model.state not in ("ready", "failed"):  # noqa: ASYNC110
                 await asyncio.sleep(0.05)
-            worker = served.service._handle
+            worker = served.service.handle
             ready = json.dumps({"worker": worker.pid if worker else None})
             await asyncio.to_thread(announce.write_text, ready)
             await asyncio.Event().wait()

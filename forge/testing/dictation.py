@@ -25,7 +25,7 @@ TIMINGS = LifecycleTimings(hello_timeout=60.0, request_timeout=60.0, kill_grace=
 @dataclass
 class Served:
     supervisor: Supervisor
-    service: dictation.DictationService
+    service: dictation.VoiceService
     manager: WorkerManager
     url: str
 

@@ -115,21 +115,29 @@ CONSUMERS: dict[tuple[str, str], ReloadClass] = {
     ("config/cli.py", "server.tls_key"): "live",  # `forge config check` looks at its mode
     # Dictation: whether to take a take and its default axes are read per take; the worker is
     # started (or not) with its models and voice when the supervisor starts.
-    ("supervisor/voice/service.py", "projects[].org"): "live",
-    ("supervisor/voice/service.py", "projects[].name"): "live",
+    ("supervisor/voice/takes.py", "dictate.enabled"): "live",
+    ("supervisor/voice/takes.py", "dictate.styling"): "live",
+    ("supervisor/voice/takes.py", "dictate.structure"): "live",
+    ("supervisor/voice/takes.py", "dictate.context"): "live",
     ("supervisor/voice/service.py", "dictate.enabled"): "live",
-    ("supervisor/voice/service.py", "dictate.styling"): "live",
-    ("supervisor/voice/service.py", "dictate.structure"): "live",
-    ("supervisor/voice/service.py", "dictate.context"): "live",
     ("supervisor/voice/service.py", "dictate.models_dir"): "restart",
     ("supervisor/voice/service.py", "tts.enabled"): "restart",
     ("supervisor/voice/service.py", "tts.engine"): "restart",
     ("supervisor/voice/service.py", "tts.voice"): "restart",
     ("supervisor/voice/service.py", "tts.piper_model"): "restart",
+    # Speech checks the seat's project and whether [tts] is on at each line.
+    ("supervisor/voice/speech.py", "projects[].org"): "live",
+    ("supervisor/voice/speech.py", "projects[].name"): "live",
+    ("supervisor/voice/speech.py", "tts.enabled"): "live",
     # An agent seat's voice notes and its tool's answer read [tts] at each listener change.
     ("supervisor/agent/service.py", "tts.enabled"): "live",
     ("supervisor/agent/voice.py", "tts.enabled"): "live",
     # The models page describes the configuration as loaded, at every request.
+    ("supervisor/voice/modelspage.py", "dictate.enabled"): "live",
+    ("supervisor/voice/modelspage.py", "dictate.models_dir"): "live",
+    ("supervisor/voice/modelspage.py", "tts.enabled"): "live",
+    ("supervisor/voice/modelspage.py", "tts.engine"): "live",
+    ("supervisor/voice/modelspage.py", "tts.piper_model"): "live",
     ("supervisor/voice/models.py", "dictate.enabled"): "live",
     ("supervisor/voice/models.py", "dictate.models_dir"): "live",
     ("supervisor/voice/models.py", "tts.enabled"): "live",

@@ -46,8 +46,8 @@ def free_port() -> int:
 async def ready(served: Served) -> Served:
     """The dictation model has loaded (takes then start streaming at once)."""
     async with asyncio.timeout(240):
-        while served.service.model.state != "ready":
-            assert served.service.model.state != "failed", served.service.model.error
+        while served.service.page.model.state != "ready":
+            assert served.service.page.model.state != "failed", served.service.page.model.error
             await asyncio.sleep(0.05)
     return served
 

@@ -150,7 +150,7 @@ async def test_a_dropped_connection_drops_its_take(served: Served, clips: dict[s
     await phone.stream(pcm[: len(pcm) // 2], pace=None)
     await phone.next_of_kind("dictate_level")
     await phone.close()
-    await eventually(lambda: len(served.service._takes) == 0)
+    await eventually(lambda: len(served.service.takes.book) == 0)
 
     async def worker_forgot() -> bool:
         return (await _status(served)).takes == []
@@ -185,7 +185,7 @@ async def _status(served: Served) -> Any:
     from forge.ipc.protocol import call
     from forge.workers.dictate.protocol import GetStatus
 
-    handle = served.service._handle
+    handle = served.service.handle
     assert handle is not None
     return await call(handle, GetStatus())
 

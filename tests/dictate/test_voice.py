@@ -43,7 +43,7 @@ async def test_listeners_count_connections_and_fall_when_one_closes(served: Serv
     await listeners_seen(late, 1)
     await desk.send({"kind": "voice_mode", "key": SEAT, "on": False, "explicit": True})
     await listeners_seen(late, 0)
-    assert served.service.room.listeners(served_seat()) == 0
+    assert served.service.speech.room.listeners(served_seat()) == 0
     await desk.close()
     await late.close()
 
@@ -198,8 +198,8 @@ async def test_forge_dictate_bench_lands_its_run_on_the_models_page(served: Serv
         return any(v["bench"] is None and v["results"] for v in views)
 
     await watcher.until(landed)
-    run = served.service.results[-1]
+    run = served.service.page.results[-1]
     assert (run["clips"], run["wer"], run["tier"]) == (2, 0.0, "local")
     assert [row["name"] for row in run["rows"]] == ["flite-6", "silence"]
-    assert served.service.speaking_results[-1]["clips"] == 1
+    assert served.service.page.speaking_results[-1]["clips"] == 1
     await watcher.close()

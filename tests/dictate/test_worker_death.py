@@ -31,7 +31,7 @@ async def own(module_dirs: Path) -> AsyncIterator[Served]:
 async def test_kill_9_mid_take_fails_the_take_and_the_next_take_works(
     own: Served, clips: dict[str, Clip]
 ) -> None:
-    handle = own.service._handle
+    handle = own.service.handle
     assert handle is not None
     assert handle.pid is not None
     first_pid = handle.pid

@@ -20,7 +20,7 @@ log = get_logger(__name__)
 
 
 class Speech(Protocol):
-    """The voice area as an agent seat uses it (`DictationService.speak`)."""
+    """The voice area as an agent seat uses it (`voice.speech.Speech`)."""
 
     async def speak(self, seat: Seat, text: str, voice: str | None = None) -> Said: ...
 
