@@ -44,7 +44,7 @@ def _why(text: str) -> str:
 
 def test_the_walk_finds_every_verb_forge_decodes_and_the_lab_verbs() -> None:
     assert KINDS < TAGS
-    assert {"lab_start", "lab_stop"} == TAGS - KINDS
+    assert {"lab_start", "lab_stop", "lab_report"} == TAGS - KINDS
 
 
 def test_every_text_frame_is_refused_where_it_was_made_wrong(rounds: list[Any]) -> None:

@@ -42,6 +42,7 @@ def test_a_run_request_crosses_as_camel_case_builtins_and_back() -> None:
                 "diskBytes": 4 << 30,
                 "openFiles": 4096,
             },
+            "agentCli": None,
         }
     }
     assert decode_request(Run, args) == Run(attempt=HANDOFF)

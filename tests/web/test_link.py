@@ -32,7 +32,8 @@ def test_a_dropped_link_redials_re_holds_the_seat_and_tells_of_a_new_build(
     # Home first, then only the seat on screen, its terminal by id, and `showing` again.
     assert second.sent[0] == {"kind": "subscribe", "what": "home"}, kinds
     seat = {"org": "acme", "project": "proj", "label": "lead"}
-    assert {"kind": "subscribe", "what": {"session": seat}} in second.sent, second.sent
+    held = {"kind": "subscribe", "what": {"session": seat}, "answering": True}
+    assert held in second.sent, second.sent
     assert {"kind": "showing", "seat": seat} in second.sent, second.sent
     again = next(m for m in second.sent if m["kind"] == "terminal_view")
     assert isinstance(again.get("id"), int), again

@@ -157,7 +157,7 @@ function focusKey(path: string): void {
 function NotifySwitch() {
   const [on, setOn] = useState(notifyAsksOn());
   return (
-    <p class="paired">
+    <p class="notify">
       <label class="toggle">
         <input
           type="checkbox"
