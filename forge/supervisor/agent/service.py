@@ -411,8 +411,7 @@ class AgentService(WorkerService):
             log.info("agent_context_unmeasured", seat=str(seat.key), reason=str(error))
             return
         if self._seats.get(seat.key) is seat:
-            usage_now = msgspec.convert(msgspec.to_builtins(measured), wire.ContextUsage)
-            self._publish(seat.key, [seat.context_measured(usage_now)])
+            self._publish(seat.key, [seat.context_measured(measured)])
 
     def _holders_moved(self, subject: Subject) -> None:
         """Who can answer moved: each seat with asks says again whether anyone can."""

@@ -29,6 +29,7 @@ import msgspec
 
 from forge.ipc.policy import LifecycleTimings
 from forge.ipc.protocol import WorkerEvent, WorkerProtocol, WorkerRequest
+from forge.wire.agent import ContextUsage
 
 INSTALL_COMMAND = "pip install 'forge-supervisor[agent]'"
 """What brings the agent SDK (whose wheel bundles the Claude Code CLI); named by refusals."""
@@ -181,19 +182,6 @@ class SetEffort(WorkerRequest[None], tag="set_effort", frozen=True):
     as `tasks_running` while a background task would end with the CLI."""
 
     effort: Effort
-
-
-class ContextCategory(msgspec.Struct, frozen=True, kw_only=True):
-    name: str
-    tokens: int
-
-
-class ContextUsage(msgspec.Struct, frozen=True, kw_only=True):
-    total_tokens: int
-    max_tokens: int
-    percentage: float
-    model: str
-    categories: list[ContextCategory]
 
 
 class GetContextUsage(WorkerRequest[ContextUsage], tag="get_context_usage", frozen=True):

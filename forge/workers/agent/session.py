@@ -31,6 +31,7 @@ from claude_agent_sdk.types import PermissionRuleValue
 from forge.ipc.errors import RequestFailed
 from forge.ipc.protocol import WorkerEvent
 from forge.procs import descendants, is_live, kill_processes
+from forge.wire.agent import ContextCategory, ContextUsage
 from forge.workers.agent.events import credentials_refused, events_of
 from forge.workers.agent.mcp import ALLOWED, VoiceTool
 from forge.workers.agent.protocol import (
@@ -38,8 +39,6 @@ from forge.workers.agent.protocol import (
     AllowOnce,
     AskEnded,
     Choose,
-    ContextCategory,
-    ContextUsage,
     Decision,
     Deny,
     Effort,

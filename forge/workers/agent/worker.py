@@ -12,12 +12,12 @@ import msgspec
 
 from forge.ipc.errors import RequestFailed, WorkerConfigError
 from forge.ipc.worker import Worker, handles
+from forge.wire.agent import ContextUsage
 from forge.workers.agent.locate import find_cli, require_sdk, seat_folder
 from forge.workers.agent.protocol import (
     AGENT,
     Answer,
     Answered,
-    ContextUsage,
     GetContextUsage,
     Interrupt,
     Interrupted,
